@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* sluice.h - distributed rate limiting on Redis, through proxies and
+ * clusters, with or without Lua. The only public header. */
+#ifndef SLUICE_H
+#define SLUICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(SLUICE_BUILDING) && defined(__GNUC__)
+#define SLUICE_API __attribute__((visibility("default")))
+#else
+#define SLUICE_API
+#endif
+
+#define SLUICE_VERSION "0.1.0"
+
+/* Documented caps. */
+#define SLUICE_MAX_KEY_LEN 1024 /* bytes; keys are binary-safe */
+#define SLUICE_MAX_RULES   8    /* rules in one composite */
+
+/* Statuses. Append only, never renumber. */
+#define SLUICE_STATUS_MAP(X)                                                   \
+    X(OK, "success")                                                           \
+    X(EINVAL, "invalid argument")                                              \
+    X(EKEY, "invalid key")                                                     \
+    X(ERULE, "invalid rule")                                                   \
+    X(ECOST, "invalid cost")                                                   \
+    X(EURL, "invalid URL")                                                     \
+    X(ETIME, "time outside the accepted range")                                \
+    X(ENOMEM, "out of memory")                                                 \
+    X(ECONNECT, "could not connect to the backend")                            \
+    X(ETIMEOUT, "the backend did not answer within the timeout")               \
+    X(EIO, "connection to the backend lost")                                   \
+    X(ESERVER, "the server answered with an error")                            \
+    X(EPROTO, "unexpected reply from the server")                              \
+    X(EUNSUPPORTED, "not supported by this backend")
+
+typedef enum sluice_status {
+#define SLUICE_X(name, msg) SLUICE_##name,
+    SLUICE_STATUS_MAP(SLUICE_X)
+#undef SLUICE_X
+} sluice_status;
+
+typedef enum sluice_algorithm {
+    SLUICE_FIXED = 1, /* fixed window, aligned to the epoch plus tz */
+    SLUICE_SLIDING,   /* sliding window counter (two weighted windows) */
+    SLUICE_LOG,       /* sliding log, exact */
+    SLUICE_TOKEN,     /* token bucket */
+    SLUICE_GCRA       /* generic cell rate algorithm */
+} sluice_algorithm;
+
+/* One rule. Zero burst means "same as limit"; burst is only valid for
+ * token and gcra, tz_offset_ms only for fixed and sliding. */
+typedef struct sluice_rule {
+    sluice_algorithm algorithm;
+    int64_t limit;        /* 1 .. 10^9 */
+    int64_t period_ms;    /* 1 .. 10^10 */
+    int64_t burst;        /* 0 or 1 .. 10^9 */
+    int64_t tz_offset_ms; /* -14h .. +14h; windows start at k*P - offset */
+} sluice_rule;
+
+/* All-or-nothing composite: every rule admits and all are charged, or
+ * nothing is. A single rule is a composite of one. */
+typedef struct sluice_ruleset {
+    size_t count; /* 1 .. SLUICE_MAX_RULES */
+    sluice_rule rules[SLUICE_MAX_RULES];
+} sluice_ruleset;
+
+/* What the backend does when it cannot answer (connection refused, lost,
+ * timed out). The result's status tells which failure was papered over. */
+typedef enum sluice_fail_policy {
+    SLUICE_FAIL_ERROR = 0, /* return the error status (default) */
+    SLUICE_FAIL_OPEN,      /* admit, out->status names the failure */
+    SLUICE_FAIL_CLOSED     /* deny, out->status names the failure */
+} sluice_fail_policy;
+
+typedef int64_t (*sluice_clock_fn)(void *ctx); /* ms since the epoch */
+
+/* Zero-initialise; a zero field means the default shown. Everything kept is
+ * copied at open. Options given in the URL's query override these. */
+typedef struct sluice_options {
+    sluice_clock_fn clock;        /* default: CLOCK_REALTIME */
+    void *clock_ctx;              /* passed to clock */
+    bool server_clock;            /* Redis backends: decide on Redis TIME */
+    uint32_t connect_timeout_ms;  /* default 1000 */
+    uint32_t command_timeout_ms;  /* default 250 */
+    uint32_t ttl_floor_ms;        /* default 1000: no stored key lives less */
+    sluice_fail_policy fail;      /* default SLUICE_FAIL_ERROR */
+    const char *key_prefix;       /* default "sluice:"; no braces */
+} sluice_options;
+
+/* A decision. status is SLUICE_OK when the backend decided; with a fail
+ * policy of OPEN or CLOSED it is the failure that the policy answered. */
+typedef struct sluice_result {
+    sluice_status status;
+    bool allowed;
+    int64_t limit;          /* capacity of the rule that binds */
+    int64_t remaining;      /* cost-1 requests still admitted now */
+    int64_t retry_after_ms; /* -1 if allowed, or if the cost never fits */
+    int64_t reset_after_ms; /* until back to full capacity; 0 if full */
+} sluice_result;
+
+/* One request of a batch. */
+typedef struct sluice_request {
+    const void *key;
+    size_t key_len;
+    const sluice_ruleset *rules;
+    int64_t cost; /* 1 .. 10^9 */
+} sluice_request;
+
+typedef struct sluice sluice; /* opaque handle */
+
+/* Static text for a status; never NULL, never to be freed. */
+SLUICE_API const char *sluice_strerror(sluice_status st);
+
+/* Parses "ALGO:LIMIT/PERIOD[,burst=N][,tz=+HH:MM]" joined by '+', e.g.
+ * "fixed:1000/1d,tz=+08:00+fixed:100/1h". On error returns SLUICE_ERULE and
+ * writes a message quoting the offending part into err (may be NULL). */
+SLUICE_API sluice_status sluice_ruleset_parse(const char *text,
+                                              sluice_ruleset *out, char *err,
+                                              size_t err_len);
+
+/* Checks ranges and combinations of a ruleset built by hand. */
+SLUICE_API sluice_status sluice_ruleset_check(const sluice_ruleset *rs,
+                                              char *err, size_t err_len);
+
+/* Opens a handle on a backend chosen by the URL:
+ *   mem://            private in-process store
+ *   mem://NAME        in-process store shared by every handle named NAME
+ *   redis://[user:password@]host:port[/db]   Lua scripts by EVALSHA
+ * Query options: ?timeout_ms=&connect_timeout_ms=&clock=local|server
+ *   &fail=error|open|closed&prefix=&ttl_floor_ms=
+ * opts may be NULL. On SLUICE_OK stores a handle in *out; else *out is NULL
+ * and err (may be NULL) holds the reason. Free with sluice_close(). */
+SLUICE_API sluice_status sluice_open(const char *url,
+                                     const sluice_options *opts,
+                                     sluice **out, char *err, size_t err_len);
+
+/* NULL is a no-op. */
+SLUICE_API void sluice_close(sluice *sl);
+
+/* Decides and charges. A denial is not an error: SLUICE_OK with
+ * out->allowed == false. On other statuses *out is untouched unless the fail
+ * policy answered (then SLUICE_OK and out->status says why); see
+ * sluice_errmsg(). */
+SLUICE_API sluice_status sluice_acquire(sluice *sl, const void *key,
+                                        size_t key_len,
+                                        const sluice_ruleset *rules,
+                                        int64_t cost, sluice_result *out);
+
+/* Returns what sluice_acquire would, and changes nothing. */
+SLUICE_API sluice_status sluice_peek(sluice *sl, const void *key,
+                                     size_t key_len,
+                                     const sluice_ruleset *rules, int64_t cost,
+                                     sluice_result *out);
+
+/* Forgets the key's state under every rule of the set. */
+SLUICE_API sluice_status sluice_reset(sluice *sl, const void *key,
+                                      size_t key_len,
+                                      const sluice_ruleset *rules);
+
+/* Acquires n independent requests in one round trip (pipelined on Redis).
+ * Each out[i].status is that request's own status (bad input included);
+ * the call returns SLUICE_OK when every request was answered, else the
+ * first failure. */
+SLUICE_API sluice_status sluice_acquire_many(sluice *sl,
+                                             const sluice_request *reqs,
+                                             size_t n, sluice_result *out);
+
+/* Detail of the last failure on this handle; valid until the next call. */
+SLUICE_API const char *sluice_errmsg(const sluice *sl);
+
+/* Name of the handle's backend: "memory", "evalsha", ... */
+SLUICE_API const char *sluice_backend_name(const sluice *sl);
+
+/* Replaces the allocator of sluice's own memory (not hiredis's). Call before
+ * any handle exists; NULL arguments restore the C library's. */
+SLUICE_API void sluice_set_allocator(void *(*malloc_fn)(size_t),
+                                     void *(*realloc_fn)(void *, size_t),
+                                     void (*free_fn)(void *));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SLUICE_H */

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* algo.c - exact integer arithmetic of the five algorithms and of
+ * composites; docs/DESIGN.md derives every formula. */
+#include "algo.h"
+
+void sl_window_locate(const sluice_rule *r, int64_t t, int64_t *k,
+                      int64_t *to_end)
+{
+    int64_t p = r->period_ms;
+    /* t + off stays far from int64 limits: t < 2^53, |off| <= 14h. */
+    int64_t shifted = t + r->tz_offset_ms;
+    int64_t idx = sl_fdiv(shifted, p);
+
+    *k = idx;
+    *to_end = (idx + 1) * p - shifted;
+}
+
+static void deny_never_fits(sl_verdict *v)
+{
+    v->admit = false;
+    v->never_fits = true;
+    v->retry_ms = -1;
+}
+
+void sl_fixed_decide(const sluice_rule *r, int64_t to_end, int64_t cur,
+                     int64_t cost, bool charge, sl_verdict *v)
+{
+    int64_t l = r->limit;
+    int64_t after;
+
+    v->never_fits = false;
+    v->admit = cost <= l && cur + cost <= l;
+    if (cost > l)
+        deny_never_fits(v);
+    after = v->admit && charge ? cur + cost : cur;
+    v->remaining = sl_max64(0, l - after);
+    v->reset_ms = after > 0 ? to_end : 0;
+    if (!v->never_fits)
+        v->retry_ms = v->admit ? -1 : to_end;
+}
+
+void sl_sliding_decide(const sluice_rule *r, int64_t to_end, int64_t cur,
+                       int64_t prev, int64_t cost, bool charge,
+                       sl_verdict *v)
+{
+    int64_t l = r->limit, p = r->period_ms;
+    int64_t weight = to_end; /* P - e: how much of prev still overlaps */
+    int64_t after, room;
+
+    v->never_fits = false;
+    /* prev*(P-e) and (L-cur-c)*P stay below 2^53: counts never exceed the
+     * capacity of the rules that charged them, and capacity*P < 2^53. */
+    v->admit = cost <= l && cur + cost <= l &&
+               prev * weight <= (l - cur - cost) * p;
+    after = v->admit && charge ? cur + cost : cur;
+    room = sl_fdiv(l * p - prev * weight, p) - after;
+    v->remaining = sl_max64(0, room);
+    v->reset_ms = after > 0 ? to_end + p : (prev > 0 ? to_end : 0);
+    if (cost > l) {
+        deny_never_fits(v);
+    } else if (v->admit) {
+        v->retry_ms = -1;
+    } else if (cur + cost <= l) {
+        /* Admissible later in this window, once prev's weight drops. */
+        v->retry_ms = to_end - sl_fdiv((l - cur - cost) * p, prev);
+    } else {
+        /* Next window: cur becomes prev, weighted by P - e'. */
+        int64_t e_next = sl_max64(0, p - sl_fdiv((l - cost) * p, cur));
+        v->retry_ms = to_end + e_next;
+    }
+}
+
+void sl_bucket_decide(const sluice_rule *r, int64_t t, bool has, int64_t x,
+                      int64_t d, int64_t cost, bool charge, sl_verdict *v,
+                      int64_t *new_x, int64_t *new_d)
+{
+    int64_t l = r->limit, p = r->period_ms, b = sl_rule_capacity(r);
+    int64_t u, gap, du, after;
+
+    if (!has) {
+        x = t;
+        d = 0;
+    }
+    u = sl_max64(t, x);
+    gap = u - t;
+    /* Drain at L request-ms per ms; compare before multiplying. */
+    if (d <= 0 || u - x >= sl_cdiv(d, l))
+        du = 0;
+    else
+        du = d - (u - x) * l;
+
+    v->never_fits = false;
+    v->admit = cost <= b && du <= (b - cost) * p;
+    after = v->admit && charge ? du + cost * p : du;
+    v->remaining = sl_max64(0, b - sl_cdiv(after, p));
+    v->reset_ms = after > 0 ? gap + sl_cdiv(after, l) : 0;
+    if (cost > b)
+        deny_never_fits(v);
+    else if (v->admit)
+        v->retry_ms = -1;
+    else
+        v->retry_ms = gap + sl_cdiv(du - (b - cost) * p, l);
+    *new_x = u;
+    *new_d = after;
+}
+
+void sl_log_decide(const sluice_rule *r, int64_t t, const sl_log_entry *e,
+                   size_t n, int64_t cost, bool charge, sl_verdict *v,
+                   int64_t *stamp)
+{
+    int64_t l = r->limit, p = r->period_ms;
+    int64_t u = n > 0 ? sl_max64(t, e[n - 1].x) : t;
+    int64_t gap = u - t, sum = 0, newest = -1;
+    size_t first = n, i;
+
+    for (i = 0; i < n; i++) {
+        if (e[i].x > u - p) {
+            if (first == n)
+                first = i;
+            sum += e[i].cost;
+            newest = e[i].x;
+        }
+    }
+    v->never_fits = false;
+    v->admit = cost <= l && sum + cost <= l;
+    if (v->admit && charge) {
+        sum += cost;
+        newest = u;
+    }
+    v->remaining = sl_max64(0, l - sum);
+    v->reset_ms = newest >= 0 ? gap + newest + p - u : 0;
+    *stamp = u;
+    if (cost > l) {
+        deny_never_fits(v);
+    } else if (v->admit) {
+        v->retry_ms = -1;
+    } else {
+        /* Oldest entries leave first, at x + P. */
+        int64_t left = sum;
+
+        v->retry_ms = -1;
+        for (i = first; i < n; i++) {
+            left -= e[i].cost;
+            if (left + cost <= l) {
+                v->retry_ms = gap + e[i].x + p - u;
+                break;
+            }
+        }
+    }
+}
+
+int64_t sl_ttl_after_charge(const sluice_rule *r, const sl_verdict *v)
+{
+    /* Until the state stops mattering (its reset_after, which for sliding
+     * already includes the period the window still counts as prev), plus a
+     * grace of one period. */
+    return v->reset_ms + r->period_ms;
+}
+
+void sl_combine(const sluice_ruleset *rs, const sl_verdict *v,
+                sluice_result *out)
+{
+    bool admit = true, never = false;
+    int64_t retry = -1, reset = 0;
+    size_t i, least = 0;
+
+    for (i = 0; i < rs->count; i++) {
+        if (!v[i].admit) {
+            admit = false;
+            if (v[i].never_fits)
+                never = true;
+            else
+                retry = sl_max64(retry, v[i].retry_ms);
+        }
+        reset = sl_max64(reset, v[i].reset_ms);
+        if (v[i].remaining < v[least].remaining)
+            least = i;
+    }
+    out->status = SLUICE_OK;
+    out->allowed = admit;
+    out->limit = sl_rule_capacity(&rs->rules[least]);
+    out->remaining = v[least].remaining;
+    out->retry_after_ms = admit || never ? -1 : retry;
+    out->reset_after_ms = reset;
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* algo.h - the arithmetic of every algorithm, on plain numbers, so that
+ * every backend that decides on the client shares one implementation. */
+#ifndef SL_ALGO_H
+#define SL_ALGO_H
+
+#include "internal.h"
+
+/* One rule's decision. Outputs assume the request was charged when
+ * admit && charge (a composite charges only when every rule admits). */
+typedef struct sl_verdict {
+    bool admit;
+    bool never_fits;    /* cost above the rule's capacity */
+    int64_t remaining;  /* >= 0 */
+    int64_t retry_ms;   /* from t; -1 unless denying and fitting */
+    int64_t reset_ms;   /* from t */
+} sl_verdict;
+
+/* Window index of t and the time from t to that window's end. */
+void sl_window_locate(const sluice_rule *r, int64_t t, int64_t *k,
+                      int64_t *to_end);
+
+/* cur: amount charged in t's window; prev: in the one before. */
+void sl_fixed_decide(const sluice_rule *r, int64_t to_end, int64_t cur,
+                     int64_t cost, bool charge, sl_verdict *v);
+void sl_sliding_decide(const sluice_rule *r, int64_t to_end, int64_t cur,
+                       int64_t prev, int64_t cost, bool charge,
+                       sl_verdict *v);
+
+/* Token bucket and gcra share one state: x, the time of the last charge,
+ * and d, the backlog in request-ms at x. has = false: no state. On return
+ * *new_x and *new_d are the state to store if the request is charged. */
+void sl_bucket_decide(const sluice_rule *r, int64_t t, bool has, int64_t x,
+                      int64_t d, int64_t cost, bool charge, sl_verdict *v,
+                      int64_t *new_x, int64_t *new_d);
+
+typedef struct sl_log_entry {
+    int64_t x;    /* stamp */
+    int64_t cost;
+} sl_log_entry;
+
+/* entries: oldest first (dead ones allowed). *stamp is the time a charge
+ * is stamped with. */
+void sl_log_decide(const sluice_rule *r, int64_t t, const sl_log_entry *e,
+                   size_t n, int64_t cost, bool charge, sl_verdict *v,
+                   int64_t *stamp);
+
+/* TTL in ms that a charged key needs from t (before the floor). */
+int64_t sl_ttl_after_charge(const sluice_rule *r, const sl_verdict *v);
+
+/* Combines per-rule verdicts into the composite's result. */
+void sl_combine(const sluice_ruleset *rs, const sl_verdict *v,
+                sluice_result *out);
+
+#endif /* SL_ALGO_H */

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* backend.h - the contract every backend implements: a struct of function
+ * pointers, one file per backend in src/backends/. */
+#ifndef SL_BACKEND_H
+#define SL_BACKEND_H
+
+#include "internal.h"
+
+#define SL_BACKEND_VERSION 1
+
+typedef enum sl_op {
+    SL_OP_ACQUIRE = 1,
+    SL_OP_PEEK,
+    SL_OP_RESET
+} sl_op;
+
+/* A validated request: key within the cap, rules checked, cost in range. */
+typedef struct sl_request {
+    sl_op op;
+    const void *key;
+    size_t key_len;
+    const sluice_ruleset *rules;
+    int64_t cost;   /* ignored by reset */
+    int64_t now_ms; /* the handle's clock; -1: the server's clock */
+} sl_request;
+
+typedef struct sl_backend {
+    const char *name; /* "memory", "evalsha", ...; used in messages */
+    int version;      /* SL_BACKEND_VERSION it was built against */
+
+    /* Connects (or attaches to the store); private state in *state. */
+    sluice_status (*open)(const sl_url *url, void **state, char *err,
+                          size_t err_len);
+    void (*close)(void *state); /* accepts NULL */
+
+    /* Decides n requests, atomically per request for all clients of its
+     * key, as one round trip where the backend can. Sets every out[i]
+     * (status SLUICE_OK, or that request's own failure such as
+     * SLUICE_EUNSUPPORTED). Returns non-OK only when the backend could not
+     * answer at all (connect, timeout, lost connection); out is then
+     * undefined. A reset fills nothing but out[i].status. */
+    sluice_status (*decide)(void *state, const sl_request *reqs, size_t n,
+                            sluice_result *out, char *err, size_t err_len);
+} sl_backend;
+
+extern const sl_backend sl_backend_memory;
+extern const sl_backend sl_backend_evalsha;
+
+#endif /* SL_BACKEND_H */

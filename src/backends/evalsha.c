@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* evalsha.c - the Lua backend: one EVALSHA per decision (EVAL on
+ * NOSCRIPT), pipelined for batches; works on plain Redis and through
+ * proxies that route by the first key. */
+#include "../algo.h"
+#include "../backend.h"
+#include "../redis.h"
+
+#include <hiredis/hiredis.h>
+
+#include <stdio.h>
+#include <string.h>
+
+/* Generated at build time from the lua directory (cmake/embed.cmake). */
+extern const char sl_lua_script[];
+extern const size_t sl_lua_script_len;
+extern const char sl_lua_sha1[];
+
+#define ARGS_PER_RULE 5
+#define FIXED_ARGS    4 /* now, acquire, cost, ttl floor */
+
+typedef struct state {
+    sl_conn conn;
+    const sl_url *url;
+} state;
+
+static sluice_status evalsha_open(const sl_url *url, void **out, char *err,
+                                  size_t err_len)
+{
+    state *s = sl_calloc(1, sizeof(*s));
+    sluice_status st;
+
+    if (s == NULL) {
+        sl_errf(err, err_len, "evalsha: out of memory");
+        return SLUICE_ENOMEM;
+    }
+    s->url = url;
+    sl_conn_init(&s->conn, url, "evalsha");
+    st = sl_conn_ensure(&s->conn, err, err_len);
+    /* With a fail policy the handle opens anyway and reconnects later. */
+    if (st != SLUICE_OK && url->opts.fail == SLUICE_FAIL_ERROR) {
+        sl_conn_close(&s->conn);
+        sl_free(s);
+        return st;
+    }
+    *out = s;
+    return SLUICE_OK;
+}
+
+static void evalsha_close(void *p)
+{
+    state *s = p;
+
+    if (s == NULL)
+        return;
+    sl_conn_close(&s->conn);
+    sl_free(s);
+}
+
+/* Appends one request: EVALSHA (or EVAL) with every rule's key, or DEL. */
+static sluice_status append_request(state *s, const sl_request *rq,
+                                    bool as_eval, char *err, size_t err_len)
+{
+    const sluice_ruleset *rs = rq->rules;
+    const char *argv[3 + SLUICE_MAX_RULES * (1 + ARGS_PER_RULE) + FIXED_ARGS];
+    size_t lens[sizeof(argv) / sizeof(argv[0])];
+    char keys[SLUICE_MAX_RULES][SLUICE_MAX_KEY_LEN + 128];
+    char nums[FIXED_ARGS + SLUICE_MAX_RULES * ARGS_PER_RULE][24];
+    char numkeys[8];
+    size_t i, a = 0, k = 0;
+
+    if (rq->op == SL_OP_RESET) {
+        argv[a] = "DEL";
+        lens[a++] = 3;
+    } else {
+        argv[a] = as_eval ? "EVAL" : "EVALSHA";
+        lens[a++] = strlen(argv[0]);
+        argv[a] = as_eval ? sl_lua_script : sl_lua_sha1;
+        lens[a++] = as_eval ? sl_lua_script_len : 40;
+        snprintf(numkeys, sizeof(numkeys), "%zu", rs->count);
+        argv[a] = numkeys;
+        lens[a++] = strlen(numkeys);
+    }
+    for (i = 0; i < rs->count; i++) {
+        lens[a] = sl_key_build(keys[i], sizeof(keys[i]), s->url->prefix,
+                               rq->key, rq->key_len, &rs->rules[i]);
+        argv[a++] = keys[i];
+    }
+    if (rq->op != SL_OP_RESET) {
+        snprintf(nums[k++], 24, "%lld", (long long)rq->now_ms);
+        snprintf(nums[k++], 24, "%d", rq->op == SL_OP_ACQUIRE ? 1 : 0);
+        snprintf(nums[k++], 24, "%lld", (long long)rq->cost);
+        snprintf(nums[k++], 24, "%u", s->url->opts.ttl_floor_ms);
+        for (i = 0; i < rs->count; i++) {
+            const sluice_rule *r = &rs->rules[i];
+
+            snprintf(nums[k++], 24, "%d", (int)r->algorithm);
+            snprintf(nums[k++], 24, "%lld", (long long)r->limit);
+            snprintf(nums[k++], 24, "%lld", (long long)r->period_ms);
+            snprintf(nums[k++], 24, "%lld", (long long)sl_rule_capacity(r));
+            snprintf(nums[k++], 24, "%lld", (long long)r->tz_offset_ms);
+        }
+        for (i = 0; i < k; i++) {
+            argv[a] = nums[i];
+            lens[a++] = strlen(nums[i]);
+        }
+    }
+    return sl_conn_append(&s->conn, (int)a, argv, lens, err, err_len);
+}
+
+/* Turns a script reply into the composite's result. */
+static sluice_status parse_decision(const sl_request *rq,
+                                    const redisReply *rep, sluice_result *out,
+                                    char *err, size_t err_len)
+{
+    const sluice_ruleset *rs = rq->rules;
+    sl_verdict v[SLUICE_MAX_RULES];
+    size_t i;
+
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 6 * rs->count) {
+        sl_errf(err, err_len, "evalsha: unexpected script reply (type %d, "
+                "%zu elements); is another program using the key prefix?",
+                rep->type, rep->type == REDIS_REPLY_ARRAY ? rep->elements : 0);
+        return SLUICE_EPROTO;
+    }
+    for (i = 0; i < 6 * rs->count; i++) {
+        if (rep->element[i]->type != REDIS_REPLY_INTEGER) {
+            sl_errf(err, err_len, "evalsha: script reply element %zu is not "
+                    "an integer", i);
+            return SLUICE_EPROTO;
+        }
+    }
+    for (i = 0; i < rs->count; i++) {
+        redisReply **e = rep->element + 6 * i;
+        int64_t gap = e[5]->integer;
+
+        v[i].admit = e[0]->integer == 1;
+        v[i].never_fits = e[1]->integer == 1;
+        v[i].remaining = e[2]->integer;
+        v[i].retry_ms = e[3]->integer < 0 ? -1 : e[3]->integer + gap;
+        v[i].reset_ms = e[4]->integer > 0 ? e[4]->integer + gap : 0;
+    }
+    sl_combine(rs, v, out);
+    return SLUICE_OK;
+}
+
+/* Reads the n replies of a pipeline; marks NOSCRIPT ones in resend. */
+static sluice_status read_replies(state *s, const sl_request *reqs, size_t n,
+                                  sluice_result *out, unsigned char *resend,
+                                  bool eval_pass, size_t *nresend, char *err,
+                                  size_t err_len)
+{
+    size_t i;
+    sluice_status st;
+
+    for (i = 0; i < n; i++) {
+        redisReply *rep;
+
+        if (eval_pass && !resend[i])
+            continue;
+        resend[i] = 0;
+        if ((st = sl_conn_read(&s->conn, &rep, err, err_len)) != SLUICE_OK)
+            return st;
+        if (rep->type == REDIS_REPLY_ERROR && !eval_pass &&
+            strncmp(rep->str, "NOSCRIPT", 8) == 0) {
+            /* A restart, failover or SCRIPT FLUSH emptied the cache. */
+            resend[i] = 1;
+            (*nresend)++;
+        } else if (rep->type == REDIS_REPLY_ERROR) {
+            out[i].status = SLUICE_ESERVER;
+            sl_errf(err, err_len, "evalsha: %s:%d answered: %s", s->url->host,
+                    s->url->port, rep->str);
+        } else if (reqs[i].op == SL_OP_RESET) {
+            out[i].status = SLUICE_OK;
+        } else {
+            out[i].status =
+                parse_decision(&reqs[i], rep, &out[i], err, err_len);
+        }
+        freeReplyObject(rep);
+    }
+    return SLUICE_OK;
+}
+
+static sluice_status evalsha_decide(void *p, const sl_request *reqs, size_t n,
+                                    sluice_result *out, char *err,
+                                    size_t err_len)
+{
+    state *s = p;
+    unsigned char small[64], *resend = n <= 64 ? small : sl_calloc(n, 1);
+    size_t i, nresend = 0;
+    sluice_status st;
+
+    if (resend == NULL) {
+        sl_errf(err, err_len, "evalsha: out of memory for %zu requests", n);
+        return SLUICE_ENOMEM;
+    }
+    memset(resend, 0, n);
+    if ((st = sl_conn_ensure(&s->conn, err, err_len)) != SLUICE_OK)
+        goto done;
+    for (i = 0; i < n && st == SLUICE_OK; i++)
+        st = append_request(s, &reqs[i], false, err, err_len);
+    if (st == SLUICE_OK)
+        st = read_replies(s, reqs, n, out, resend, false, &nresend, err,
+                          err_len);
+    if (st == SLUICE_OK && nresend > 0) {
+        for (i = 0; i < n && st == SLUICE_OK; i++)
+            if (resend[i])
+                st = append_request(s, &reqs[i], true, err, err_len);
+        if (st == SLUICE_OK)
+            st = read_replies(s, reqs, n, out, resend, true, &nresend, err,
+                              err_len);
+    }
+done:
+    if (resend != small)
+        sl_free(resend);
+    return st;
+}
+
+const sl_backend sl_backend_evalsha = {
+    .name = "evalsha",
+    .version = SL_BACKEND_VERSION,
+    .open = evalsha_open,
+    .close = evalsha_close,
+    .decide = evalsha_decide,
+};

@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* memory.c - the in-process backend: a hash table of limiter state behind
+ * one mutex, private to a handle (mem://) or shared by name (mem://NAME),
+ * with memory bounded by expiry on the handle's clock. */
+#include "../algo.h"
+#include "../backend.h"
+
+#include <pthread.h>
+#include <string.h>
+
+/* One stored key: the state of one rule of one limited key. */
+typedef struct entry {
+    struct entry *next;
+    uint64_t hash;
+    char *key;
+    size_t key_len;
+    int64_t expires_at; /* clock ms; the entry is empty from then on */
+    sluice_algorithm algorithm;
+    union {
+        struct { /* fixed, sliding: counts by window index, unordered */
+            int64_t *idx;
+            int64_t *count;
+            size_t n, cap;
+        } win;
+        struct { /* token, gcra */
+            bool has;
+            int64_t x, d;
+        } bucket;
+        struct { /* log: entries oldest first, live from head */
+            sl_log_entry *e;
+            size_t head, n, cap;
+        } log;
+    } u;
+} entry;
+
+typedef struct store {
+    pthread_mutex_t lock;
+    entry **buckets;
+    size_t nbuckets, count, gc_at;
+    /* Named stores only: registry link and handle count. */
+    struct store *next;
+    char name[128];
+    size_t refs;
+} store;
+
+/* What a handle holds: its store and its key prefix. */
+typedef struct handle {
+    store *s;
+    char prefix[64];
+} handle;
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static store *registry; /* named stores: shared by handles of one process */
+
+static uint64_t hash_bytes(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static void entry_free(entry *e)
+{
+    if (e->algorithm == SLUICE_FIXED || e->algorithm == SLUICE_SLIDING) {
+        sl_free(e->u.win.idx);
+        sl_free(e->u.win.count);
+    } else if (e->algorithm == SLUICE_LOG) {
+        sl_free(e->u.log.e);
+    }
+    sl_free(e->key);
+    sl_free(e);
+}
+
+static store *store_new(const char *name)
+{
+    store *s = sl_calloc(1, sizeof(*s));
+
+    if (s == NULL)
+        return NULL;
+    s->nbuckets = 64;
+    s->buckets = sl_calloc(s->nbuckets, sizeof(*s->buckets));
+    if (s->buckets == NULL || pthread_mutex_init(&s->lock, NULL) != 0) {
+        sl_free(s->buckets);
+        sl_free(s);
+        return NULL;
+    }
+    s->gc_at = 1024;
+    s->refs = 1;
+    strcpy(s->name, name);
+    return s;
+}
+
+static void store_free(store *s)
+{
+    size_t i;
+
+    for (i = 0; i < s->nbuckets; i++) {
+        entry *e = s->buckets[i], *next;
+
+        for (; e != NULL; e = next) {
+            next = e->next;
+            entry_free(e);
+        }
+    }
+    pthread_mutex_destroy(&s->lock);
+    sl_free(s->buckets);
+    sl_free(s);
+}
+
+static sluice_status memory_open(const sl_url *url, void **state, char *err,
+                                 size_t err_len)
+{
+    store *s;
+    handle *h = sl_calloc(1, sizeof(*h));
+
+    if (h == NULL) {
+        sl_errf(err, err_len, "memory: out of memory creating the handle");
+        return SLUICE_ENOMEM;
+    }
+
+    if (url->name[0] == '\0') {
+        s = store_new("");
+    } else {
+        pthread_mutex_lock(&registry_lock);
+        for (s = registry; s != NULL; s = s->next)
+            if (strcmp(s->name, url->name) == 0)
+                break;
+        if (s != NULL) {
+            s->refs++;
+        } else if ((s = store_new(url->name)) != NULL) {
+            s->next = registry;
+            registry = s;
+        }
+        pthread_mutex_unlock(&registry_lock);
+    }
+    if (s == NULL) {
+        sl_free(h);
+        sl_errf(err, err_len, "memory: out of memory creating the store");
+        return SLUICE_ENOMEM;
+    }
+    h->s = s;
+    strcpy(h->prefix, url->prefix);
+    *state = h;
+    return SLUICE_OK;
+}
+
+static void memory_close(void *state)
+{
+    handle *h = state;
+    store *s, **pp;
+
+    if (h == NULL)
+        return;
+    s = h->s;
+    sl_free(h);
+    if (s->name[0] == '\0') {
+        store_free(s);
+        return;
+    }
+    pthread_mutex_lock(&registry_lock);
+    if (--s->refs == 0) {
+        for (pp = &registry; *pp != NULL; pp = &(*pp)->next) {
+            if (*pp == s) {
+                *pp = s->next;
+                break;
+            }
+        }
+        store_free(s);
+    }
+    pthread_mutex_unlock(&registry_lock);
+}
+
+static entry **find_slot(store *s, const char *key, size_t len, uint64_t h)
+{
+    entry **pp = &s->buckets[h & (s->nbuckets - 1)];
+
+    for (; *pp != NULL; pp = &(*pp)->next)
+        if ((*pp)->hash == h && (*pp)->key_len == len &&
+            memcmp((*pp)->key, key, len) == 0)
+            return pp;
+    return pp;
+}
+
+/* Drops every entry that has expired by now; grows the table. */
+static void store_gc(store *s, int64_t now)
+{
+    size_t i, nb = s->nbuckets;
+    entry **grown = NULL;
+
+    for (i = 0; i < nb; i++) {
+        entry **pp = &s->buckets[i];
+
+        while (*pp != NULL) {
+            entry *e = *pp;
+
+            if (e->expires_at <= now) {
+                *pp = e->next;
+                entry_free(e);
+                s->count--;
+            } else {
+                pp = &e->next;
+            }
+        }
+    }
+    if (s->count > nb && (grown = sl_calloc(nb * 2, sizeof(*grown))) != NULL) {
+        for (i = 0; i < nb; i++) {
+            entry *e = s->buckets[i], *next;
+
+            for (; e != NULL; e = next) {
+                next = e->next;
+                e->next = grown[e->hash & (nb * 2 - 1)];
+                grown[e->hash & (nb * 2 - 1)] = e;
+            }
+        }
+        sl_free(s->buckets);
+        s->buckets = grown;
+        s->nbuckets = nb * 2;
+    }
+    s->gc_at = s->count * 2 > 1024 ? s->count * 2 : 1024;
+}
+
+/* Finds the live entry of key, or NULL. */
+static entry *lookup(store *s, const char *key, size_t len, int64_t now)
+{
+    entry *e = *find_slot(s, key, len, hash_bytes(key, len));
+
+    return e != NULL && e->expires_at > now ? e : NULL;
+}
+
+/* Finds or creates key's entry, emptied if it had expired. */
+static entry *obtain(store *s, const char *key, size_t len,
+                     sluice_algorithm a, int64_t now)
+{
+    uint64_t h = hash_bytes(key, len);
+    entry **pp = find_slot(s, key, len, h), *e = *pp;
+
+    if (e != NULL && e->expires_at <= now) {
+        *pp = e->next;
+        entry_free(e);
+        s->count--;
+        e = NULL;
+        pp = find_slot(s, key, len, h);
+    }
+    if (e != NULL)
+        return e;
+    e = sl_calloc(1, sizeof(*e));
+    if (e == NULL || (e->key = sl_memdup(key, len)) == NULL) {
+        sl_free(e);
+        return NULL;
+    }
+    e->hash = h;
+    e->key_len = len;
+    e->algorithm = a;
+    e->expires_at = now;
+    *pp = e;
+    s->count++;
+    return e;
+}
+
+static void remove_key(store *s, const char *key, size_t len)
+{
+    entry **pp = find_slot(s, key, len, hash_bytes(key, len)), *e = *pp;
+
+    if (e != NULL) {
+        *pp = e->next;
+        entry_free(e);
+        s->count--;
+    }
+}
+
+static int64_t window_count(const entry *e, int64_t k)
+{
+    size_t i;
+
+    if (e == NULL)
+        return 0;
+    for (i = 0; i < e->u.win.n; i++)
+        if (e->u.win.idx[i] == k)
+            return e->u.win.count[i];
+    return 0;
+}
+
+/* Decides one rule against stored state. */
+static void decide_rule(const sluice_rule *r, const entry *e, int64_t t,
+                        int64_t cost, bool charge, sl_verdict *v,
+                        int64_t *aux_x, int64_t *aux_d)
+{
+    int64_t k, to_end;
+
+    switch (r->algorithm) {
+    case SLUICE_FIXED:
+        sl_window_locate(r, t, &k, &to_end);
+        sl_fixed_decide(r, to_end, window_count(e, k), cost, charge, v);
+        break;
+    case SLUICE_SLIDING:
+        sl_window_locate(r, t, &k, &to_end);
+        sl_sliding_decide(r, to_end, window_count(e, k),
+                          window_count(e, k - 1), cost, charge, v);
+        break;
+    case SLUICE_LOG:
+        if (e == NULL)
+            sl_log_decide(r, t, NULL, 0, cost, charge, v, aux_x);
+        else
+            sl_log_decide(r, t, e->u.log.e + e->u.log.head, e->u.log.n,
+                          cost, charge, v, aux_x);
+        break;
+    case SLUICE_TOKEN:
+    case SLUICE_GCRA:
+        sl_bucket_decide(r, t, e != NULL && e->u.bucket.has,
+                         e ? e->u.bucket.x : 0, e ? e->u.bucket.d : 0, cost,
+                         charge, v, aux_x, aux_d);
+        break;
+    }
+}
+
+/* Makes room so that charging e cannot fail halfway through a composite. */
+static bool reserve(entry *e)
+{
+    if (e->algorithm == SLUICE_FIXED || e->algorithm == SLUICE_SLIDING) {
+        if (e->u.win.n == e->u.win.cap) {
+            size_t cap = e->u.win.cap ? e->u.win.cap * 2 : 4;
+            int64_t *idx = sl_realloc(e->u.win.idx, cap * sizeof(int64_t));
+
+            if (idx == NULL)
+                return false;
+            e->u.win.idx = idx;
+            idx = sl_realloc(e->u.win.count, cap * sizeof(int64_t));
+            if (idx == NULL)
+                return false;
+            e->u.win.count = idx;
+            e->u.win.cap = cap;
+        }
+    } else if (e->algorithm == SLUICE_LOG) {
+        if (e->u.log.head > 0 && e->u.log.head + e->u.log.n == e->u.log.cap) {
+            memmove(e->u.log.e, e->u.log.e + e->u.log.head,
+                    e->u.log.n * sizeof(sl_log_entry));
+            e->u.log.head = 0;
+        }
+        if (e->u.log.n == e->u.log.cap) {
+            size_t cap = e->u.log.cap ? e->u.log.cap * 2 : 8;
+            sl_log_entry *n = sl_realloc(e->u.log.e, cap * sizeof(*n));
+
+            if (n == NULL)
+                return false;
+            e->u.log.e = n;
+            e->u.log.cap = cap;
+        }
+    }
+    return true;
+}
+
+static void charge_rule(entry *e, const sluice_rule *r, int64_t t,
+                        int64_t cost, int64_t aux_x, int64_t aux_d)
+{
+    int64_t k, to_end;
+    size_t i;
+
+    switch (r->algorithm) {
+    case SLUICE_FIXED:
+    case SLUICE_SLIDING: {
+        /* Windows older than the ones that still count are garbage. */
+        int64_t keep = r->algorithm == SLUICE_FIXED ? 1 : 2;
+        bool found = false;
+        size_t o = 0;
+
+        sl_window_locate(r, t, &k, &to_end);
+        for (i = 0; i < e->u.win.n; i++) {
+            if (e->u.win.idx[i] == k) {
+                e->u.win.count[i] += cost;
+                found = true;
+            }
+            if (e->u.win.idx[i] >= k - keep) {
+                e->u.win.idx[o] = e->u.win.idx[i];
+                e->u.win.count[o++] = e->u.win.count[i];
+            }
+        }
+        e->u.win.n = o;
+        if (!found) {
+            e->u.win.idx[o] = k;
+            e->u.win.count[o] = cost;
+            e->u.win.n++;
+        }
+        break;
+    }
+    case SLUICE_LOG: {
+        sl_log_entry *le = e->u.log.e + e->u.log.head;
+        size_t n = e->u.log.n;
+
+        /* aux_x is the stamp u = max(t, newest); older than u - P is out. */
+        while (n > 0 && le->x <= aux_x - r->period_ms) {
+            le++;
+            n--;
+            e->u.log.head++;
+        }
+        e->u.log.n = n;
+        if (n > 0 && le[n - 1].x == aux_x) {
+            le[n - 1].cost += cost;
+        } else {
+            le[n].x = aux_x;
+            le[n].cost = cost;
+            e->u.log.n++;
+        }
+        break;
+    }
+    case SLUICE_TOKEN:
+    case SLUICE_GCRA:
+        e->u.bucket.has = true;
+        e->u.bucket.x = aux_x;
+        e->u.bucket.d = aux_d;
+        break;
+    }
+}
+
+static sluice_status decide_request(store *s, const char *prefix,
+                                    const sl_request *rq, sluice_result *out,
+                                    char *err, size_t err_len)
+{
+    const sluice_ruleset *rs = rq->rules;
+    sl_verdict v[SLUICE_MAX_RULES];
+    int64_t ax[SLUICE_MAX_RULES], ad[SLUICE_MAX_RULES];
+    entry *es[SLUICE_MAX_RULES];
+    char key[SLUICE_MAX_KEY_LEN + 128];
+    size_t lens[SLUICE_MAX_RULES], i;
+    bool all = true;
+    int64_t t = rq->now_ms;
+
+    for (i = 0; i < rs->count; i++) {
+        lens[i] = sl_key_build(key, sizeof(key), prefix, rq->key,
+                               rq->key_len, &rs->rules[i]);
+        if (rq->op == SL_OP_RESET) {
+            remove_key(s, key, lens[i]);
+            continue;
+        }
+        es[i] = lookup(s, key, lens[i], t);
+        decide_rule(&rs->rules[i], es[i], t, rq->cost, false, &v[i], &ax[i],
+                    &ad[i]);
+        all = all && v[i].admit;
+    }
+    out->status = SLUICE_OK;
+    if (rq->op == SL_OP_RESET)
+        return SLUICE_OK;
+    for (i = 0; i < rs->count; i++)
+        decide_rule(&rs->rules[i], es[i], t, rq->cost, all, &v[i], &ax[i],
+                    &ad[i]);
+    sl_combine(rs, v, out);
+    if (rq->op != SL_OP_ACQUIRE || !all)
+        return SLUICE_OK;
+    /* Reserve everything first so that the charge is all or nothing. */
+    for (i = 0; i < rs->count; i++) {
+        sl_key_build(key, sizeof(key), prefix, rq->key, rq->key_len,
+                     &rs->rules[i]);
+        es[i] = obtain(s, key, lens[i], rs->rules[i].algorithm, t);
+        if (es[i] == NULL || !reserve(es[i])) {
+            sl_errf(err, err_len, "memory: out of memory storing a charge");
+            return SLUICE_ENOMEM;
+        }
+    }
+    for (i = 0; i < rs->count; i++) {
+        int64_t ttl = sl_ttl_after_charge(&rs->rules[i], &v[i]);
+
+        charge_rule(es[i], &rs->rules[i], t, rq->cost, ax[i], ad[i]);
+        es[i]->expires_at = sl_max64(es[i]->expires_at, t + ttl);
+    }
+    return SLUICE_OK;
+}
+
+static sluice_status memory_decide(void *state, const sl_request *reqs,
+                                   size_t n, sluice_result *out, char *err,
+                                   size_t err_len)
+{
+    handle *h = state;
+    store *s = h->s;
+    size_t i;
+    sluice_status st = SLUICE_OK;
+
+    pthread_mutex_lock(&s->lock);
+    for (i = 0; i < n && st == SLUICE_OK; i++) {
+        if (s->count >= s->gc_at)
+            store_gc(s, reqs[i].now_ms);
+        st = decide_request(s, h->prefix, &reqs[i], &out[i], err, err_len);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
+const sl_backend sl_backend_memory = {
+    .name = "memory",
+    .version = SL_BACKEND_VERSION,
+    .open = memory_open,
+    .close = memory_close,
+    .decide = memory_decide,
+};

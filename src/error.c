@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* error.c - status texts and message formatting. */
+#include "internal.h"
+
+#include <stdio.h>
+
+const char *sluice_strerror(sluice_status st)
+{
+    switch (st) {
+#define SLUICE_X(name, msg)                                                    \
+    case SLUICE_##name:                                                        \
+        return msg;
+        SLUICE_STATUS_MAP(SLUICE_X)
+#undef SLUICE_X
+    }
+    return "unknown status";
+}
+
+void sl_errf(char *err, size_t err_len, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL || err_len == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+}
+
+void sl_quote(char *dst, size_t dst_len, const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    size_t i, o = 0, shown = n > 64 ? 64 : n;
+
+    if (dst_len == 0)
+        return;
+    for (i = 0; i < shown && o + 5 < dst_len; i++) {
+        if (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\')
+            dst[o++] = (char)s[i];
+        else
+            o += (size_t)snprintf(dst + o, dst_len - o, "\\x%02x", s[i]);
+    }
+    if (shown < n && o + 4 < dst_len) {
+        dst[o++] = '.';
+        dst[o++] = '.';
+        dst[o++] = '.';
+    }
+    dst[o] = '\0';
+}

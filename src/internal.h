@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* internal.h - private helpers shared by the core, the backends and tests. */
+#ifndef SL_INTERNAL_H
+#define SL_INTERNAL_H
+
+#include "sluice.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SL_MAX_LIMIT     1000000000LL   /* limit, burst and cost */
+#define SL_MAX_PERIOD_MS 10000000000LL  /* 10^10 ms */
+#define SL_MAX_TZ_MS     (14LL * 3600 * 1000)
+#define SL_MAX_TIME_MS   9007199254740991LL /* 2^53 - 1 */
+#define SL_EXACT_BOUND   9007199254740992LL /* 2^53 */
+#define SL_ERR_LEN       512
+
+/* alloc.c: sluice's own memory goes through the replaceable allocator. */
+void *sl_malloc(size_t n);
+void *sl_calloc(size_t count, size_t n);
+void *sl_realloc(void *p, size_t n);
+void sl_free(void *p);
+char *sl_strdup(const char *s);
+char *sl_memdup(const void *p, size_t n);
+
+/* error.c: printf into a caller's buffer; a NULL buffer is fine. */
+void sl_errf(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Quotes up to 64 bytes of a binary value printably ("ab\x00c..."). */
+void sl_quote(char *dst, size_t dst_len, const void *p, size_t n);
+
+/* rule.c */
+static inline int64_t sl_rule_capacity(const sluice_rule *r)
+{
+    return (r->algorithm == SLUICE_TOKEN || r->algorithm == SLUICE_GCRA) &&
+                   r->burst > 0
+               ? r->burst
+               : r->limit;
+}
+const char *sl_algorithm_name(sluice_algorithm a);
+/* Formats a rule back to its canonical text ("token:5/1000ms,burst=10"). */
+void sl_rule_format(const sluice_rule *r, char *dst, size_t dst_len);
+
+/* key.c: "<prefix>{K}:<algo>:<P>[:<off>]"; returns the length written, or 0
+ * when dst is too small. */
+size_t sl_key_build(char *dst, size_t dst_len, const char *prefix,
+                    const void *key, size_t key_len, const sluice_rule *r);
+/* Upper bound of sl_key_build's output length. */
+size_t sl_key_max_len(const char *prefix, size_t key_len);
+/* Checks a key against the cap; writes the message. */
+sluice_status sl_key_check(const void *key, size_t key_len, char *err,
+                           size_t err_len);
+sluice_status sl_cost_check(int64_t cost, char *err, size_t err_len);
+sluice_status sl_time_check(int64_t t, char *err, size_t err_len);
+
+/* url.c */
+typedef enum sl_scheme {
+    SL_SCHEME_MEM = 1,
+    SL_SCHEME_REDIS
+} sl_scheme;
+
+typedef struct sl_url {
+    sl_scheme scheme;
+    char name[128];     /* mem://NAME */
+    char host[256];
+    int port;
+    char user[128];
+    char password[256];
+    int db;
+    sluice_options opts; /* defaults resolved, query applied */
+    char prefix[64];     /* storage of opts.key_prefix */
+} sl_url;
+
+/* Parses url; opts (may be NULL) gives the defaults that the query
+ * overrides. */
+sluice_status sl_url_parse(const char *url, const sluice_options *opts,
+                           sl_url *out, char *err, size_t err_len);
+
+/* Floor and ceiling divisions for b > 0. */
+static inline int64_t sl_fdiv(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+static inline int64_t sl_cdiv(int64_t a, int64_t b)
+{
+    return -sl_fdiv(-a, b);
+}
+static inline int64_t sl_max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+static inline int64_t sl_min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+#endif /* SL_INTERNAL_H */

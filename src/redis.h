@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* redis.h - one hiredis connection with timeouts, AUTH and SELECT, and the
+ * mapping of its failures to sluice statuses; shared by Redis backends. */
+#ifndef SL_REDIS_H
+#define SL_REDIS_H
+
+#include "internal.h"
+
+#include <hiredis/hiredis.h>
+
+typedef struct sl_conn {
+    redisContext *c;   /* NULL until connected, and after a failure */
+    const sl_url *url; /* host, port, credentials, timeouts */
+    const char *who;   /* backend name, for messages */
+} sl_conn;
+
+void sl_conn_init(sl_conn *cn, const sl_url *url, const char *who);
+/* Connects (AUTH, SELECT, timeouts) unless already connected. */
+sluice_status sl_conn_ensure(sl_conn *cn, char *err, size_t err_len);
+/* Queues one command; nothing is written until a read. */
+sluice_status sl_conn_append(sl_conn *cn, int argc, const char **argv,
+                             const size_t *lens, char *err, size_t err_len);
+/* Reads one reply; a transport failure closes the connection. The caller
+ * frees *rep with freeReplyObject. */
+sluice_status sl_conn_read(sl_conn *cn, redisReply **rep, char *err,
+                           size_t err_len);
+void sl_conn_close(sl_conn *cn);
+
+#endif /* SL_REDIS_H */

@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* sluice.c - the handle: options, input checks, dispatch to the backend,
+ * and the fail policy. */
+#include "backend.h"
+
+#include <string.h>
+#include <time.h>
+
+struct sluice {
+    const sl_backend *backend;
+    void *state;
+    sl_url url;
+    char errmsg[SL_ERR_LEN];
+};
+
+static int64_t realtime_ms(void *ctx)
+{
+    struct timespec ts;
+
+    (void)ctx;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+sluice_status sluice_open(const char *url, const sluice_options *opts,
+                          sluice **out, char *err, size_t err_len)
+{
+    sluice *sl;
+    sluice_status st;
+
+    if (out == NULL) {
+        sl_errf(err, err_len, "open: out is NULL");
+        return SLUICE_EINVAL;
+    }
+    *out = NULL;
+    sl = sl_calloc(1, sizeof(*sl));
+    if (sl == NULL) {
+        sl_errf(err, err_len, "open: out of memory");
+        return SLUICE_ENOMEM;
+    }
+    st = sl_url_parse(url, opts, &sl->url, err, err_len);
+    if (st != SLUICE_OK)
+        goto fail;
+    sl->url.opts.key_prefix = sl->url.prefix; /* point into our copy */
+    if (sl->url.opts.clock == NULL)
+        sl->url.opts.clock = realtime_ms;
+    switch (sl->url.scheme) {
+    case SL_SCHEME_MEM:
+        sl->backend = &sl_backend_memory;
+        if (sl->url.opts.server_clock) {
+            sl_errf(err, err_len, "url \"%s\": mem:// has no server clock; "
+                    "drop clock=server or use a redis:// URL", url);
+            st = SLUICE_EURL;
+            goto fail;
+        }
+        break;
+    case SL_SCHEME_REDIS:
+        sl->backend = &sl_backend_evalsha;
+        break;
+    }
+    st = sl->backend->open(&sl->url, &sl->state, err, err_len);
+    if (st != SLUICE_OK)
+        goto fail;
+    *out = sl;
+    return SLUICE_OK;
+fail:
+    sl_free(sl);
+    return st;
+}
+
+void sluice_close(sluice *sl)
+{
+    if (sl == NULL)
+        return;
+    sl->backend->close(sl->state);
+    sl_free(sl);
+}
+
+const char *sluice_errmsg(const sluice *sl)
+{
+    return sl == NULL ? "handle is NULL" : sl->errmsg;
+}
+
+const char *sluice_backend_name(const sluice *sl)
+{
+    return sl == NULL ? "none" : sl->backend->name;
+}
+
+/* The backend could not answer: the fail policy may decide instead. */
+static bool policy_answers(const sluice *sl, sluice_status st)
+{
+    return sl->url.opts.fail != SLUICE_FAIL_ERROR &&
+           (st == SLUICE_ECONNECT || st == SLUICE_ETIMEOUT ||
+            st == SLUICE_EIO);
+}
+
+static void policy_result(const sluice *sl, const sluice_ruleset *rs,
+                          sluice_status st, sluice_result *out)
+{
+    bool open = sl->url.opts.fail == SLUICE_FAIL_OPEN;
+
+    out->status = st;
+    out->allowed = open;
+    out->limit = sl_rule_capacity(&rs->rules[0]);
+    out->remaining = 0;
+    /* A closed denial suggests retrying after a reconnect could succeed. */
+    out->retry_after_ms = open ? -1 : (int64_t)sl->url.opts.connect_timeout_ms;
+    out->reset_after_ms = 0;
+}
+
+/* Checks one request and fills r; messages go to the handle. */
+static sluice_status prepare(sluice *sl, sl_op op, const void *key,
+                             size_t key_len, const sluice_ruleset *rules,
+                             int64_t cost, int64_t now, sl_request *r)
+{
+    char *err = sl->errmsg;
+    sluice_status st;
+
+    if ((st = sl_key_check(key, key_len, err, SL_ERR_LEN)) != SLUICE_OK)
+        return st;
+    if ((st = sluice_ruleset_check(rules, err, SL_ERR_LEN)) != SLUICE_OK)
+        return st;
+    if (op != SL_OP_RESET &&
+        (st = sl_cost_check(cost, err, SL_ERR_LEN)) != SLUICE_OK)
+        return st;
+    if (now != -1 && (st = sl_time_check(now, err, SL_ERR_LEN)) != SLUICE_OK)
+        return st;
+    r->op = op;
+    r->key = key;
+    r->key_len = key_len;
+    r->rules = rules;
+    r->cost = cost;
+    r->now_ms = now;
+    return SLUICE_OK;
+}
+
+static int64_t handle_now(const sluice *sl)
+{
+    if (sl->url.opts.server_clock)
+        return -1;
+    return sl->url.opts.clock(sl->url.opts.clock_ctx);
+}
+
+static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
+                                size_t key_len, const sluice_ruleset *rules,
+                                int64_t cost, sluice_result *out)
+{
+    sl_request r;
+    sluice_result res;
+    sluice_status st;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    sl->errmsg[0] = '\0';
+    if (out == NULL && op != SL_OP_RESET) {
+        sl_errf(sl->errmsg, SL_ERR_LEN, "out is NULL");
+        return SLUICE_EINVAL;
+    }
+    st = prepare(sl, op, key, key_len, rules, cost, handle_now(sl), &r);
+    if (st != SLUICE_OK)
+        return st;
+    memset(&res, 0, sizeof(res));
+    st = sl->backend->decide(sl->state, &r, 1, &res, sl->errmsg, SL_ERR_LEN);
+    if (st != SLUICE_OK) {
+        if (op == SL_OP_RESET || !policy_answers(sl, st))
+            return st;
+        policy_result(sl, rules, st, out);
+        return SLUICE_OK;
+    }
+    if (res.status != SLUICE_OK)
+        return res.status;
+    if (out != NULL)
+        *out = res;
+    return SLUICE_OK;
+}
+
+sluice_status sluice_acquire(sluice *sl, const void *key, size_t key_len,
+                             const sluice_ruleset *rules, int64_t cost,
+                             sluice_result *out)
+{
+    return decide_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, out);
+}
+
+sluice_status sluice_peek(sluice *sl, const void *key, size_t key_len,
+                          const sluice_ruleset *rules, int64_t cost,
+                          sluice_result *out)
+{
+    return decide_one(sl, SL_OP_PEEK, key, key_len, rules, cost, out);
+}
+
+sluice_status sluice_reset(sluice *sl, const void *key, size_t key_len,
+                           const sluice_ruleset *rules)
+{
+    return decide_one(sl, SL_OP_RESET, key, key_len, rules, 1, NULL);
+}
+
+sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
+                                  size_t n, sluice_result *out)
+{
+    sl_request stack_reqs[64], *rs = stack_reqs;
+    sluice_result stack_res[64], *res = stack_res;
+    size_t *map = NULL, i, m = 0;
+    sluice_status st = SLUICE_OK, first = SLUICE_OK;
+    char first_msg[SL_ERR_LEN] = "";
+    int64_t now;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    sl->errmsg[0] = '\0';
+    if (n == 0)
+        return SLUICE_OK;
+    if (reqs == NULL || out == NULL) {
+        sl_errf(sl->errmsg, SL_ERR_LEN, "acquire_many: %s is NULL",
+                reqs == NULL ? "reqs" : "out");
+        return SLUICE_EINVAL;
+    }
+    if (n > 64) {
+        rs = sl_malloc(n * sizeof(*rs));
+        res = sl_malloc(n * sizeof(*res));
+    }
+    map = sl_malloc(n * sizeof(*map));
+    if (rs == NULL || res == NULL || map == NULL) {
+        st = SLUICE_ENOMEM;
+        sl_errf(sl->errmsg, SL_ERR_LEN, "acquire_many: out of memory for %zu "
+                "requests", n);
+        goto done;
+    }
+    now = handle_now(sl);
+    for (i = 0; i < n; i++) {
+        sluice_status rst = prepare(sl, SL_OP_ACQUIRE, reqs[i].key,
+                                    reqs[i].key_len, reqs[i].rules,
+                                    reqs[i].cost, now, &rs[m]);
+
+        memset(&out[i], 0, sizeof(out[i]));
+        out[i].status = rst;
+        if (rst == SLUICE_OK) {
+            map[m++] = i;
+        } else if (first == SLUICE_OK) {
+            first = rst;
+            memcpy(first_msg, sl->errmsg, SL_ERR_LEN);
+        }
+    }
+    if (m > 0) {
+        memset(res, 0, m * sizeof(*res));
+        st = sl->backend->decide(sl->state, rs, m, res, sl->errmsg,
+                                 SL_ERR_LEN);
+        for (i = 0; i < m; i++) {
+            size_t j = map[i];
+
+            if (st == SLUICE_OK)
+                out[j] = res[i];
+            else if (policy_answers(sl, st))
+                policy_result(sl, reqs[j].rules, st, &out[j]);
+            else
+                out[j].status = st;
+        }
+        if (st != SLUICE_OK && policy_answers(sl, st))
+            st = SLUICE_OK;
+        for (i = 0; i < m && first == SLUICE_OK && st == SLUICE_OK; i++)
+            if (out[map[i]].status != SLUICE_OK &&
+                !policy_answers(sl, out[map[i]].status))
+                first = out[map[i]].status;
+    }
+    if (st == SLUICE_OK && first != SLUICE_OK) {
+        st = first;
+        if (first_msg[0] != '\0')
+            memcpy(sl->errmsg, first_msg, SL_ERR_LEN);
+    }
+done:
+    if (rs != stack_reqs)
+        sl_free(rs);
+    if (res != stack_res)
+        sl_free(res);
+    sl_free(map);
+    return st;
+}

@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* url.c - parses backend URLs and their query options. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static sluice_status bad(char *err, size_t err_len, const char *url,
+                         const char *what)
+{
+    sl_errf(err, err_len, "url \"%s\": %s", url, what);
+    return SLUICE_EURL;
+}
+
+/* Percent-decodes [s, s+n) into dst; false on a bad escape or overflow. */
+static bool decode(char *dst, size_t dst_len, const char *s, size_t n)
+{
+    size_t i, o = 0;
+
+    for (i = 0; i < n; i++) {
+        char c = s[i];
+
+        if (c == '%') {
+            char hex[3] = {0};
+            char *end;
+
+            if (i + 2 >= n)
+                return false;
+            hex[0] = s[i + 1];
+            hex[1] = s[i + 2];
+            c = (char)strtol(hex, &end, 16);
+            if (end != hex + 2)
+                return false;
+            i += 2;
+        }
+        if (o + 1 >= dst_len)
+            return false;
+        dst[o++] = c;
+    }
+    dst[o] = '\0';
+    return true;
+}
+
+/* Reads a whole decimal number in [lo, hi] from [s, s+n). */
+static bool read_uint(const char *s, size_t n, long long lo, long long hi,
+                      long long *out)
+{
+    long long v = 0;
+    size_t i;
+
+    if (n == 0 || n > 12)
+        return false;
+    for (i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static sluice_status apply_option(const char *url, const char *kv, size_t n,
+                                  sl_url *u, char *err, size_t err_len)
+{
+    const char *eq = memchr(kv, '=', n);
+    size_t klen = eq ? (size_t)(eq - kv) : n;
+    const char *v = eq ? eq + 1 : kv + n;
+    size_t vlen = eq ? n - klen - 1 : 0;
+    long long num;
+    char msg[200];
+
+#define KEY_IS(s) (klen == strlen(s) && memcmp(kv, s, klen) == 0)
+#define VAL_IS(s) (vlen == strlen(s) && memcmp(v, s, vlen) == 0)
+    if (KEY_IS("timeout_ms") || KEY_IS("connect_timeout_ms") ||
+        KEY_IS("ttl_floor_ms")) {
+        if (!read_uint(v, vlen, 1, 86400000, &num)) {
+            snprintf(msg, sizeof(msg), "option %.*s=%.*s: expected a whole "
+                     "number of ms in 1..86400000", (int)klen, kv, (int)vlen,
+                     v);
+            return bad(err, err_len, url, msg);
+        }
+        if (KEY_IS("timeout_ms"))
+            u->opts.command_timeout_ms = (uint32_t)num;
+        else if (KEY_IS("connect_timeout_ms"))
+            u->opts.connect_timeout_ms = (uint32_t)num;
+        else
+            u->opts.ttl_floor_ms = (uint32_t)num;
+    } else if (KEY_IS("clock")) {
+        if (VAL_IS("server"))
+            u->opts.server_clock = true;
+        else if (VAL_IS("local"))
+            u->opts.server_clock = false;
+        else
+            return bad(err, err_len, url,
+                       "option clock: expected clock=local or clock=server");
+    } else if (KEY_IS("fail")) {
+        if (VAL_IS("error"))
+            u->opts.fail = SLUICE_FAIL_ERROR;
+        else if (VAL_IS("open"))
+            u->opts.fail = SLUICE_FAIL_OPEN;
+        else if (VAL_IS("closed"))
+            u->opts.fail = SLUICE_FAIL_CLOSED;
+        else
+            return bad(err, err_len, url,
+                       "option fail: expected fail=error, open or closed");
+    } else if (KEY_IS("prefix")) {
+        if (!decode(u->prefix, sizeof(u->prefix), v, vlen))
+            return bad(err, err_len, url,
+                       "option prefix: bad escape or longer than 63 bytes");
+        u->opts.key_prefix = u->prefix;
+    } else {
+        snprintf(msg, sizeof(msg), "unknown option \"%.*s\" (known: "
+                 "timeout_ms, connect_timeout_ms, clock, fail, prefix, "
+                 "ttl_floor_ms)", (int)(klen > 40 ? 40 : klen), kv);
+        return bad(err, err_len, url, msg);
+    }
+#undef KEY_IS
+#undef VAL_IS
+    return SLUICE_OK;
+}
+
+static sluice_status parse_query(const char *url, const char *q, sl_url *u,
+                                 char *err, size_t err_len)
+{
+    while (*q != '\0') {
+        size_t n = strcspn(q, "&");
+        sluice_status st;
+
+        if (n > 0 && (st = apply_option(url, q, n, u, err, err_len)) !=
+                         SLUICE_OK)
+            return st;
+        q += n;
+        if (*q == '&')
+            q++;
+    }
+    return SLUICE_OK;
+}
+
+static sluice_status parse_mem(const char *url, const char *rest, size_t n,
+                               sl_url *u, char *err, size_t err_len)
+{
+    size_t i;
+
+    if (n >= sizeof(u->name))
+        return bad(err, err_len, url, "store name longer than 127 bytes");
+    for (i = 0; i < n; i++) {
+        char c = rest[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+            return bad(err, err_len, url,
+                       "mem:// store names use letters, digits, '_', '-' and "
+                       "'.' only");
+    }
+    memcpy(u->name, rest, n);
+    u->name[n] = '\0';
+    return SLUICE_OK;
+}
+
+static sluice_status parse_redis(const char *url, const char *rest, size_t n,
+                                 sl_url *u, char *err, size_t err_len)
+{
+    const char *at = NULL, *p, *end = rest + n, *hs, *he, *slash;
+    long long num;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (rest[i] == '@')
+            at = rest + i;
+    if (at != NULL) {
+        const char *colon = memchr(rest, ':', (size_t)(at - rest));
+
+        if (colon == NULL) {
+            /* "password@host" */
+            if (!decode(u->password, sizeof(u->password), rest,
+                        (size_t)(at - rest)))
+                return bad(err, err_len, url, "bad password (escape?)");
+        } else if (!decode(u->user, sizeof(u->user), rest,
+                           (size_t)(colon - rest)) ||
+                   !decode(u->password, sizeof(u->password), colon + 1,
+                           (size_t)(at - colon - 1))) {
+            return bad(err, err_len, url, "bad user or password (escape?)");
+        }
+        p = at + 1;
+    } else {
+        p = rest;
+    }
+    slash = memchr(p, '/', (size_t)(end - p));
+    if (slash == NULL)
+        slash = end;
+    if (p < slash && *p == '[') {
+        hs = p + 1;
+        he = memchr(hs, ']', (size_t)(slash - hs));
+        if (he == NULL)
+            return bad(err, err_len, url, "unclosed '[' in the host");
+        p = he + 1;
+    } else {
+        hs = p;
+        he = p;
+        while (he < slash && *he != ':')
+            he++;
+        p = he;
+    }
+    if (he == hs)
+        return bad(err, err_len, url, "missing host (e.g. 127.0.0.1:6379)");
+    if ((size_t)(he - hs) >= sizeof(u->host))
+        return bad(err, err_len, url, "host longer than 255 bytes");
+    memcpy(u->host, hs, (size_t)(he - hs));
+    u->host[he - hs] = '\0';
+    u->port = 6379;
+    if (p < slash) {
+        if (*p != ':' ||
+            !read_uint(p + 1, (size_t)(slash - p - 1), 1, 65535, &num)) {
+            char msg[96];
+
+            snprintf(msg, sizeof(msg), "bad port \"%.*s\"; expected 1..65535",
+                     (int)(slash - p > 20 ? 20 : slash - p), p);
+            return bad(err, err_len, url, msg);
+        }
+        u->port = (int)num;
+    }
+    if (slash < end && slash + 1 < end) {
+        if (!read_uint(slash + 1, (size_t)(end - slash - 1), 0, 1000000,
+                       &num))
+            return bad(err, err_len, url,
+                       "bad database number after '/'; expected 0, 1, ...");
+        u->db = (int)num;
+    }
+    return SLUICE_OK;
+}
+
+sluice_status sl_url_parse(const char *url, const sluice_options *opts,
+                           sl_url *out, char *err, size_t err_len)
+{
+    static const struct {
+        const char *prefix;
+        sl_scheme scheme;
+    } schemes[] = {{"mem://", SL_SCHEME_MEM}, {"redis://", SL_SCHEME_REDIS}};
+    const char *rest = NULL, *q;
+    size_t i, n;
+    sluice_status st;
+
+    if (url == NULL) {
+        sl_errf(err, err_len, "url: NULL");
+        return SLUICE_EINVAL;
+    }
+    memset(out, 0, sizeof(*out));
+    if (opts != NULL)
+        out->opts = *opts;
+    for (i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+        size_t plen = strlen(schemes[i].prefix);
+
+        if (strncmp(url, schemes[i].prefix, plen) == 0) {
+            out->scheme = schemes[i].scheme;
+            rest = url + plen;
+        }
+    }
+    if (rest == NULL)
+        return bad(err, err_len, url,
+                   "unknown scheme; use mem:// or "
+                   "redis://[user:password@]host:port[/db]");
+    q = strchr(rest, '?');
+    n = q ? (size_t)(q - rest) : strlen(rest);
+    if (out->scheme == SL_SCHEME_MEM)
+        st = parse_mem(url, rest, n, out, err, err_len);
+    else
+        st = parse_redis(url, rest, n, out, err, err_len);
+    if (st != SLUICE_OK)
+        return st;
+    if (out->opts.key_prefix != NULL && out->opts.key_prefix != out->prefix) {
+        if (strlen(out->opts.key_prefix) >= sizeof(out->prefix))
+            return bad(err, err_len, url, "key_prefix longer than 63 bytes");
+        strcpy(out->prefix, out->opts.key_prefix);
+    } else if (out->opts.key_prefix == NULL) {
+        strcpy(out->prefix, "sluice:");
+    }
+    if (q != NULL && (st = parse_query(url, q + 1, out, err, err_len)) !=
+                         SLUICE_OK)
+        return st;
+    out->opts.key_prefix = out->prefix;
+    if (strpbrk(out->prefix, "{}") != NULL)
+        return bad(err, err_len, url,
+                   "key prefix may not hold '{' or '}': the key's hash tag "
+                   "must be the first braces");
+    if (out->opts.connect_timeout_ms == 0)
+        out->opts.connect_timeout_ms = 1000;
+    if (out->opts.command_timeout_ms == 0)
+        out->opts.command_timeout_ms = 250;
+    if (out->opts.ttl_floor_ms == 0)
+        out->opts.ttl_floor_ms = 1000;
+    if (out->opts.fail != SLUICE_FAIL_ERROR &&
+        out->opts.fail != SLUICE_FAIL_OPEN &&
+        out->opts.fail != SLUICE_FAIL_CLOSED)
+        return bad(err, err_len, url, "options.fail is not a fail policy");
+    return SLUICE_OK;
+}

@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_conformance.c - runs the scenario tables (the .scn files in tests/conformance,
+ * written from the semantics, not from the code) on one backend:
+ *   test_conformance URL|@urlfile FILE.scn...
+ * Every scenario is one cmocka test on a fresh key prefix. On Redis
+ * backends it also checks afterwards that no key was left without a TTL. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "testutil.h"
+
+#include <hiredis/hiredis.h>
+
+#include <cmocka.h>
+
+#define MAX_STEPS 256
+
+typedef struct step {
+    int line;
+    char op[16];
+    int64_t t;
+    char key[1100];
+    size_t key_len;
+    int64_t cost;
+    char rule[256];
+    bool expect_error;
+    char status[32];
+    sluice_result want;
+} step;
+
+typedef struct scenario {
+    char name[128];
+    char file[256];
+    size_t nsteps;
+    step steps[MAX_STEPS];
+} scenario;
+
+static const char *url;
+static scenario *scenarios;
+static size_t nscenarios;
+
+static const char *status_name(sluice_status st)
+{
+    switch (st) {
+#define SLUICE_X(name, msg)                                                    \
+    case SLUICE_##name:                                                        \
+        return #name;
+        SLUICE_STATUS_MAP(SLUICE_X)
+#undef SLUICE_X
+    }
+    return "?";
+}
+
+static void parse_key(step *s, const char *tok)
+{
+    long n;
+
+    if (strcmp(tok, "<empty>") == 0) {
+        s->key_len = 0;
+    } else if (sscanf(tok, "<long:%ld>", &n) == 1 && n > 0 &&
+               (size_t)n < sizeof(s->key)) {
+        memset(s->key, 'x', (size_t)n);
+        s->key_len = (size_t)n;
+    } else {
+        s->key_len = strlen(tok);
+        memcpy(s->key, tok, s->key_len);
+    }
+}
+
+static void die(const char *file, int line, const char *why)
+{
+    fprintf(stderr, "%s:%d: %s\n", file, line, why);
+    exit(2);
+}
+
+/* Parses one table file, appending scenarios. */
+static void load(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char buf[4096], rule[256] = "";
+    int line = 0;
+    scenario *cur = NULL;
+
+    if (f == NULL)
+        die(path, 0, "cannot open");
+    while (fgets(buf, sizeof(buf), f) != NULL) {
+        char *tok[32], *save = NULL, *p;
+        int n = 0, i;
+        step *s;
+
+        line++;
+        if ((p = strchr(buf, '#')) != NULL)
+            *p = '\0';
+        for (p = strtok_r(buf, " \t\r\n", &save); p != NULL && n < 32;
+             p = strtok_r(NULL, " \t\r\n", &save))
+            tok[n++] = p;
+        if (n == 0)
+            continue;
+        if (strcmp(tok[0], "scenario") == 0) {
+            if (n != 2)
+                die(path, line, "scenario NAME");
+            scenarios = realloc(scenarios, (nscenarios + 1) * sizeof(*cur));
+            cur = &scenarios[nscenarios++];
+            memset(cur, 0, sizeof(*cur));
+            snprintf(cur->name, sizeof(cur->name), "%s", tok[1]);
+            snprintf(cur->file, sizeof(cur->file), "%s", path);
+            rule[0] = '\0';
+            continue;
+        }
+        if (cur == NULL)
+            die(path, line, "step before any scenario");
+        if (strcmp(tok[0], "rule") == 0) {
+            if (n != 2)
+                die(path, line, "rule RULE");
+            snprintf(rule, sizeof(rule), "%s", tok[1]);
+            continue;
+        }
+        if (cur->nsteps == MAX_STEPS)
+            die(path, line, "too many steps");
+        s = &cur->steps[cur->nsteps++];
+        memset(s, 0, sizeof(*s));
+        s->line = line;
+        if (n < 4)
+            die(path, line, "T OP KEY [COST] [rule=R] => EXPECTED");
+        s->t = strtoll(tok[0], NULL, 10);
+        snprintf(s->op, sizeof(s->op), "%s", tok[1]);
+        parse_key(s, tok[2]);
+        snprintf(s->rule, sizeof(s->rule), "%s", rule);
+        i = 3;
+        if (strcmp(s->op, "reset") != 0 && strcmp(tok[i], "=>") != 0)
+            s->cost = strtoll(tok[i++], NULL, 10);
+        if (i < n && strncmp(tok[i], "rule=", 5) == 0)
+            snprintf(s->rule, sizeof(s->rule), "%s", tok[i++] + 5);
+        if (i >= n || strcmp(tok[i], "=>") != 0)
+            die(path, line, "expected '=>'");
+        i++;
+        if (i < n && strcmp(tok[i], "error") == 0 && i + 1 < n) {
+            s->expect_error = true;
+            snprintf(s->status, sizeof(s->status), "%s", tok[i + 1]);
+        } else if (strcmp(s->op, "reset") == 0) {
+            if (i >= n || strcmp(tok[i], "reset") != 0)
+                die(path, line, "a reset expects '=> reset'");
+        } else {
+            if (n - i != 5)
+                die(path, line, "expected ALLOWED LIMIT REMAINING RETRY "
+                                "RESET");
+            s->want.allowed = strtol(tok[i], NULL, 10) == 1;
+            s->want.limit = strtoll(tok[i + 1], NULL, 10);
+            s->want.remaining = strtoll(tok[i + 2], NULL, 10);
+            s->want.retry_after_ms = strtoll(tok[i + 3], NULL, 10);
+            s->want.reset_after_ms = strtoll(tok[i + 4], NULL, 10);
+        }
+        if (strcmp(s->op, "acquire") != 0 && strcmp(s->op, "peek") != 0 &&
+            strcmp(s->op, "reset") != 0)
+            die(path, line, "op must be acquire, peek or reset");
+    }
+    fclose(f);
+}
+
+/* Every key under prefix must carry a TTL (Redis backends only). */
+static void check_ttls(const char *prefix)
+{
+    char host[256];
+    int port;
+    redisContext *c;
+    redisReply *r;
+    char cursor[32] = "0";
+    char pattern[128];
+
+    if (sscanf(url, "redis://%255[^:]:%d", host, &port) != 2)
+        return;
+    c = redisConnect(host, port);
+    assert_non_null(c);
+    assert_int_equal(c->err, 0);
+    snprintf(pattern, sizeof(pattern), "%s*", prefix);
+    do {
+        size_t i;
+
+        r = redisCommand(c, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+        snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+        for (i = 0; i < r->element[1]->elements; i++) {
+            redisReply *k = r->element[1]->element[i];
+            redisReply *ttl = redisCommand(c, "PTTL %b", k->str, k->len);
+
+            if (ttl->integer < 0)
+                fail_msg("key %s has no TTL (PTTL %lld)", k->str,
+                         ttl->integer);
+            freeReplyObject(ttl);
+        }
+        freeReplyObject(r);
+    } while (strcmp(cursor, "0") != 0);
+    redisFree(c);
+}
+
+static void run_scenario(void **state)
+{
+    const scenario *sc = *state;
+    tu_clock clk = {0};
+    sluice *sl;
+    size_t i;
+    char tag[64], prefix[96];
+
+    snprintf(tag, sizeof(tag), "%zu", (size_t)(sc - scenarios));
+    sl = tu_open(url, &clk, tag);
+    assert_non_null(sl);
+    snprintf(prefix, sizeof(prefix), "t%ld-%s:", (long)getpid(), tag);
+    for (i = 0; i < sc->nsteps; i++) {
+        const step *s = &sc->steps[i];
+        sluice_ruleset rs;
+        sluice_result got;
+        sluice_status st;
+        char err[512];
+
+        memset(&got, 0, sizeof(got));
+        clk.t = s->t;
+        st = sluice_ruleset_parse(s->rule, &rs, err, sizeof(err));
+        if (st == SLUICE_OK) {
+            if (strcmp(s->op, "reset") == 0)
+                st = sluice_reset(sl, s->key, s->key_len, &rs);
+            else if (strcmp(s->op, "peek") == 0)
+                st = sluice_peek(sl, s->key, s->key_len, &rs, s->cost, &got);
+            else
+                st = sluice_acquire(sl, s->key, s->key_len, &rs, s->cost,
+                                    &got);
+            snprintf(err, sizeof(err), "%s", sluice_errmsg(sl));
+        }
+        if (s->expect_error) {
+            if (strcmp(status_name(st), s->status) != 0)
+                fail_msg("%s:%d (%s): expected error %s, got %s (%s)",
+                         sc->file, s->line, sc->name, s->status,
+                         status_name(st), err);
+            if (err[0] == '\0')
+                fail_msg("%s:%d: error %s without a message", sc->file,
+                         s->line, s->status);
+            continue;
+        }
+        if (st != SLUICE_OK)
+            fail_msg("%s:%d (%s): %s failed: %s: %s", sc->file, s->line,
+                     sc->name, s->op, status_name(st), err);
+        if (strcmp(s->op, "reset") == 0)
+            continue;
+        if (got.allowed != s->want.allowed ||
+            got.limit != s->want.limit ||
+            got.remaining != s->want.remaining ||
+            got.retry_after_ms != s->want.retry_after_ms ||
+            got.reset_after_ms != s->want.reset_after_ms)
+            fail_msg("%s:%d (%s) t=%lld %s cost %lld rule %s:\n"
+                     "   want %d %lld %lld %lld %lld\n"
+                     "   got  %d %lld %lld %lld %lld",
+                     sc->file, s->line, sc->name, (long long)s->t, s->op,
+                     (long long)s->cost, s->rule, s->want.allowed,
+                     (long long)s->want.limit, (long long)s->want.remaining,
+                     (long long)s->want.retry_after_ms,
+                     (long long)s->want.reset_after_ms, got.allowed,
+                     (long long)got.limit, (long long)got.remaining,
+                     (long long)got.retry_after_ms,
+                     (long long)got.reset_after_ms);
+    }
+    sluice_close(sl);
+    check_ttls(prefix);
+}
+
+int main(int argc, char **argv)
+{
+    struct CMUnitTest *tests;
+    size_t i;
+    int rc;
+
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_conformance URL|@file FILE.scn...\n");
+        return 2;
+    }
+    url = tu_url(argv[1]);
+    for (i = 2; i < (size_t)argc; i++)
+        load(argv[i]);
+    tests = calloc(nscenarios, sizeof(*tests));
+    for (i = 0; i < nscenarios; i++) {
+        tests[i].name = scenarios[i].name;
+        tests[i].test_func = run_scenario;
+        tests[i].initial_state = &scenarios[i];
+    }
+    printf("conformance on %s: %zu scenarios\n", url, nscenarios);
+    rc = _cmocka_run_group_tests(url, tests, nscenarios, NULL, NULL);
+    free(tests);
+    free(scenarios);
+    return rc;
+}
