@@ -1,2 +1,240 @@
-#include <stdio.h>
-int main(void){return 0;}
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_algo.c - the arithmetic on plain numbers, values worked out by hand
+ * from the definitions, with the extremes of the accepted ranges. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "algo.h"
+
+#include <string.h>
+
+#include <cmocka.h>
+
+static sluice_rule rule(const char *text)
+{
+    sluice_ruleset rs;
+
+    assert_int_equal(sluice_ruleset_parse(text, &rs, NULL, 0), SLUICE_OK);
+    return rs.rules[0];
+}
+
+static void floor_and_ceiling_division_round_toward_the_right_side(void **s)
+{
+    (void)s;
+    assert_int_equal(sl_fdiv(7, 2), 3);
+    assert_int_equal(sl_fdiv(-7, 2), -4);
+    assert_int_equal(sl_fdiv(-8, 2), -4);
+    assert_int_equal(sl_cdiv(7, 2), 4);
+    assert_int_equal(sl_cdiv(-7, 2), -3);
+    assert_int_equal(sl_cdiv(8, 2), 4);
+    assert_int_equal(sl_cdiv(0, 5), 0);
+}
+
+static void windows_follow_the_tz_offset(void **s)
+{
+    sluice_rule r = rule("fixed:1/1d,tz=+08:00");
+    int64_t k, to_end;
+
+    (void)s;
+    /* Local midnight in UTC+8 is 16:00 UTC: at 15:00 UTC one hour is left */
+    sl_window_locate(&r, 15 * 3600000LL, &k, &to_end);
+    assert_int_equal(k, 0);
+    assert_int_equal(to_end, 3600000);
+    sl_window_locate(&r, 16 * 3600000LL, &k, &to_end);
+    assert_int_equal(k, 1);
+    assert_int_equal(to_end, 86400000);
+    r = rule("fixed:1/1d,tz=-05:00");
+    /* t = 0 is 19:00 the day before in UTC-5: 5 hours left. */
+    sl_window_locate(&r, 0, &k, &to_end);
+    assert_int_equal(k, -1);
+    assert_int_equal(to_end, 5 * 3600000LL);
+    r = rule("fixed:1/1d");
+    sl_window_locate(&r, SL_MAX_TIME_MS, &k, &to_end);
+    assert_int_equal(k, SL_MAX_TIME_MS / 86400000);
+    assert_int_equal(to_end, 86400000 - SL_MAX_TIME_MS % 86400000);
+}
+
+static void fixed_window_counts_costs_up_to_the_limit(void **s)
+{
+    sluice_rule r = rule("fixed:10/1s");
+    sl_verdict v;
+
+    (void)s;
+    sl_fixed_decide(&r, 600, 7, 3, true, &v);
+    assert_true(v.admit);
+    assert_int_equal(v.remaining, 0);
+    assert_int_equal(v.reset_ms, 600);
+    assert_int_equal(v.retry_ms, -1);
+    sl_fixed_decide(&r, 600, 8, 3, true, &v);
+    assert_false(v.admit);
+    assert_int_equal(v.remaining, 2);
+    assert_int_equal(v.retry_ms, 600);
+    sl_fixed_decide(&r, 600, 0, 11, true, &v);
+    assert_false(v.admit);
+    assert_true(v.never_fits);
+    assert_int_equal(v.retry_ms, -1);
+    assert_int_equal(v.reset_ms, 0);
+    /* A lowered limit: the count above it leaves nothing. */
+    sl_fixed_decide(&r, 600, 15, 1, false, &v);
+    assert_int_equal(v.remaining, 0);
+}
+
+static void sliding_window_weights_the_previous_window(void **s)
+{
+    sluice_rule r = rule("sliding:10/1s");
+    sl_verdict v;
+
+    (void)s;
+    /* e = 250: prev 8 weighs 8*750/1000 = 6; cur 2; 6 + 2 + 1 <= 10. */
+    sl_sliding_decide(&r, 750, 2, 8, 1, true, &v);
+    assert_true(v.admit);
+    /* floor((10000 - 6000)/1000) - 3 = 1 */
+    assert_int_equal(v.remaining, 1);
+    assert_int_equal(v.reset_ms, 750 + 1000);
+    /* cur 3 + cost 2 = 5; prev weight 6000 > (10-5)*1000 = 5000: deny.
+     * Admitted once 8*(750-w) <= 5000: w >= 750 - 625 = 125. */
+    sl_sliding_decide(&r, 750, 3, 8, 2, true, &v);
+    assert_false(v.admit);
+    assert_int_equal(v.retry_ms, 125);
+    assert_int_equal(v.remaining, 1);
+    /* cur 9 + 2 > 10: next window, where prev = 9 weighs 9*(1000-e'):
+     * 9*(1000-e') <= 8000 for e' >= 112 (1000 - floor(8000/9) = 112). */
+    sl_sliding_decide(&r, 750, 9, 8, 2, true, &v);
+    assert_false(v.admit);
+    assert_int_equal(v.retry_ms, 750 + 112);
+    /* Only prev counts: full again when the current window ends. */
+    sl_sliding_decide(&r, 750, 0, 1, 11, false, &v);
+    assert_true(v.never_fits);
+    assert_int_equal(v.reset_ms, 750);
+}
+
+static void token_bucket_refills_in_exact_fractions(void **s)
+{
+    sluice_rule r = rule("token:3/1s");
+    sl_verdict v;
+    int64_t x, d;
+
+    (void)s;
+    /* Empty bucket at t=0: D = 3 requests * 1000 = 3000 request-ms. */
+    sl_bucket_decide(&r, 0, true, 0, 3000, 1, true, &v, &x, &d);
+    assert_false(v.admit);
+    /* One token takes 1000/3 ms: wait ceil(1000/3) = 334. */
+    assert_int_equal(v.retry_ms, 334);
+    assert_int_equal(v.reset_ms, 1000);
+    sl_bucket_decide(&r, 333, true, 0, 3000, 1, true, &v, &x, &d);
+    assert_false(v.admit);
+    assert_int_equal(v.retry_ms, 1);
+    sl_bucket_decide(&r, 334, true, 0, 3000, 1, true, &v, &x, &d);
+    assert_true(v.admit);
+    /* Drained 334*3 = 1002; D' = 1998 + 1000 = 2998: remaining 0. */
+    assert_int_equal(d, 2998);
+    assert_int_equal(x, 334);
+    assert_int_equal(v.remaining, 0);
+    assert_int_equal(v.reset_ms, 1000); /* ceil(2998/3) */
+    /* A late request is decided at the last charge, waits from its own t. */
+    sl_bucket_decide(&r, 300, true, 334, 2998, 1, true, &v, &x, &d);
+    assert_false(v.admit);
+    assert_int_equal(x, 334);
+    assert_int_equal(v.retry_ms, 34 + 333); /* gap + ceil(998/3) */
+}
+
+static void token_bucket_is_exact_at_the_range_limits(void **s)
+{
+    /* capacity * period just below 2^53 */
+    sluice_rule r = rule("token:1000000000/9007199ms");
+    sl_verdict v;
+    int64_t x, d;
+    int64_t full = 1000000000LL * 9007199LL;
+
+    (void)s;
+    sl_bucket_decide(&r, SL_MAX_TIME_MS, false, 0, 0, 1000000000, true, &v,
+                     &x, &d);
+    assert_true(v.admit);
+    assert_int_equal(d, full);
+    assert_int_equal(v.reset_ms, 9007199);
+    sl_bucket_decide(&r, SL_MAX_TIME_MS, true, SL_MAX_TIME_MS, full, 1, true,
+                     &v, &x, &d);
+    assert_false(v.admit);
+    /* one request = 9007199 request-ms at 10^9 per ms: 1 ms */
+    assert_int_equal(v.retry_ms, 1);
+    /* A long idle gap empties the backlog without overflowing. */
+    sl_bucket_decide(&r, SL_MAX_TIME_MS, true, 0, full, 1, true, &v, &x, &d);
+    assert_true(v.admit);
+    assert_int_equal(v.remaining, 999999999);
+}
+
+static void log_counts_entries_until_they_leave(void **s)
+{
+    sluice_rule r = rule("log:3/1s");
+    sl_log_entry e[] = {{100, 1}, {200, 2}};
+    sl_verdict v;
+    int64_t stamp;
+
+    (void)s;
+    /* At 500 both entries count: 3 + 1 > 3. The first to leave (100, at
+     * 1100) frees enough for a cost of 1. */
+    sl_log_decide(&r, 500, e, 2, 1, true, &v, &stamp);
+    assert_false(v.admit);
+    assert_int_equal(v.remaining, 0);
+    assert_int_equal(v.retry_ms, 600);
+    assert_int_equal(v.reset_ms, 700);
+    /* A cost of 2 needs 200 gone too, at 1200. */
+    sl_log_decide(&r, 500, e, 2, 2, true, &v, &stamp);
+    assert_false(v.admit);
+    assert_int_equal(v.retry_ms, 700);
+    sl_log_decide(&r, 1100, e, 2, 1, true, &v, &stamp);
+    assert_true(v.admit); /* 100 left at exactly 1100 */
+    assert_int_equal(v.remaining, 0);
+    assert_int_equal(v.reset_ms, 1000);
+    /* Late: decided at 200, stamped 200, waits from 150. */
+    sl_log_decide(&r, 150, e, 1, 1, true, &v, &stamp);
+    assert_int_equal(stamp, 150); /* not late: 100 < 150 */
+    e[0].x = 200;
+    sl_log_decide(&r, 150, e, 1, 2, true, &v, &stamp);
+    assert_int_equal(stamp, 200);
+    assert_true(v.admit);
+    assert_int_equal(v.remaining, 0);
+    assert_int_equal(v.reset_ms, 50 + 1000);
+}
+
+static void composites_take_the_binding_rule(void **s)
+{
+    sluice_ruleset rs;
+    sl_verdict v[3];
+    sluice_result out;
+
+    (void)s;
+    assert_int_equal(sluice_ruleset_parse("fixed:10/1s+fixed:5/1m+log:7/1h",
+                                          &rs, NULL, 0),
+                     SLUICE_OK);
+    memset(v, 0, sizeof(v));
+    v[0] = (sl_verdict){true, false, 4, -1, 100};
+    v[1] = (sl_verdict){false, false, 2, 900, 50000};
+    v[2] = (sl_verdict){false, false, 2, 1000, 10};
+    sl_combine(&rs, v, &out);
+    assert_false(out.allowed);
+    assert_int_equal(out.limit, 5); /* first of the least remaining */
+    assert_int_equal(out.remaining, 2);
+    assert_int_equal(out.retry_after_ms, 1000);
+    assert_int_equal(out.reset_after_ms, 50000);
+    v[2].never_fits = true;
+    v[2].retry_ms = -1;
+    sl_combine(&rs, v, &out);
+    assert_int_equal(out.retry_after_ms, -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(floor_and_ceiling_division_round_toward_the_right_side),
+        cmocka_unit_test(windows_follow_the_tz_offset),
+        cmocka_unit_test(fixed_window_counts_costs_up_to_the_limit),
+        cmocka_unit_test(sliding_window_weights_the_previous_window),
+        cmocka_unit_test(token_bucket_refills_in_exact_fractions),
+        cmocka_unit_test(token_bucket_is_exact_at_the_range_limits),
+        cmocka_unit_test(log_counts_entries_until_they_leave),
+        cmocka_unit_test(composites_take_the_binding_rule),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

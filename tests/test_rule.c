@@ -123,7 +123,8 @@ static void malformed_rules_are_refused_with_the_offending_part(void **state)
     parse_bad("token:10/1s,burst=0", "burst 0");
     parse_bad("fixed:10/1s garbage", "trailing");
     parse_bad("fixed:10/1s+", "missing algorithm");
-    parse_bad("fixed:10/1s;", "unknown period unit");
+    parse_bad("fixed:10/1s;", "trailing text at \";\"");
+    parse_bad("fixed:10/1sec", "trailing text at \"ec\"");
     parse_bad("fixed:1.5/1s", "whole number");
     parse_bad("fixed:1e3/1s", "whole number");
     parse_bad("fixed:10/1.5s", "whole number");

@@ -1,2 +1,200 @@
-#include <stdio.h>
-int main(void){return 0;}
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_url.c - backend URLs and their query options. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "internal.h"
+
+#include <string.h>
+
+#include <cmocka.h>
+
+static sl_url parse_ok(const char *text)
+{
+    sl_url u;
+    char err[512] = "";
+
+    if (sl_url_parse(text, NULL, &u, err, sizeof(err)) != SLUICE_OK)
+        fail_msg("\"%s\" should parse: %s", text, err);
+    return u;
+}
+
+static void parse_bad(const char *text, const char *quote)
+{
+    sl_url u;
+    char err[512] = "";
+    sluice_status st = sl_url_parse(text, NULL, &u, err, sizeof(err));
+
+    if (st != SLUICE_EURL)
+        fail_msg("\"%s\" should be refused, got %d", text, st);
+    if (strstr(err, quote) == NULL)
+        fail_msg("message for \"%s\" should say \"%s\": %s", text, quote,
+                 err);
+}
+
+static void redis_urls_give_host_port_credentials_and_db(void **state)
+{
+    sl_url u = parse_ok("redis://127.0.0.1:6380");
+
+    (void)state;
+    assert_int_equal(u.scheme, SL_SCHEME_REDIS);
+    assert_string_equal(u.host, "127.0.0.1");
+    assert_int_equal(u.port, 6380);
+    assert_int_equal(u.db, 0);
+    assert_string_equal(u.user, "");
+    u = parse_ok("redis://alice:s%40cret@localhost:7000/3");
+    assert_string_equal(u.user, "alice");
+    assert_string_equal(u.password, "s@cret");
+    assert_string_equal(u.host, "localhost");
+    assert_int_equal(u.port, 7000);
+    assert_int_equal(u.db, 3);
+    u = parse_ok("redis://:pw@h:1");
+    assert_string_equal(u.user, "");
+    assert_string_equal(u.password, "pw");
+    u = parse_ok("redis://pw@h:1/");
+    assert_string_equal(u.password, "pw");
+    assert_int_equal(u.db, 0);
+    u = parse_ok("redis://[::1]:6379");
+    assert_string_equal(u.host, "::1");
+    assert_int_equal(u.port, 6379);
+    u = parse_ok("redis://example");
+    assert_int_equal(u.port, 6379);
+}
+
+static void defaults_are_filled_and_query_overrides_them(void **state)
+{
+    sl_url u = parse_ok("mem://");
+    sluice_options o;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(u.scheme, SL_SCHEME_MEM);
+    assert_string_equal(u.name, "");
+    assert_int_equal(u.opts.command_timeout_ms, 250);
+    assert_int_equal(u.opts.connect_timeout_ms, 1000);
+    assert_int_equal(u.opts.ttl_floor_ms, 1000);
+    assert_int_equal(u.opts.fail, SLUICE_FAIL_ERROR);
+    assert_string_equal(u.prefix, "sluice:");
+    u = parse_ok("redis://h:1?timeout_ms=50&connect_timeout_ms=70&clock=server"
+                 "&fail=closed&prefix=rl%3A&ttl_floor_ms=5");
+    assert_int_equal(u.opts.command_timeout_ms, 50);
+    assert_int_equal(u.opts.connect_timeout_ms, 70);
+    assert_true(u.opts.server_clock);
+    assert_int_equal(u.opts.fail, SLUICE_FAIL_CLOSED);
+    assert_string_equal(u.prefix, "rl:");
+    assert_int_equal(u.opts.ttl_floor_ms, 5);
+    memset(&o, 0, sizeof(o));
+    o.fail = SLUICE_FAIL_OPEN;
+    o.key_prefix = "app:";
+    o.command_timeout_ms = 9;
+    assert_int_equal(sl_url_parse("mem://shared-1?fail=error", &o, &u, err,
+                                  sizeof(err)),
+                     SLUICE_OK);
+    assert_string_equal(u.name, "shared-1");
+    assert_int_equal(u.opts.fail, SLUICE_FAIL_ERROR);
+    assert_int_equal(u.opts.command_timeout_ms, 9);
+    assert_string_equal(u.prefix, "app:");
+}
+
+static void bad_urls_are_refused_with_the_reason(void **state)
+{
+    (void)state;
+    parse_bad("http://x", "unknown scheme");
+    parse_bad("", "unknown scheme");
+    parse_bad("redis:/x:1", "unknown scheme");
+    parse_bad("redis://", "missing host");
+    parse_bad("redis://:6379", "missing host");
+    parse_bad("redis://u:p@:6379", "missing host");
+    parse_bad("redis://h:0", "bad port");
+    parse_bad("redis://h:65536", "bad port");
+    parse_bad("redis://h:abc", "bad port");
+    parse_bad("redis://h:", "bad port");
+    parse_bad("redis://h:-1", "bad port");
+    parse_bad("redis://h:1/x", "bad database");
+    parse_bad("redis://[::1:6379", "unclosed");
+    parse_bad("redis://h:1?color=red", "unknown option \"color\"");
+    parse_bad("redis://h:1?timeout_ms=0", "timeout_ms=0");
+    parse_bad("redis://h:1?timeout_ms=1.5", "timeout_ms=1.5");
+    parse_bad("redis://h:1?clock=sundial", "clock=local or clock=server");
+    parse_bad("redis://h:1?fail=maybe", "fail=error, open or closed");
+    parse_bad("redis://h:1?prefix=a%7Bb", "may not hold");
+    parse_bad("redis://u:%zz@h:1", "bad user or password");
+    parse_bad("mem://a/b", "store names");
+}
+
+static void null_url_is_misuse(void **state)
+{
+    sl_url u;
+
+    (void)state;
+    assert_int_equal(sl_url_parse(NULL, NULL, &u, NULL, 0), SLUICE_EINVAL);
+}
+
+static void open_reports_bad_urls_and_unreachable_servers(void **state)
+{
+    sluice *sl = (sluice *)1;
+    char err[512];
+    sluice_options o;
+
+    (void)state;
+    assert_int_equal(sluice_open("nope://", NULL, &sl, err, sizeof(err)),
+                     SLUICE_EURL);
+    assert_null(sl);
+    assert_int_equal(sluice_open("mem://?clock=server", NULL, &sl, err,
+                                 sizeof(err)),
+                     SLUICE_EURL);
+    assert_non_null(strstr(err, "no server clock"));
+    /* Port 1 on loopback: nothing listens there. */
+    assert_int_equal(sluice_open("redis://127.0.0.1:1", NULL, &sl, err,
+                                 sizeof(err)),
+                     SLUICE_ECONNECT);
+    assert_non_null(strstr(err, "127.0.0.1:1"));
+    /* With a fail policy the handle opens and the policy answers. */
+    memset(&o, 0, sizeof(o));
+    o.fail = SLUICE_FAIL_OPEN;
+    assert_int_equal(sluice_open("redis://127.0.0.1:1", &o, &sl, err,
+                                 sizeof(err)),
+                     SLUICE_OK);
+    {
+        sluice_ruleset rs;
+        sluice_result r;
+
+        assert_int_equal(sluice_ruleset_parse("fixed:3/1s", &rs, NULL, 0),
+                         SLUICE_OK);
+        assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+        assert_true(r.allowed);
+        assert_int_equal(r.status, SLUICE_ECONNECT);
+        assert_non_null(strstr(sluice_errmsg(sl), "cannot connect"));
+        assert_int_equal(sluice_reset(sl, "k", 1, &rs), SLUICE_ECONNECT);
+    }
+    sluice_close(sl);
+    o.fail = SLUICE_FAIL_CLOSED;
+    assert_int_equal(sluice_open("redis://127.0.0.1:1", &o, &sl, err,
+                                 sizeof(err)),
+                     SLUICE_OK);
+    {
+        sluice_ruleset rs;
+        sluice_result r;
+
+        assert_int_equal(sluice_ruleset_parse("fixed:3/1s", &rs, NULL, 0),
+                         SLUICE_OK);
+        assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+        assert_false(r.allowed);
+        assert_int_equal(r.status, SLUICE_ECONNECT);
+    }
+    sluice_close(sl);
+    sluice_close(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(redis_urls_give_host_port_credentials_and_db),
+        cmocka_unit_test(defaults_are_filled_and_query_overrides_them),
+        cmocka_unit_test(bad_urls_are_refused_with_the_reason),
+        cmocka_unit_test(null_url_is_misuse),
+        cmocka_unit_test(open_reports_bad_urls_and_unreachable_servers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
