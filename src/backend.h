@@ -43,6 +43,11 @@ typedef struct sl_backend {
                             sluice_result *out, char *err, size_t err_len);
 } sl_backend;
 
+/* For tests: the backend state of a handle, and the number of entries a
+ * memory store holds. */
+void *sl_handle_state(const sluice *sl);
+size_t sl_memory_count(void *state);
+
 extern const sl_backend sl_backend_memory;
 extern const sl_backend sl_backend_evalsha;
 

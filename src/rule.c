@@ -133,10 +133,10 @@ static sluice_status read_period(parser *ps, int64_t *out)
     if (n == 0)
         return fail(ps, "period 0 is not allowed", start,
                     span_until(start, ",+"));
-    len = span_until(ps->p, ",+");
+    /* The longest unit that the text starts with ("ms" before "m"). */
     for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        if (len == strlen(units[i].unit) &&
-            memcmp(ps->p, units[i].unit, len) == 0) {
+        len = strlen(units[i].unit);
+        if (strncmp(ps->p, units[i].unit, len) == 0) {
             ps->p += len;
             if (n > SL_MAX_PERIOD_MS / units[i].ms)
                 return fail(ps, "period above 10^10 ms (about 115 days)",
@@ -145,6 +145,7 @@ static sluice_status read_period(parser *ps, int64_t *out)
             return SLUICE_OK;
         }
     }
+    len = span_until(ps->p, ",+");
     if (len == 0)
         return fail(ps, "period needs a unit (ms, s, m, h or d)", start,
                     span_until(start, ",+"));

@@ -81,6 +81,11 @@ const char *sluice_errmsg(const sluice *sl)
     return sl == NULL ? "handle is NULL" : sl->errmsg;
 }
 
+void *sl_handle_state(const sluice *sl)
+{
+    return sl->state;
+}
+
 const char *sluice_backend_name(const sluice *sl)
 {
     return sl == NULL ? "none" : sl->backend->name;

@@ -1,2 +1,239 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_memory.c - the in-process backend: shared named stores, threads,
+ * memory bounded by expiry, and allocation failures. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "backend.h"
+
+#include <pthread.h>
 #include <stdio.h>
-int main(void){return 0;}
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+typedef struct vclock {
+    int64_t t;
+} vclock;
+
+static int64_t vnow(void *ctx)
+{
+    return ((vclock *)ctx)->t;
+}
+
+static sluice *open_mem(const char *url, vclock *clk)
+{
+    sluice_options o;
+    sluice *sl = NULL;
+    char err[256];
+
+    memset(&o, 0, sizeof(o));
+    if (clk != NULL) {
+        o.clock = vnow;
+        o.clock_ctx = clk;
+    }
+    if (sluice_open(url, &o, &sl, err, sizeof(err)) != SLUICE_OK)
+        fail_msg("open %s: %s", url, err);
+    return sl;
+}
+
+static sluice_ruleset rules(const char *text)
+{
+    sluice_ruleset rs;
+
+    assert_int_equal(sluice_ruleset_parse(text, &rs, NULL, 0), SLUICE_OK);
+    return rs;
+}
+
+static void named_stores_are_shared_and_private_ones_are_not(void **state)
+{
+    vclock clk = {1000};
+    sluice *a = open_mem("mem://shared", &clk);
+    sluice *b = open_mem("mem://shared", &clk);
+    sluice *c = open_mem("mem://", &clk);
+    sluice_ruleset rs = rules("fixed:2/1s");
+    sluice_result r;
+
+    (void)state;
+    assert_string_equal(sluice_backend_name(a), "memory");
+    assert_int_equal(sluice_acquire(a, "k", 1, &rs, 2, &r), SLUICE_OK);
+    assert_true(r.allowed);
+    assert_int_equal(sluice_acquire(b, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_false(r.allowed);
+    assert_int_equal(sluice_acquire(c, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_true(r.allowed);
+    sluice_close(a);
+    /* The store lives while one handle holds it. */
+    assert_int_equal(sluice_acquire(b, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_false(r.allowed);
+    sluice_close(b);
+    b = open_mem("mem://shared", &clk);
+    assert_int_equal(sluice_acquire(b, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_true(r.allowed);
+    sluice_close(b);
+    sluice_close(c);
+}
+
+typedef struct worker {
+    const char *url;
+    const sluice_ruleset *rs;
+    int attempts;
+    int admitted;
+} worker;
+
+static void *hammer(void *p)
+{
+    worker *w = p;
+    sluice *sl = NULL;
+    sluice_result r;
+    int i;
+
+    if (sluice_open(w->url, NULL, &sl, NULL, 0) != SLUICE_OK)
+        return NULL;
+    for (i = 0; i < w->attempts; i++)
+        if (sluice_acquire(sl, "hot", 3, w->rs, 1, &r) == SLUICE_OK &&
+            r.allowed)
+            w->admitted++;
+    sluice_close(sl);
+    return NULL;
+}
+
+static void threads_on_one_store_admit_exactly_the_limit(void **state)
+{
+    static const char *const texts[] = {"fixed:1000/1d", "log:1000/1d",
+                                        "token:1000/1d", "gcra:1000/1d",
+                                        "fixed:5000/1d+token:1000/1d"};
+    size_t k;
+
+    (void)state;
+    for (k = 0; k < sizeof(texts) / sizeof(texts[0]); k++) {
+        sluice_ruleset rs = rules(texts[k]);
+        sluice *keep = open_mem("mem://threads", NULL);
+        pthread_t th[4];
+        worker w[4];
+        int i, total = 0;
+
+        for (i = 0; i < 4; i++) {
+            w[i] = (worker){"mem://threads", &rs, 600, 0};
+            pthread_create(&th[i], NULL, hammer, &w[i]);
+        }
+        for (i = 0; i < 4; i++) {
+            pthread_join(th[i], NULL);
+            total += w[i].admitted;
+        }
+        printf("# %s: 4 threads x 600 attempts, admitted %d\n", texts[k],
+               total);
+        assert_int_equal(total, 1000);
+        assert_int_equal(sluice_reset(keep, "hot", 3, &rs), SLUICE_OK);
+        sluice_close(keep);
+    }
+}
+
+static void memory_is_bounded_by_expiry(void **state)
+{
+    vclock clk = {0};
+    sluice *sl = open_mem("mem://", &clk);
+    sluice_ruleset rs = rules("fixed:5/1s+log:5/1s+token:5/1s");
+    sluice_result r;
+    size_t most = 0;
+    int i;
+
+    (void)state;
+    /* 30,000 distinct keys, 10 new ones a millisecond: each lives about
+     * 2 s of clock, so about 20,000 keys x 3 rules at most are alive. */
+    for (i = 0; i < 30000; i++) {
+        char key[32];
+        size_t n;
+
+        clk.t = i / 10;
+        snprintf(key, sizeof(key), "user:%d", i);
+        assert_int_equal(sluice_acquire(sl, key, strlen(key), &rs, 1, &r),
+                         SLUICE_OK);
+        n = sl_memory_count(sl_handle_state(sl));
+        if (n > most)
+            most = n;
+    }
+    printf("# 30000 keys x 3 rules over 3 s: at most %zu entries held\n",
+           most);
+    assert_true(most < 3 * 25000);
+    sluice_close(sl);
+}
+
+/* An allocator that fails once `budget` allocations were served. */
+static long budget;
+
+static void *failing_malloc(size_t n)
+{
+    if (budget-- <= 0)
+        return NULL;
+    return malloc(n);
+}
+
+static void *failing_realloc(void *p, size_t n)
+{
+    if (budget-- <= 0)
+        return NULL;
+    return realloc(p, n);
+}
+
+static sluice_status scenario_under_budget(void)
+{
+    vclock clk = {5};
+    sluice_options o;
+    sluice *sl = NULL;
+    sluice_ruleset rs = rules("fixed:9/1s+log:9/1s+sliding:9/1s+token:9/1s");
+    sluice_request reqs[100];
+    sluice_result r, outs[100];
+    sluice_status st;
+    char keys[100][16];
+    int i;
+
+    memset(&o, 0, sizeof(o));
+    o.clock = vnow;
+    o.clock_ctx = &clk;
+    if ((st = sluice_open("mem://", &o, &sl, NULL, 0)) != SLUICE_OK)
+        return st;
+    for (i = 0; i < 12 && st == SLUICE_OK; i++) {
+        clk.t += 1;
+        st = sluice_acquire(sl, "k", 1, &rs, 1, &r);
+    }
+    for (i = 0; i < 100; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "m%d", i);
+        reqs[i] = (sluice_request){keys[i], strlen(keys[i]), &rs, 1};
+    }
+    if (st == SLUICE_OK)
+        st = sluice_acquire_many(sl, reqs, 100, outs);
+    sluice_close(sl);
+    return st;
+}
+
+static void allocation_failures_return_enomem_and_leak_nothing(void **state)
+{
+    long n;
+    sluice_status st = SLUICE_ENOMEM;
+
+    (void)state;
+    for (n = 0; st != SLUICE_OK; n++) {
+        budget = n;
+        sluice_set_allocator(failing_malloc, failing_realloc, free);
+        st = scenario_under_budget();
+        sluice_set_allocator(NULL, NULL, NULL);
+        if (st != SLUICE_OK && st != SLUICE_ENOMEM)
+            fail_msg("budget %ld: status %s", n, sluice_strerror(st));
+    }
+    printf("# succeeded from %ld allocations on\n", n - 1);
+    assert_true(n > 5);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(named_stores_are_shared_and_private_ones_are_not),
+        cmocka_unit_test(threads_on_one_store_admit_exactly_the_limit),
+        cmocka_unit_test(memory_is_bounded_by_expiry),
+        cmocka_unit_test(allocation_failures_return_enomem_and_leak_nothing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -488,6 +488,17 @@ static sluice_status memory_decide(void *state, const sl_request *reqs,
     return st;
 }
 
+size_t sl_memory_count(void *state)
+{
+    handle *h = state;
+    size_t n;
+
+    pthread_mutex_lock(&h->s->lock);
+    n = h->s->count;
+    pthread_mutex_unlock(&h->s->lock);
+    return n;
+}
+
 const sl_backend sl_backend_memory = {
     .name = "memory",
     .version = SL_BACKEND_VERSION,
