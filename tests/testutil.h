@@ -57,7 +57,12 @@ static inline sluice *tu_open(const char *url, tu_clock *clk, const char *tag)
     memset(&o, 0, sizeof(o));
     o.clock = tu_clock_now;
     o.clock_ctx = clk;
+    size_t i;
+
     snprintf(prefix, sizeof(prefix), "t%ld-%.40s:", (long)getpid(), tag);
+    for (i = 0; prefix[i] != '\0'; i++)
+        if (prefix[i] == '{' || prefix[i] == '}')
+            prefix[i] = '_';
     o.key_prefix = prefix;
     if (sluice_open(url, &o, &sl, err, sizeof(err)) != SLUICE_OK) {
         fprintf(stderr, "open %s: %s\n", url, err);
