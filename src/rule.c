@@ -234,6 +234,10 @@ static sluice_status read_rule(parser *ps, sluice_rule *r)
     return SLUICE_OK;
 }
 
+static sluice_status check_rule(const sluice_rule *r, size_t i,
+                                const char *label, char *err,
+                                size_t err_len);
+
 sluice_status sluice_ruleset_parse(const char *text, sluice_ruleset *out,
                                    char *err, size_t err_len)
 {
@@ -255,7 +259,15 @@ sluice_status sluice_ruleset_parse(const char *text, sluice_ruleset *out,
         if (rs.count == SLUICE_MAX_RULES)
             return fail(&ps, "more than 8 rules in one composite", ps.p,
                         strlen(ps.p));
+        const char *start = ps.p;
+        char label[96];
+
         if ((st = read_rule(&ps, &rs.rules[rs.count])) != SLUICE_OK)
+            return st;
+        snprintf(label, sizeof(label), "%.*s",
+                 (int)(ps.p - start > 95 ? 95 : ps.p - start), start);
+        if ((st = check_rule(&rs.rules[rs.count], rs.count, label, err,
+                             err_len)) != SLUICE_OK)
             return st;
         rs.count++;
         if (*ps.p == '\0')
@@ -271,8 +283,10 @@ sluice_status sluice_ruleset_parse(const char *text, sluice_ruleset *out,
     return SLUICE_OK;
 }
 
-static sluice_status check_rule(const sluice_rule *r, size_t i, char *err,
-                                size_t err_len)
+/* Checks one rule; label names it in messages (its text, or NULL to
+ * format it). */
+static sluice_status check_rule(const sluice_rule *r, size_t i,
+                                const char *label, char *err, size_t err_len)
 {
     char txt[96];
     bool bucket = r->algorithm == SLUICE_TOKEN || r->algorithm == SLUICE_GCRA;
@@ -284,7 +298,10 @@ static sluice_status check_rule(const sluice_rule *r, size_t i, char *err,
                 (int)r->algorithm);
         return SLUICE_ERULE;
     }
-    sl_rule_format(r, txt, sizeof(txt));
+    if (label != NULL)
+        snprintf(txt, sizeof(txt), "%s", label);
+    else
+        sl_rule_format(r, txt, sizeof(txt));
     if (r->limit < 1 || r->limit > SL_MAX_LIMIT) {
         sl_errf(err, err_len, "rule \"%s\": limit %lld is out of range "
                 "1..1000000000", txt, (long long)r->limit);
@@ -342,7 +359,8 @@ sluice_status sluice_ruleset_check(const sluice_ruleset *rs, char *err,
         return SLUICE_ERULE;
     }
     for (i = 0; i < rs->count; i++)
-        if ((st = check_rule(&rs->rules[i], i, err, err_len)) != SLUICE_OK)
+        if ((st = check_rule(&rs->rules[i], i, NULL, err, err_len)) !=
+            SLUICE_OK)
             return st;
     for (i = 0; i < rs->count; i++) {
         for (j = i + 1; j < rs->count; j++) {

@@ -128,7 +128,9 @@ static sluice_status prepare(sluice *sl, sl_op op, const void *key,
     if (op != SL_OP_RESET &&
         (st = sl_cost_check(cost, err, SL_ERR_LEN)) != SLUICE_OK)
         return st;
-    if (now != -1 && (st = sl_time_check(now, err, SL_ERR_LEN)) != SLUICE_OK)
+    /* The server's clock is read by the script; ours is checked here. */
+    if (!sl->url.opts.server_clock &&
+        (st = sl_time_check(now, err, SL_ERR_LEN)) != SLUICE_OK)
         return st;
     r->op = op;
     r->key = key;

@@ -305,6 +305,14 @@ static void replay_line(sluice *sl, vclock *clk, const char *default_rule,
         print_error_json(stdout, msg);
         goto done;
     }
+    if (json_integer_value(jt) < 0 ||
+        json_integer_value(jt) > 9007199254740991LL) {
+        snprintf(msg, sizeof(msg), "\"t\" %lld is outside "
+                 "0..9007199254740991 ms",
+                 (long long)json_integer_value(jt));
+        print_error_json(stdout, msg);
+        goto done;
+    }
     clk->t = json_integer_value(jt);
     if (strcmp(op, "reset") == 0) {
         st = sluice_reset(sl, json_string_value(jkey),
