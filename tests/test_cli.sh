@@ -13,6 +13,12 @@ sep='?'
 url="$url${sep}prefix=cli$$-$RANDOM:"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# SLUICE_WRAP (valgrind runs) goes in front of every call of the binary.
+if [[ -n ${SLUICE_WRAP:-} ]]; then
+    printf '#!/bin/sh\nexec %s "%s" "$@"\n' "$SLUICE_WRAP" "$bin" >"$tmp/wrapped"
+    chmod +x "$tmp/wrapped"
+    bin="$tmp/wrapped"
+fi
 pass=0
 fail=0
 
