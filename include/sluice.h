@@ -25,20 +25,20 @@ extern "C" {
 #define SLUICE_MAX_RULES   8    /* rules in one composite */
 
 /* Statuses. Append only, never renumber. */
-#define SLUICE_STATUS_MAP(X)                                                   \
-    X(OK, "success")                                                           \
-    X(EINVAL, "invalid argument")                                              \
-    X(EKEY, "invalid key")                                                     \
-    X(ERULE, "invalid rule")                                                   \
-    X(ECOST, "invalid cost")                                                   \
-    X(EURL, "invalid URL")                                                     \
-    X(ETIME, "time outside the accepted range")                                \
-    X(ENOMEM, "out of memory")                                                 \
-    X(ECONNECT, "could not connect to the backend")                            \
-    X(ETIMEOUT, "the backend did not answer within the timeout")               \
-    X(EIO, "connection to the backend lost")                                   \
-    X(ESERVER, "the server answered with an error")                            \
-    X(EPROTO, "unexpected reply from the server")                              \
+#define SLUICE_STATUS_MAP(X)                                     \
+    X(OK, "success")                                             \
+    X(EINVAL, "invalid argument")                                \
+    X(EKEY, "invalid key")                                       \
+    X(ERULE, "invalid rule")                                     \
+    X(ECOST, "invalid cost")                                     \
+    X(EURL, "invalid URL")                                       \
+    X(ETIME, "time outside the accepted range")                  \
+    X(ENOMEM, "out of memory")                                   \
+    X(ECONNECT, "could not connect to the backend")              \
+    X(ETIMEOUT, "the backend did not answer within the timeout") \
+    X(EIO, "connection to the backend lost")                     \
+    X(ESERVER, "the server answered with an error")              \
+    X(EPROTO, "unexpected reply from the server")                \
     X(EUNSUPPORTED, "not supported by this backend")
 
 typedef enum sluice_status {
@@ -85,14 +85,14 @@ typedef int64_t (*sluice_clock_fn)(void *ctx); /* ms since the epoch */
 /* Zero-initialise; a zero field means the default shown. Everything kept is
  * copied at open. Options given in the URL's query override these. */
 typedef struct sluice_options {
-    sluice_clock_fn clock;        /* default: CLOCK_REALTIME */
-    void *clock_ctx;              /* passed to clock */
-    bool server_clock;            /* Redis backends: decide on Redis TIME */
-    uint32_t connect_timeout_ms;  /* default 1000 */
-    uint32_t command_timeout_ms;  /* default 250 */
-    uint32_t ttl_floor_ms;        /* default 1000: no stored key lives less */
-    sluice_fail_policy fail;      /* default SLUICE_FAIL_ERROR */
-    const char *key_prefix;       /* default "sluice:"; no braces */
+    sluice_clock_fn clock;       /* default: CLOCK_REALTIME */
+    void *clock_ctx;             /* passed to clock */
+    bool server_clock;           /* Redis backends: decide on Redis TIME */
+    uint32_t connect_timeout_ms; /* default 1000 */
+    uint32_t command_timeout_ms; /* default 250 */
+    uint32_t ttl_floor_ms;       /* default 1000: no stored key lives less */
+    sluice_fail_policy fail;     /* default SLUICE_FAIL_ERROR */
+    const char *key_prefix;      /* default "sluice:"; no braces */
 } sluice_options;
 
 /* A decision. status is SLUICE_OK when the backend decided; with a fail
@@ -139,8 +139,8 @@ SLUICE_API sluice_status sluice_ruleset_check(const sluice_ruleset *rs,
  * opts may be NULL. On SLUICE_OK stores a handle in *out; else *out is NULL
  * and err (may be NULL) holds the reason. Free with sluice_close(). */
 SLUICE_API sluice_status sluice_open(const char *url,
-                                     const sluice_options *opts,
-                                     sluice **out, char *err, size_t err_len);
+                                     const sluice_options *opts, sluice **out,
+                                     char *err, size_t err_len);
 
 /* NULL is a no-op. */
 SLUICE_API void sluice_close(sluice *sl);

@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
 
 jobs=$(nproc)
+
+echo "== format"
+clang-format --dry-run -Werror src/*.c src/*.h src/backends/*.c src/cli/*.c \
+    include/*.h tests/*.c tests/*.h examples/*.c
 run() { # NAME CMAKE_ARGS...
     local name=$1
     shift

@@ -40,8 +40,7 @@ void sl_fixed_decide(const sluice_rule *r, int64_t to_end, int64_t cur,
 }
 
 void sl_sliding_decide(const sluice_rule *r, int64_t to_end, int64_t cur,
-                       int64_t prev, int64_t cost, bool charge,
-                       sl_verdict *v)
+                       int64_t prev, int64_t cost, bool charge, sl_verdict *v)
 {
     int64_t l = r->limit, p = r->period_ms;
     int64_t weight = to_end; /* P - e: how much of prev still overlaps */
@@ -50,8 +49,8 @@ void sl_sliding_decide(const sluice_rule *r, int64_t to_end, int64_t cur,
     v->never_fits = false;
     /* prev*(P-e) and (L-cur-c)*P stay below 2^53: counts never exceed the
      * capacity of the rules that charged them, and capacity*P < 2^53. */
-    v->admit = cost <= l && cur + cost <= l &&
-               prev * weight <= (l - cur - cost) * p;
+    v->admit =
+        cost <= l && cur + cost <= l && prev * weight <= (l - cur - cost) * p;
     after = v->admit && charge ? cur + cost : cur;
     room = sl_fdiv(l * p - prev * weight, p) - after;
     v->remaining = sl_max64(0, room);

@@ -10,10 +10,10 @@
  * admit && charge (a composite charges only when every rule admits). */
 typedef struct sl_verdict {
     bool admit;
-    bool never_fits;    /* cost above the rule's capacity */
-    int64_t remaining;  /* >= 0 */
-    int64_t retry_ms;   /* from t; -1 unless denying and fitting */
-    int64_t reset_ms;   /* from t */
+    bool never_fits;   /* cost above the rule's capacity */
+    int64_t remaining; /* >= 0 */
+    int64_t retry_ms;  /* from t; -1 unless denying and fitting */
+    int64_t reset_ms;  /* from t */
 } sl_verdict;
 
 /* Window index of t and the time from t to that window's end. */
@@ -24,8 +24,7 @@ void sl_window_locate(const sluice_rule *r, int64_t t, int64_t *k,
 void sl_fixed_decide(const sluice_rule *r, int64_t to_end, int64_t cur,
                      int64_t cost, bool charge, sl_verdict *v);
 void sl_sliding_decide(const sluice_rule *r, int64_t to_end, int64_t cur,
-                       int64_t prev, int64_t cost, bool charge,
-                       sl_verdict *v);
+                       int64_t prev, int64_t cost, bool charge, sl_verdict *v);
 
 /* Token bucket and gcra share one state: x, the time of the last charge,
  * and d, the backlog in request-ms at x. has = false: no state. On return
@@ -35,7 +34,7 @@ void sl_bucket_decide(const sluice_rule *r, int64_t t, bool has, int64_t x,
                       int64_t *new_x, int64_t *new_d);
 
 typedef struct sl_log_entry {
-    int64_t x;    /* stamp */
+    int64_t x; /* stamp */
     int64_t cost;
 } sl_log_entry;
 

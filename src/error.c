@@ -7,8 +7,8 @@
 const char *sluice_strerror(sluice_status st)
 {
     switch (st) {
-#define SLUICE_X(name, msg)                                                    \
-    case SLUICE_##name:                                                        \
+#define SLUICE_X(name, msg) \
+    case SLUICE_##name:     \
         return msg;
         SLUICE_STATUS_MAP(SLUICE_X)
 #undef SLUICE_X

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SL_MAX_LIMIT     1000000000LL   /* limit, burst and cost */
-#define SL_MAX_PERIOD_MS 10000000000LL  /* 10^10 ms */
+#define SL_MAX_LIMIT     1000000000LL  /* limit, burst and cost */
+#define SL_MAX_PERIOD_MS 10000000000LL /* 10^10 ms */
 #define SL_MAX_TZ_MS     (14LL * 3600 * 1000)
 #define SL_MAX_TIME_MS   9007199254740991LL /* 2^53 - 1 */
 #define SL_EXACT_BOUND   9007199254740992LL /* 2^53 */
@@ -63,7 +63,7 @@ typedef enum sl_scheme {
 
 typedef struct sl_url {
     sl_scheme scheme;
-    char name[128];     /* mem://NAME */
+    char name[128]; /* mem://NAME */
     char host[256];
     int port;
     char user[128];

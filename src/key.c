@@ -32,8 +32,7 @@ size_t sl_key_build(char *dst, size_t dst_len, const char *prefix,
                      (long long)r->tz_offset_ms);
     else
         n = snprintf(dst + o, dst_len - o, ":%s:%lld",
-                     sl_algorithm_name(r->algorithm),
-                     (long long)r->period_ms);
+                     sl_algorithm_name(r->algorithm), (long long)r->period_ms);
     if (n < 0 || (size_t)n >= dst_len - o)
         return 0;
     return o + (size_t)n;
@@ -49,14 +48,17 @@ sluice_status sl_key_check(const void *key, size_t key_len, char *err,
         return SLUICE_EINVAL;
     }
     if (key_len == 0) {
-        sl_errf(err, err_len, "key: empty key; give every limited subject a "
+        sl_errf(err, err_len,
+                "key: empty key; give every limited subject a "
                 "non-empty key");
         return SLUICE_EKEY;
     }
     if (key_len > SLUICE_MAX_KEY_LEN) {
         sl_quote(q, sizeof(q), key, key_len);
-        sl_errf(err, err_len, "key \"%s\": %zu bytes, above the cap of 1024; "
-                "hash long identifiers first", q, key_len);
+        sl_errf(err, err_len,
+                "key \"%s\": %zu bytes, above the cap of 1024; "
+                "hash long identifiers first",
+                q, key_len);
         return SLUICE_EKEY;
     }
     return SLUICE_OK;
@@ -75,8 +77,10 @@ sluice_status sl_cost_check(int64_t cost, char *err, size_t err_len)
 sluice_status sl_time_check(int64_t t, char *err, size_t err_len)
 {
     if (t < 0 || t > SL_MAX_TIME_MS) {
-        sl_errf(err, err_len, "time %lld ms is outside 0..2^53-1; check the "
-                "clock callback", (long long)t);
+        sl_errf(err, err_len,
+                "time %lld ms is outside 0..2^53-1; check the "
+                "clock callback",
+                (long long)t);
         return SLUICE_ETIME;
     }
     return SLUICE_OK;

@@ -31,8 +31,8 @@ void sl_conn_close(sl_conn *cn)
 }
 
 /* Maps the context's error, then drops the connection. */
-static sluice_status transport_error(sl_conn *cn, const char *doing,
-                                     char *err, size_t err_len)
+static sluice_status transport_error(sl_conn *cn, const char *doing, char *err,
+                                     size_t err_len)
 {
     redisContext *c = cn->c;
     sluice_status st = SLUICE_EIO;
@@ -55,14 +55,12 @@ static sluice_status transport_error(sl_conn *cn, const char *doing,
 
 /* Runs one command synchronously during the connection's setup. */
 static sluice_status setup_command(sl_conn *cn, int argc, const char **argv,
-                                   const char *what, char *err,
-                                   size_t err_len)
+                                   const char *what, char *err, size_t err_len)
 {
     redisReply *rep = NULL;
     sluice_status st;
 
-    if ((st = sl_conn_append(cn, argc, argv, NULL, err, err_len)) !=
-        SLUICE_OK)
+    if ((st = sl_conn_append(cn, argc, argv, NULL, err, err_len)) != SLUICE_OK)
         return st;
     if ((st = sl_conn_read(cn, &rep, err, err_len)) != SLUICE_OK)
         return st;
@@ -88,13 +86,15 @@ sluice_status sl_conn_ensure(sl_conn *cn, char *err, size_t err_len)
     cn->c = redisConnectWithTimeout(u->host, u->port,
                                     ms_to_tv(u->opts.connect_timeout_ms));
     if (cn->c == NULL) {
-        sl_errf(err, err_len, "%s: out of memory connecting to %s:%d",
-                cn->who, u->host, u->port);
+        sl_errf(err, err_len, "%s: out of memory connecting to %s:%d", cn->who,
+                u->host, u->port);
         return SLUICE_ENOMEM;
     }
     if (cn->c->err) {
-        sl_errf(err, err_len, "%s: cannot connect to %s:%d: %s; is the "
-                "server running?", cn->who, u->host, u->port, cn->c->errstr);
+        sl_errf(err, err_len,
+                "%s: cannot connect to %s:%d: %s; is the "
+                "server running?",
+                cn->who, u->host, u->port, cn->c->errstr);
         sl_conn_close(cn);
         return SLUICE_ECONNECT;
     }
@@ -128,8 +128,7 @@ sluice_status sl_conn_append(sl_conn *cn, int argc, const char **argv,
                              const size_t *lens, char *err, size_t err_len)
 {
     if (redisAppendCommandArgv(cn->c, argc, argv, lens) != REDIS_OK) {
-        sl_errf(err, err_len, "%s: out of memory queueing a command",
-                cn->who);
+        sl_errf(err, err_len, "%s: out of memory queueing a command", cn->who);
         sl_conn_close(cn);
         return SLUICE_ENOMEM;
     }

@@ -10,9 +10,8 @@ static const struct {
     const char *name;
     sluice_algorithm algorithm;
 } algorithms[] = {
-    {"fixed", SLUICE_FIXED}, {"sliding", SLUICE_SLIDING},
-    {"log", SLUICE_LOG},     {"token", SLUICE_TOKEN},
-    {"gcra", SLUICE_GCRA},
+    {"fixed", SLUICE_FIXED}, {"sliding", SLUICE_SLIDING}, {"log", SLUICE_LOG},
+    {"token", SLUICE_TOKEN}, {"gcra", SLUICE_GCRA},
 };
 
 const char *sl_algorithm_name(sluice_algorithm a)
@@ -37,8 +36,8 @@ void sl_rule_format(const sluice_rule *r, char *dst, size_t dst_len)
         n += snprintf(dst + n, dst_len - (size_t)n, ",burst=%lld",
                       (long long)r->burst);
     if (n >= 0 && (size_t)n < dst_len && r->tz_offset_ms != 0) {
-        long long off = r->tz_offset_ms < 0 ? -r->tz_offset_ms
-                                            : r->tz_offset_ms;
+        long long off =
+            r->tz_offset_ms < 0 ? -r->tz_offset_ms : r->tz_offset_ms;
         snprintf(dst + n, dst_len - (size_t)n, ",tz=%c%02lld:%02lld",
                  r->tz_offset_ms < 0 ? '-' : '+', off / 3600000,
                  off / 60000 % 60);
@@ -121,8 +120,8 @@ static sluice_status read_period(parser *ps, int64_t *out)
     static const struct {
         const char *unit;
         int64_t ms;
-    } units[] = {{"ms", 1},      {"s", 1000},      {"m", 60000},
-                 {"h", 3600000}, {"d", 86400000}};
+    } units[] = {
+        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
     const char *start = ps->p;
     int64_t n;
     size_t i, len;
@@ -139,8 +138,8 @@ static sluice_status read_period(parser *ps, int64_t *out)
         if (strncmp(ps->p, units[i].unit, len) == 0) {
             ps->p += len;
             if (n > SL_MAX_PERIOD_MS / units[i].ms)
-                return fail(ps, "period above 10^10 ms (about 115 days)",
-                            start, (size_t)(ps->p - start));
+                return fail(ps, "period above 10^10 ms (about 115 days)", start,
+                            (size_t)(ps->p - start));
             *out = n * units[i].ms;
             return SLUICE_OK;
         }
@@ -195,11 +194,10 @@ static sluice_status read_rule(parser *ps, sluice_rule *r)
                     start, len);
     ps->p += len;
     if (*ps->p != ':')
-        return fail(ps, "expected ':LIMIT/PERIOD' after the algorithm",
-                    start, span_until(start, "+"));
+        return fail(ps, "expected ':LIMIT/PERIOD' after the algorithm", start,
+                    span_until(start, "+"));
     ps->p++;
-    if ((st = read_number(ps, "limit", SL_MAX_LIMIT, &r->limit)) !=
-        SLUICE_OK)
+    if ((st = read_number(ps, "limit", SL_MAX_LIMIT, &r->limit)) != SLUICE_OK)
         return st;
     if (*ps->p != '/')
         return fail(ps, "expected '/PERIOD' after the limit", start,
@@ -235,8 +233,7 @@ static sluice_status read_rule(parser *ps, sluice_rule *r)
 }
 
 static sluice_status check_rule(const sluice_rule *r, size_t i,
-                                const char *label, char *err,
-                                size_t err_len);
+                                const char *label, char *err, size_t err_len);
 
 sluice_status sluice_ruleset_parse(const char *text, sluice_ruleset *out,
                                    char *err, size_t err_len)
@@ -273,8 +270,7 @@ sluice_status sluice_ruleset_parse(const char *text, sluice_ruleset *out,
         if (*ps.p == '\0')
             break;
         if (*ps.p != '+')
-            return fail(&ps, "unexpected trailing text", ps.p,
-                        strlen(ps.p));
+            return fail(&ps, "unexpected trailing text", ps.p, strlen(ps.p));
         ps.p++;
     }
     if ((st = sluice_ruleset_check(&rs, err, err_len)) != SLUICE_OK)
@@ -303,41 +299,54 @@ static sluice_status check_rule(const sluice_rule *r, size_t i,
     else
         sl_rule_format(r, txt, sizeof(txt));
     if (r->limit < 1 || r->limit > SL_MAX_LIMIT) {
-        sl_errf(err, err_len, "rule \"%s\": limit %lld is out of range "
-                "1..1000000000", txt, (long long)r->limit);
+        sl_errf(err, err_len,
+                "rule \"%s\": limit %lld is out of range "
+                "1..1000000000",
+                txt, (long long)r->limit);
         return SLUICE_ERULE;
     }
     if (r->period_ms < 1 || r->period_ms > SL_MAX_PERIOD_MS) {
-        sl_errf(err, err_len, "rule \"%s\": period %lld ms is out of range "
-                "1..10000000000 ms", txt, (long long)r->period_ms);
+        sl_errf(err, err_len,
+                "rule \"%s\": period %lld ms is out of range "
+                "1..10000000000 ms",
+                txt, (long long)r->period_ms);
         return SLUICE_ERULE;
     }
     if (r->burst != 0 && !bucket) {
-        sl_errf(err, err_len, "rule \"%s\": burst= applies to token and gcra "
-                "only", txt);
+        sl_errf(err, err_len,
+                "rule \"%s\": burst= applies to token and gcra "
+                "only",
+                txt);
         return SLUICE_ERULE;
     }
     if (r->burst < 0 || r->burst > SL_MAX_LIMIT) {
-        sl_errf(err, err_len, "rule \"%s\": burst %lld is out of range "
-                "1..1000000000", txt, (long long)r->burst);
+        sl_errf(err, err_len,
+                "rule \"%s\": burst %lld is out of range "
+                "1..1000000000",
+                txt, (long long)r->burst);
         return SLUICE_ERULE;
     }
     if (r->tz_offset_ms != 0 && !window) {
-        sl_errf(err, err_len, "rule \"%s\": tz= applies to fixed and sliding "
-                "only", txt);
+        sl_errf(err, err_len,
+                "rule \"%s\": tz= applies to fixed and sliding "
+                "only",
+                txt);
         return SLUICE_ERULE;
     }
     if (r->tz_offset_ms < -SL_MAX_TZ_MS || r->tz_offset_ms > SL_MAX_TZ_MS) {
-        sl_errf(err, err_len, "rule \"%s\": tz offset %lld ms is outside "
-                "-14:00..+14:00", txt, (long long)r->tz_offset_ms);
+        sl_errf(err, err_len,
+                "rule \"%s\": tz offset %lld ms is outside "
+                "-14:00..+14:00",
+                txt, (long long)r->tz_offset_ms);
         return SLUICE_ERULE;
     }
     /* Both factors are below 2^30 and 2^34: the product fits int64. */
     if (sl_rule_capacity(r) * r->period_ms >= SL_EXACT_BOUND) {
-        sl_errf(err, err_len, "rule \"%s\": capacity %lld times period %lld "
+        sl_errf(err, err_len,
+                "rule \"%s\": capacity %lld times period %lld "
                 "ms must stay below 2^53; use a shorter period or a smaller "
-                "limit", txt, (long long)sl_rule_capacity(r),
-                (long long)r->period_ms);
+                "limit",
+                txt, (long long)sl_rule_capacity(r), (long long)r->period_ms);
         return SLUICE_ERULE;
     }
     return SLUICE_OK;
@@ -371,10 +380,11 @@ sluice_status sluice_ruleset_check(const sluice_ruleset *rs, char *err,
                 char txt[96];
 
                 sl_rule_format(b, txt, sizeof(txt));
-                sl_errf(err, err_len, "rule \"%s\": a composite may not hold "
+                sl_errf(err, err_len,
+                        "rule \"%s\": a composite may not hold "
                         "two rules with the same algorithm, period and tz "
-                        "(rules %zu and %zu share their state)", txt, i + 1,
-                        j + 1);
+                        "(rules %zu and %zu share their state)",
+                        txt, i + 1, j + 1);
                 return SLUICE_ERULE;
             }
         }

@@ -48,8 +48,10 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
     case SL_SCHEME_MEM:
         sl->backend = &sl_backend_memory;
         if (sl->url.opts.server_clock) {
-            sl_errf(err, err_len, "url \"%s\": mem:// has no server clock; "
-                    "drop clock=server or use a redis:// URL", url);
+            sl_errf(err, err_len,
+                    "url \"%s\": mem:// has no server clock; "
+                    "drop clock=server or use a redis:// URL",
+                    url);
             st = SLUICE_EURL;
             goto fail;
         }
@@ -95,8 +97,7 @@ const char *sluice_backend_name(const sluice *sl)
 static bool policy_answers(const sluice *sl, sluice_status st)
 {
     return sl->url.opts.fail != SLUICE_FAIL_ERROR &&
-           (st == SLUICE_ECONNECT || st == SLUICE_ETIMEOUT ||
-            st == SLUICE_EIO);
+           (st == SLUICE_ECONNECT || st == SLUICE_ETIMEOUT || st == SLUICE_EIO);
 }
 
 static void policy_result(const sluice *sl, const sluice_ruleset *rs,
@@ -228,15 +229,17 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
     map = sl_malloc(n * sizeof(*map));
     if (rs == NULL || res == NULL || map == NULL) {
         st = SLUICE_ENOMEM;
-        sl_errf(sl->errmsg, SL_ERR_LEN, "acquire_many: out of memory for %zu "
-                "requests", n);
+        sl_errf(sl->errmsg, SL_ERR_LEN,
+                "acquire_many: out of memory for %zu "
+                "requests",
+                n);
         goto done;
     }
     now = handle_now(sl);
     for (i = 0; i < n; i++) {
-        sluice_status rst = prepare(sl, SL_OP_ACQUIRE, reqs[i].key,
-                                    reqs[i].key_len, reqs[i].rules,
-                                    reqs[i].cost, now, &rs[m]);
+        sluice_status rst =
+            prepare(sl, SL_OP_ACQUIRE, reqs[i].key, reqs[i].key_len,
+                    reqs[i].rules, reqs[i].cost, now, &rs[m]);
 
         memset(&out[i], 0, sizeof(out[i]));
         out[i].status = rst;
@@ -249,8 +252,7 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
     }
     if (m > 0) {
         memset(res, 0, m * sizeof(*res));
-        st = sl->backend->decide(sl->state, rs, m, res, sl->errmsg,
-                                 SL_ERR_LEN);
+        st = sl->backend->decide(sl->state, rs, m, res, sl->errmsg, SL_ERR_LEN);
         for (i = 0; i < m; i++) {
             size_t j = map[i];
 

@@ -77,9 +77,10 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
     if (KEY_IS("timeout_ms") || KEY_IS("connect_timeout_ms") ||
         KEY_IS("ttl_floor_ms")) {
         if (!read_uint(v, vlen, 1, 86400000, &num)) {
-            snprintf(msg, sizeof(msg), "option %.*s=%.*s: expected a whole "
-                     "number of ms in 1..86400000", (int)klen, kv, (int)vlen,
-                     v);
+            snprintf(msg, sizeof(msg),
+                     "option %.*s=%.*s: expected a whole "
+                     "number of ms in 1..86400000",
+                     (int)klen, kv, (int)vlen, v);
             return bad(err, err_len, url, msg);
         }
         if (KEY_IS("timeout_ms"))
@@ -112,9 +113,11 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
                        "option prefix: bad escape or longer than 63 bytes");
         u->opts.key_prefix = u->prefix;
     } else {
-        snprintf(msg, sizeof(msg), "unknown option \"%.*s\" (known: "
+        snprintf(msg, sizeof(msg),
+                 "unknown option \"%.*s\" (known: "
                  "timeout_ms, connect_timeout_ms, clock, fail, prefix, "
-                 "ttl_floor_ms)", (int)(klen > 40 ? 40 : klen), kv);
+                 "ttl_floor_ms)",
+                 (int)(klen > 40 ? 40 : klen), kv);
         return bad(err, err_len, url, msg);
     }
 #undef KEY_IS
@@ -129,8 +132,8 @@ static sluice_status parse_query(const char *url, const char *q, sl_url *u,
         size_t n = strcspn(q, "&");
         sluice_status st;
 
-        if (n > 0 && (st = apply_option(url, q, n, u, err, err_len)) !=
-                         SLUICE_OK)
+        if (n > 0 &&
+            (st = apply_option(url, q, n, u, err, err_len)) != SLUICE_OK)
             return st;
         q += n;
         if (*q == '&')
@@ -223,8 +226,7 @@ static sluice_status parse_redis(const char *url, const char *rest, size_t n,
         u->port = (int)num;
     }
     if (slash < end && slash + 1 < end) {
-        if (!read_uint(slash + 1, (size_t)(end - slash - 1), 0, 1000000,
-                       &num))
+        if (!read_uint(slash + 1, (size_t)(end - slash - 1), 0, 1000000, &num))
             return bad(err, err_len, url,
                        "bad database number after '/'; expected 0, 1, ...");
         u->db = (int)num;
@@ -277,8 +279,8 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
     } else if (out->opts.key_prefix == NULL) {
         strcpy(out->prefix, "sluice:");
     }
-    if (q != NULL && (st = parse_query(url, q + 1, out, err, err_len)) !=
-                         SLUICE_OK)
+    if (q != NULL &&
+        (st = parse_query(url, q + 1, out, err, err_len)) != SLUICE_OK)
         return st;
     out->opts.key_prefix = out->prefix;
     if (strpbrk(out->prefix, "{}") != NULL)

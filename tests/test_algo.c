@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_algo.c - the arithmetic on plain numbers, values worked out by hand
  * from the definitions, with the extremes of the accepted ranges. */
+#include "algo.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-
-#include "algo.h"
-
 #include <string.h>
 
 #include <cmocka.h>
@@ -148,8 +147,8 @@ static void token_bucket_is_exact_at_the_range_limits(void **s)
     int64_t full = 1000000000LL * 9007199LL;
 
     (void)s;
-    sl_bucket_decide(&r, SL_MAX_TIME_MS, false, 0, 0, 1000000000, true, &v,
-                     &x, &d);
+    sl_bucket_decide(&r, SL_MAX_TIME_MS, false, 0, 0, 1000000000, true, &v, &x,
+                     &d);
     assert_true(v.admit);
     assert_int_equal(d, full);
     assert_int_equal(v.reset_ms, 9007199);
@@ -205,9 +204,9 @@ static void composites_take_the_binding_rule(void **s)
     sluice_result out;
 
     (void)s;
-    assert_int_equal(sluice_ruleset_parse("fixed:10/1s+fixed:5/1m+log:7/1h",
-                                          &rs, NULL, 0),
-                     SLUICE_OK);
+    assert_int_equal(
+        sluice_ruleset_parse("fixed:10/1s+fixed:5/1m+log:7/1h", &rs, NULL, 0),
+        SLUICE_OK);
     memset(v, 0, sizeof(v));
     v[0] = (sl_verdict){true, false, 4, -1, 100};
     v[1] = (sl_verdict){false, false, 2, 900, 50000};
@@ -227,7 +226,8 @@ static void composites_take_the_binding_rule(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(floor_and_ceiling_division_round_toward_the_right_side),
+        cmocka_unit_test(
+            floor_and_ceiling_division_round_toward_the_right_side),
         cmocka_unit_test(windows_follow_the_tz_offset),
         cmocka_unit_test(fixed_window_counts_costs_up_to_the_limit),
         cmocka_unit_test(sliding_window_weights_the_previous_window),

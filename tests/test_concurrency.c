@@ -3,14 +3,12 @@
  * hammer one key on a real server; for the exact algorithms the number
  * admitted must equal the limit exactly:
  *   test_concurrency URL|@file */
+#include "algo.h"
+#include "testutil.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-
-#include "testutil.h"
-
-#include "algo.h"
-
 #include <sys/wait.h>
 #include <time.h>
 
@@ -30,8 +28,7 @@ static int64_t now_ms(void)
 }
 
 /* Child: acquire ATTEMPTS times, write the admitted count to fd. */
-static void child(const char *u, const char *prefix, const char *rule,
-                  int fd)
+static void child(const char *u, const char *prefix, const char *rule, int fd)
 {
     sluice_options o;
     sluice_ruleset rs;
@@ -83,8 +80,7 @@ static int64_t run(const char *u, const char *rule, int round)
     for (i = 0; i < PROCS; i++) {
         int64_t counts[2];
 
-        assert_int_equal(read(fds[0], counts, sizeof(counts)),
-                         sizeof(counts));
+        assert_int_equal(read(fds[0], counts, sizeof(counts)), sizeof(counts));
         total += counts[0];
         errors += counts[1];
     }
@@ -104,7 +100,8 @@ static void exact_algorithms_admit_exactly_the_limit(void **state)
     /* Daily windows and refills of 1000 a day: during the few seconds of
      * the run nothing refills, so exactly 1000 may pass. */
     static const char *const rules[] = {
-        "fixed:1000/1d", "log:1000/1d", "token:1000/1d", "gcra:1000/1d",
+        "fixed:1000/1d",   "log:1000/1d",
+        "token:1000/1d",   "gcra:1000/1d",
         "sliding:1000/1d", "fixed:1000/1d+token:1500/1d,burst=1500"};
     static const char *const clocks[] = {"", "?clock=server"};
     size_t k, c;

@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* test_conformance.c - runs the scenario tables (the .scn files in tests/conformance,
- * written from the semantics, not from the code) on one backend:
- *   test_conformance URL|@urlfile FILE.scn...
- * Every scenario is one cmocka test on a fresh key prefix. On Redis
- * backends it also checks afterwards that no key was left without a TTL. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-
+/* test_conformance.c - runs the scenario tables (the .scn files in
+ * tests/conformance, written from the semantics, not from the code) on one
+ * backend: test_conformance URL|@urlfile FILE.scn... Every scenario is one
+ * cmocka test on a fresh key prefix. On Redis backends it also checks
+ * afterwards that no key was left without a TTL. */
 #include "testutil.h"
 
 #include <hiredis/hiredis.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
 
 #include <cmocka.h>
 
@@ -43,8 +43,8 @@ static size_t nscenarios;
 static const char *status_name(sluice_status st)
 {
     switch (st) {
-#define SLUICE_X(name, msg)                                                    \
-    case SLUICE_##name:                                                        \
+#define SLUICE_X(name, msg) \
+    case SLUICE_##name:     \
         return #name;
         SLUICE_STATUS_MAP(SLUICE_X)
 #undef SLUICE_X
@@ -143,8 +143,9 @@ static void load(const char *path)
                 die(path, line, "a reset expects '=> reset'");
         } else {
             if (n - i != 5)
-                die(path, line, "expected ALLOWED LIMIT REMAINING RETRY "
-                                "RESET");
+                die(path, line,
+                    "expected ALLOWED LIMIT REMAINING RETRY "
+                    "RESET");
             s->want.allowed = strtol(tok[i], NULL, 10) == 1;
             s->want.limit = strtoll(tok[i + 1], NULL, 10);
             s->want.remaining = strtoll(tok[i + 2], NULL, 10);
@@ -186,8 +187,7 @@ static void check_ttls(const char *prefix)
             redisReply *ttl = redisCommand(c, "PTTL %b", k->str, k->len);
 
             if (ttl->integer < 0)
-                fail_msg("key %s has no TTL (PTTL %lld)", k->str,
-                         ttl->integer);
+                fail_msg("key %s has no TTL (PTTL %lld)", k->str, ttl->integer);
             freeReplyObject(ttl);
         }
         freeReplyObject(r);
@@ -223,18 +223,16 @@ static void run_scenario(void **state)
             else if (strcmp(s->op, "peek") == 0)
                 st = sluice_peek(sl, s->key, s->key_len, &rs, s->cost, &got);
             else
-                st = sluice_acquire(sl, s->key, s->key_len, &rs, s->cost,
-                                    &got);
+                st = sluice_acquire(sl, s->key, s->key_len, &rs, s->cost, &got);
             snprintf(err, sizeof(err), "%s", sluice_errmsg(sl));
         }
         if (s->expect_error) {
             if (strcmp(status_name(st), s->status) != 0)
-                fail_msg("%s:%d (%s): expected error %s, got %s (%s)",
-                         sc->file, s->line, sc->name, s->status,
-                         status_name(st), err);
+                fail_msg("%s:%d (%s): expected error %s, got %s (%s)", sc->file,
+                         s->line, sc->name, s->status, status_name(st), err);
             if (err[0] == '\0')
-                fail_msg("%s:%d: error %s without a message", sc->file,
-                         s->line, s->status);
+                fail_msg("%s:%d: error %s without a message", sc->file, s->line,
+                         s->status);
             continue;
         }
         if (st != SLUICE_OK)
@@ -242,8 +240,7 @@ static void run_scenario(void **state)
                      sc->name, s->op, status_name(st), err);
         if (strcmp(s->op, "reset") == 0)
             continue;
-        if (got.allowed != s->want.allowed ||
-            got.limit != s->want.limit ||
+        if (got.allowed != s->want.allowed || got.limit != s->want.limit ||
             got.remaining != s->want.remaining ||
             got.retry_after_ms != s->want.retry_after_ms ||
             got.reset_after_ms != s->want.reset_after_ms)

@@ -5,13 +5,12 @@
  *   test_invariants URL|@file --against URL2  same decisions as URL2
  * No window admits more than its limit, a composite never charges part of
  * itself, and (with --against) two backends agree on every decision. */
+#include "algo.h"
+#include "testutil.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-
-#include "testutil.h"
-
-#include "algo.h"
 
 #include <cmocka.h>
 
@@ -62,8 +61,7 @@ static size_t drive(sluice *sl, tu_clock *clk, const sluice_ruleset *rs,
         int64_t cost = rnd_in(1, 3);
 
         clk->t += rnd_in(0, period / 8);
-        assert_int_equal(sluice_acquire(sl, "inv", 3, rs, cost, &r),
-                         SLUICE_OK);
+        assert_int_equal(sluice_acquire(sl, "inv", 3, rs, cost, &r), SLUICE_OK);
         if (r.allowed) {
             adm[n].t = clk->t;
             adm[n++].cost = cost;
@@ -121,9 +119,8 @@ static void sliding_log_never_admits_more_than_the_limit(void **state)
             if (adm[j].t > adm[i].t - 1000)
                 sum += adm[j].cost;
         if (sum > 12)
-            fail_msg("log: %lld admitted in (%lld - 1s, %lld]",
-                     (long long)sum, (long long)adm[i].t,
-                     (long long)adm[i].t);
+            fail_msg("log: %lld admitted in (%lld - 1s, %lld]", (long long)sum,
+                     (long long)adm[i].t, (long long)adm[i].t);
     }
     printf("# log:12/1s: %zu admitted, no 1 s span over 12\n", n);
     assert_true(n > 20);
@@ -162,8 +159,9 @@ static void sliding_counter_keeps_the_weighted_bound(void **state)
 
 static void buckets_never_admit_more_than_burst_plus_refill(void **state)
 {
-    static const char *const texts[] = {"token:5/1s,burst=8", "gcra:5/1s,"
-                                                               "burst=8",
+    static const char *const texts[] = {"token:5/1s,burst=8",
+                                        "gcra:5/1s,"
+                                        "burst=8",
                                         "token:3/1s"};
     size_t k;
 
@@ -182,16 +180,15 @@ static void buckets_never_admit_more_than_burst_plus_refill(void **state)
             for (j = i; j < n; j++) {
                 sum += adm[j].cost;
                 /* sum <= B + (tj - ti) * L / P, in request-ms */
-                if (sum * r->period_ms >
-                    sl_rule_capacity(r) * r->period_ms +
-                        (adm[j].t - adm[i].t) * r->limit)
+                if (sum * r->period_ms > sl_rule_capacity(r) * r->period_ms +
+                                             (adm[j].t - adm[i].t) * r->limit)
                     fail_msg("%s: %lld admitted in [%lld, %lld]", texts[k],
                              (long long)sum, (long long)adm[i].t,
                              (long long)adm[j].t);
             }
         }
-        printf("# %s: %zu admitted, never above burst plus refill\n",
-               texts[k], n);
+        printf("# %s: %zu admitted, never above burst plus refill\n", texts[k],
+               n);
         assert_true(n > 20);
         sluice_close(sl);
     }
@@ -199,9 +196,9 @@ static void buckets_never_admit_more_than_burst_plus_refill(void **state)
 
 static void composites_charge_all_rules_or_none(void **state)
 {
-    static const char *const texts[] = {
-        "fixed:20/1d+fixed:5/1s", "token:4/1s,burst=6+log:10/5s",
-        "sliding:8/1s+gcra:3/1s+fixed:50/1m"};
+    static const char *const texts[] = {"fixed:20/1d+fixed:5/1s",
+                                        "token:4/1s,burst=6+log:10/5s",
+                                        "sliding:8/1s+gcra:3/1s+fixed:50/1m"};
     size_t k;
 
     (void)state;
@@ -238,13 +235,12 @@ static void composites_charge_all_rules_or_none(void **state)
                 assert_int_equal(sluice_peek(sl, "c", 1, &part[p], 1, &q),
                                  SLUICE_OK);
                 if (q.remaining + (q.allowed ? 1 : 0) != want)
-                    fail_msg("%s at %lld: rule %zu had %lld left, now %lld "
-                             "after a%s request of cost %lld",
-                             texts[k], (long long)clk.t, p + 1,
-                             (long long)before[p],
-                             (long long)(q.remaining + (q.allowed ? 1 : 0)),
-                             r.allowed ? "n admitted" : " denied",
-                             (long long)cost);
+                    fail_msg(
+                        "%s at %lld: rule %zu had %lld left, now %lld "
+                        "after a%s request of cost %lld",
+                        texts[k], (long long)clk.t, p + 1, (long long)before[p],
+                        (long long)(q.remaining + (q.allowed ? 1 : 0)),
+                        r.allowed ? "n admitted" : " denied", (long long)cost);
             }
         }
         printf("# %s: %d admitted, %d denied, never charged in part\n",
@@ -257,12 +253,18 @@ static void composites_charge_all_rules_or_none(void **state)
 /* Random traffic of every kind on two backends; every answer must match. */
 static void two_backends_decide_alike(void **state)
 {
-    static const char *const texts[] = {
-        "fixed:5/1s",          "fixed:9/1m,tz=-03:00", "sliding:6/1s",
-        "sliding:4/250ms",     "log:5/1s",             "log:3/100ms",
-        "token:4/1s,burst=7",  "token:3/1s",           "gcra:4/1s,burst=7",
-        "gcra:7/3s",           "fixed:20/1m+token:2/1s,burst=4",
-        "log:10/2s+sliding:8/1s+gcra:5/1s"};
+    static const char *const texts[] = {"fixed:5/1s",
+                                        "fixed:9/1m,tz=-03:00",
+                                        "sliding:6/1s",
+                                        "sliding:4/250ms",
+                                        "log:5/1s",
+                                        "log:3/100ms",
+                                        "token:4/1s,burst=7",
+                                        "token:3/1s",
+                                        "gcra:4/1s,burst=7",
+                                        "gcra:7/3s",
+                                        "fixed:20/1m+token:2/1s,burst=4",
+                                        "log:10/2s+sliding:8/1s+gcra:5/1s"};
     const size_t nrules = sizeof(texts) / sizeof(texts[0]);
     sluice_ruleset rs[sizeof(texts) / sizeof(texts[0])];
     tu_clock ca, cb;
@@ -308,8 +310,8 @@ static void two_backends_decide_alike(void **state)
             int j;
 
             for (j = 0; j < 3; j++)
-                reqs[j] = (sluice_request){key, strlen(key), &rs[ri],
-                                           rnd_in(1, 2)};
+                reqs[j] =
+                    (sluice_request){key, strlen(key), &rs[ri], rnd_in(1, 2)};
             assert_int_equal(sluice_acquire_many(a, reqs, 3, oa), SLUICE_OK);
             assert_int_equal(sluice_acquire_many(b, reqs, 3, ob), SLUICE_OK);
             for (j = 0; j < 3; j++)
@@ -331,12 +333,11 @@ static void two_backends_decide_alike(void **state)
             fail_msg("step %d, t=%lld, %s cost %lld on %s:\n"
                      "  %s: %d %lld %lld %lld %lld\n"
                      "  %s: %d %lld %lld %lld %lld",
-                     i, (long long)ca.t, texts[ri], (long long)cost, key,
-                     url, ra.allowed, (long long)ra.limit,
-                     (long long)ra.remaining, (long long)ra.retry_after_ms,
-                     (long long)ra.reset_after_ms, against, rb.allowed,
-                     (long long)rb.limit, (long long)rb.remaining,
-                     (long long)rb.retry_after_ms,
+                     i, (long long)ca.t, texts[ri], (long long)cost, key, url,
+                     ra.allowed, (long long)ra.limit, (long long)ra.remaining,
+                     (long long)ra.retry_after_ms, (long long)ra.reset_after_ms,
+                     against, rb.allowed, (long long)rb.limit,
+                     (long long)rb.remaining, (long long)rb.retry_after_ms,
                      (long long)rb.reset_after_ms);
     }
     printf("# %d decisions, %d batches, %d late requests: %s and %s "
@@ -366,8 +367,7 @@ int main(int argc, char **argv)
         against = argv[3];
     if (getenv("SLUICE_SEED") != NULL)
         seed = strtoull(getenv("SLUICE_SEED"), NULL, 0);
-    printf("# invariants on %s, seed 0x%llx\n", url,
-           (unsigned long long)seed);
+    printf("# invariants on %s, seed 0x%llx\n", url, (unsigned long long)seed);
     if (against != NULL)
         return _cmocka_run_group_tests("differential", tests + 5, 1, NULL,
                                        NULL);

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_key.c - the key layout and the checks of key, cost and time. */
+#include "internal.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-
-#include "internal.h"
-
 #include <string.h>
 
 #include <cmocka.h>
@@ -62,8 +61,7 @@ static void too_small_buffers_are_reported(void **state)
     sluice_rule r = rule("log:1/1s");
 
     (void)state;
-    assert_int_equal(sl_key_build(buf, sizeof(buf), "sluice:", "abcdef", 6,
-                                  &r),
+    assert_int_equal(sl_key_build(buf, sizeof(buf), "sluice:", "abcdef", 6, &r),
                      0);
     assert_true(sl_key_max_len("sluice:", 1024) >=
                 strlen("sluice:{}:sliding:10000000000:-50400000") + 1024);
@@ -93,8 +91,7 @@ static void costs_and_times_outside_the_ranges_are_refused(void **state)
     assert_non_null(strstr(err, "cost 0"));
     assert_int_equal(sl_cost_check(-1, err, sizeof(err)), SLUICE_ECOST);
     assert_non_null(strstr(err, "cost -1"));
-    assert_int_equal(sl_cost_check(1000000001, err, sizeof(err)),
-                     SLUICE_ECOST);
+    assert_int_equal(sl_cost_check(1000000001, err, sizeof(err)), SLUICE_ECOST);
     assert_int_equal(sl_cost_check(1, err, sizeof(err)), SLUICE_OK);
     assert_int_equal(sl_cost_check(1000000000, err, sizeof(err)), SLUICE_OK);
     assert_int_equal(sl_time_check(-1, err, sizeof(err)), SLUICE_ETIME);

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_memory.c - the in-process backend: shared named stores, threads,
  * memory bounded by expiry, and allocation failures. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-
 #include "backend.h"
 
 #include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,8 +154,7 @@ static void memory_is_bounded_by_expiry(void **state)
         if (n > most)
             most = n;
     }
-    printf("# 30000 keys x 3 rules over 3 s: at most %zu entries held\n",
-           most);
+    printf("# 30000 keys x 3 rules over 3 s: at most %zu entries held\n", most);
     assert_true(most < 3 * 25000);
     sluice_close(sl);
 }

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_rule.c - rule syntax, ranges and composites. */
+#include "internal.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-
-#include "internal.h"
-
 #include <string.h>
 
 #include <cmocka.h>
@@ -49,8 +48,7 @@ static void every_algorithm_and_unit_parses(void **state)
     assert_int_equal(parse_ok("token:5/1h").rules[0].period_ms, 3600000);
     assert_int_equal(parse_ok("gcra:5/1d").rules[0].period_ms, 86400000);
     assert_int_equal(parse_ok("log:5/10s").rules[0].algorithm, SLUICE_LOG);
-    assert_int_equal(parse_ok("token:5/1s").rules[0].algorithm,
-                     SLUICE_TOKEN);
+    assert_int_equal(parse_ok("token:5/1s").rules[0].algorithm, SLUICE_TOKEN);
     assert_int_equal(parse_ok("gcra:5/1s").rules[0].algorithm, SLUICE_GCRA);
     assert_int_equal(parse_ok("sliding:5/1s").rules[0].algorithm,
                      SLUICE_SLIDING);
@@ -171,27 +169,22 @@ static void hand_built_rulesets_are_checked(void **state)
 
     (void)state;
     memset(&rs, 0, sizeof(rs));
-    assert_int_equal(sluice_ruleset_check(&rs, err, sizeof(err)),
-                     SLUICE_ERULE);
+    assert_int_equal(sluice_ruleset_check(&rs, err, sizeof(err)), SLUICE_ERULE);
     rs.count = 1;
     rs.rules[0].algorithm = (sluice_algorithm)9;
     rs.rules[0].limit = 1;
     rs.rules[0].period_ms = 1;
-    assert_int_equal(sluice_ruleset_check(&rs, err, sizeof(err)),
-                     SLUICE_ERULE);
+    assert_int_equal(sluice_ruleset_check(&rs, err, sizeof(err)), SLUICE_ERULE);
     assert_non_null(strstr(err, "unknown algorithm"));
     rs.rules[0].algorithm = SLUICE_FIXED;
     rs.rules[0].tz_offset_ms = 14 * 3600000LL + 1;
-    assert_int_equal(sluice_ruleset_check(&rs, err, sizeof(err)),
-                     SLUICE_ERULE);
+    assert_int_equal(sluice_ruleset_check(&rs, err, sizeof(err)), SLUICE_ERULE);
     rs.rules[0].tz_offset_ms = 0;
     rs.rules[0].burst = -1;
-    assert_int_equal(sluice_ruleset_check(&rs, err, sizeof(err)),
-                     SLUICE_ERULE);
+    assert_int_equal(sluice_ruleset_check(&rs, err, sizeof(err)), SLUICE_ERULE);
     rs.rules[0].burst = 0;
     rs.rules[0].period_ms = 0;
-    assert_int_equal(sluice_ruleset_check(&rs, err, sizeof(err)),
-                     SLUICE_ERULE);
+    assert_int_equal(sluice_ruleset_check(&rs, err, sizeof(err)), SLUICE_ERULE);
     assert_non_null(strstr(err, "period 0"));
     assert_int_equal(sluice_ruleset_check(NULL, err, sizeof(err)),
                      SLUICE_EINVAL);
@@ -215,8 +208,7 @@ static void every_status_has_a_text(void **state)
     (void)state;
     assert_string_equal(sluice_strerror(SLUICE_OK), "success");
     assert_non_null(strstr(sluice_strerror(SLUICE_ETIMEOUT), "timeout"));
-    assert_string_equal(sluice_strerror((sluice_status)999),
-                        "unknown status");
+    assert_string_equal(sluice_strerror((sluice_status)999), "unknown status");
 }
 
 int main(void)

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_url.c - backend URLs and their query options. */
+#include "internal.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-
-#include "internal.h"
-
 #include <string.h>
 
 #include <cmocka.h>
@@ -29,8 +28,7 @@ static void parse_bad(const char *text, const char *quote)
     if (st != SLUICE_EURL)
         fail_msg("\"%s\" should be refused, got %d", text, st);
     if (strstr(err, quote) == NULL)
-        fail_msg("message for \"%s\" should say \"%s\": %s", text, quote,
-                 err);
+        fail_msg("message for \"%s\" should say \"%s\": %s", text, quote, err);
 }
 
 static void redis_urls_give_host_port_credentials_and_db(void **state)
@@ -88,9 +86,9 @@ static void defaults_are_filled_and_query_overrides_them(void **state)
     o.fail = SLUICE_FAIL_OPEN;
     o.key_prefix = "app:";
     o.command_timeout_ms = 9;
-    assert_int_equal(sl_url_parse("mem://shared-1?fail=error", &o, &u, err,
-                                  sizeof(err)),
-                     SLUICE_OK);
+    assert_int_equal(
+        sl_url_parse("mem://shared-1?fail=error", &o, &u, err, sizeof(err)),
+        SLUICE_OK);
     assert_string_equal(u.name, "shared-1");
     assert_int_equal(u.opts.fail, SLUICE_FAIL_ERROR);
     assert_int_equal(u.opts.command_timeout_ms, 9);
@@ -141,21 +139,21 @@ static void open_reports_bad_urls_and_unreachable_servers(void **state)
     assert_int_equal(sluice_open("nope://", NULL, &sl, err, sizeof(err)),
                      SLUICE_EURL);
     assert_null(sl);
-    assert_int_equal(sluice_open("mem://?clock=server", NULL, &sl, err,
-                                 sizeof(err)),
-                     SLUICE_EURL);
+    assert_int_equal(
+        sluice_open("mem://?clock=server", NULL, &sl, err, sizeof(err)),
+        SLUICE_EURL);
     assert_non_null(strstr(err, "no server clock"));
     /* Port 1 on loopback: nothing listens there. */
-    assert_int_equal(sluice_open("redis://127.0.0.1:1", NULL, &sl, err,
-                                 sizeof(err)),
-                     SLUICE_ECONNECT);
+    assert_int_equal(
+        sluice_open("redis://127.0.0.1:1", NULL, &sl, err, sizeof(err)),
+        SLUICE_ECONNECT);
     assert_non_null(strstr(err, "127.0.0.1:1"));
     /* With a fail policy the handle opens and the policy answers. */
     memset(&o, 0, sizeof(o));
     o.fail = SLUICE_FAIL_OPEN;
-    assert_int_equal(sluice_open("redis://127.0.0.1:1", &o, &sl, err,
-                                 sizeof(err)),
-                     SLUICE_OK);
+    assert_int_equal(
+        sluice_open("redis://127.0.0.1:1", &o, &sl, err, sizeof(err)),
+        SLUICE_OK);
     {
         sluice_ruleset rs;
         sluice_result r;
@@ -170,9 +168,9 @@ static void open_reports_bad_urls_and_unreachable_servers(void **state)
     }
     sluice_close(sl);
     o.fail = SLUICE_FAIL_CLOSED;
-    assert_int_equal(sluice_open("redis://127.0.0.1:1", &o, &sl, err,
-                                 sizeof(err)),
-                     SLUICE_OK);
+    assert_int_equal(
+        sluice_open("redis://127.0.0.1:1", &o, &sl, err, sizeof(err)),
+        SLUICE_OK);
     {
         sluice_ruleset rs;
         sluice_result r;

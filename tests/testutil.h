@@ -24,8 +24,10 @@ static inline const char *tu_url(const char *arg)
         return arg;
     f = fopen(arg + 1, "r");
     if (f == NULL) {
-        fprintf(stderr, "cannot read the server URL from %s: was the server "
-                "started (ctest fixture redis.start)?\n", arg + 1);
+        fprintf(stderr,
+                "cannot read the server URL from %s: was the server "
+                "started (ctest fixture redis.start)?\n",
+                arg + 1);
         exit(1);
     }
     n = fread(buf, 1, sizeof(buf) - 1, f);

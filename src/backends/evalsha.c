@@ -109,24 +109,27 @@ static sluice_status append_request(state *s, const sl_request *rq,
 }
 
 /* Turns a script reply into the composite's result. */
-static sluice_status parse_decision(const sl_request *rq,
-                                    const redisReply *rep, sluice_result *out,
-                                    char *err, size_t err_len)
+static sluice_status parse_decision(const sl_request *rq, const redisReply *rep,
+                                    sluice_result *out, char *err,
+                                    size_t err_len)
 {
     const sluice_ruleset *rs = rq->rules;
     sl_verdict v[SLUICE_MAX_RULES];
     size_t i;
 
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 6 * rs->count) {
-        sl_errf(err, err_len, "evalsha: unexpected script reply (type %d, "
+        sl_errf(err, err_len,
+                "evalsha: unexpected script reply (type %d, "
                 "%zu elements); is another program using the key prefix?",
                 rep->type, rep->type == REDIS_REPLY_ARRAY ? rep->elements : 0);
         return SLUICE_EPROTO;
     }
     for (i = 0; i < 6 * rs->count; i++) {
         if (rep->element[i]->type != REDIS_REPLY_INTEGER) {
-            sl_errf(err, err_len, "evalsha: script reply element %zu is not "
-                    "an integer", i);
+            sl_errf(err, err_len,
+                    "evalsha: script reply element %zu is not "
+                    "an integer",
+                    i);
             return SLUICE_EPROTO;
         }
     }

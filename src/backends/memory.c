@@ -233,8 +233,8 @@ static entry *lookup(store *s, const char *key, size_t len, int64_t now)
 }
 
 /* Finds or creates key's entry, emptied if it had expired. */
-static entry *obtain(store *s, const char *key, size_t len,
-                     sluice_algorithm a, int64_t now)
+static entry *obtain(store *s, const char *key, size_t len, sluice_algorithm a,
+                     int64_t now)
 {
     uint64_t h = hash_bytes(key, len);
     entry **pp = find_slot(s, key, len, h), *e = *pp;
@@ -299,15 +299,15 @@ static void decide_rule(const sluice_rule *r, const entry *e, int64_t t,
         break;
     case SLUICE_SLIDING:
         sl_window_locate(r, t, &k, &to_end);
-        sl_sliding_decide(r, to_end, window_count(e, k),
-                          window_count(e, k - 1), cost, charge, v);
+        sl_sliding_decide(r, to_end, window_count(e, k), window_count(e, k - 1),
+                          cost, charge, v);
         break;
     case SLUICE_LOG:
         if (e == NULL)
             sl_log_decide(r, t, NULL, 0, cost, charge, v, aux_x);
         else
-            sl_log_decide(r, t, e->u.log.e + e->u.log.head, e->u.log.n,
-                          cost, charge, v, aux_x);
+            sl_log_decide(r, t, e->u.log.e + e->u.log.head, e->u.log.n, cost,
+                          charge, v, aux_x);
         break;
     case SLUICE_TOKEN:
     case SLUICE_GCRA:
@@ -354,8 +354,8 @@ static bool reserve(entry *e)
     return true;
 }
 
-static void charge_rule(entry *e, const sluice_rule *r, int64_t t,
-                        int64_t cost, int64_t aux_x, int64_t aux_d)
+static void charge_rule(entry *e, const sluice_rule *r, int64_t t, int64_t cost,
+                        int64_t aux_x, int64_t aux_d)
 {
     int64_t k, to_end;
     size_t i;
@@ -430,8 +430,8 @@ static sluice_status decide_request(store *s, const char *prefix,
     int64_t t = rq->now_ms;
 
     for (i = 0; i < rs->count; i++) {
-        lens[i] = sl_key_build(key, sizeof(key), prefix, rq->key,
-                               rq->key_len, &rs->rules[i]);
+        lens[i] = sl_key_build(key, sizeof(key), prefix, rq->key, rq->key_len,
+                               &rs->rules[i]);
         if (rq->op == SL_OP_RESET) {
             remove_key(s, key, lens[i]);
             continue;

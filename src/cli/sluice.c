@@ -12,7 +12,12 @@
 #include <string.h>
 #include <time.h>
 
-enum { EXIT_ALLOWED = 0, EXIT_BACKEND = 1, EXIT_USAGE = 2, EXIT_DENIED = 3 };
+enum {
+    EXIT_ALLOWED = 0,
+    EXIT_BACKEND = 1,
+    EXIT_USAGE = 2,
+    EXIT_DENIED = 3
+};
 
 static const char usage_text[] =
     "usage:\n"
@@ -55,8 +60,7 @@ static int usage_error(const char *fmt, ...)
 }
 
 /* Parses a whole decimal integer; no sign other than '-', no fraction. */
-static int parse_int(const char *s, long long lo, long long hi,
-                     long long *out)
+static int parse_int(const char *s, long long lo, long long hi, long long *out)
 {
     char *end;
     long long v;
@@ -73,8 +77,7 @@ static int parse_int(const char *s, long long lo, long long hi,
 
 static int backend_exit(sluice_status st)
 {
-    return st == SLUICE_EURL || st == SLUICE_EINVAL ? EXIT_USAGE
-                                                    : EXIT_BACKEND;
+    return st == SLUICE_EURL || st == SLUICE_EINVAL ? EXIT_USAGE : EXIT_BACKEND;
 }
 
 static void print_result_json(FILE *f, const sluice_result *r)
@@ -133,7 +136,8 @@ static int cmd_check(int argc, char **argv)
         case 'c':
             if (parse_int(optarg, 1, 1000000000, &cost) != 0)
                 return usage_error("--cost \"%s\": expected a whole number "
-                                   "in 1..1000000000", optarg);
+                                   "in 1..1000000000",
+                                   optarg);
             break;
         case 'p':
             peek = 1;
@@ -242,8 +246,10 @@ static void replay_line(sluice *sl, vclock *clk, const char *default_rule,
         if (strcmp(name, "t") != 0 && strcmp(name, "key") != 0 &&
             strcmp(name, "rule") != 0 && strcmp(name, "cost") != 0 &&
             strcmp(name, "op") != 0) {
-            snprintf(msg, sizeof(msg), "unknown field \"%.64s\" (known: t, "
-                     "key, rule, cost, op)", name);
+            snprintf(msg, sizeof(msg),
+                     "unknown field \"%.64s\" (known: t, "
+                     "key, rule, cost, op)",
+                     name);
             print_error_json(stdout, msg);
             goto done;
         }
@@ -275,8 +281,10 @@ static void replay_line(sluice *sl, vclock *clk, const char *default_rule,
         op = json_string_value(jop);
         if (strcmp(op, "acquire") != 0 && strcmp(op, "peek") != 0 &&
             strcmp(op, "reset") != 0) {
-            snprintf(msg, sizeof(msg), "unknown op \"%.64s\" (use acquire, "
-                     "peek or reset)", op);
+            snprintf(msg, sizeof(msg),
+                     "unknown op \"%.64s\" (use acquire, "
+                     "peek or reset)",
+                     op);
             print_error_json(stdout, msg);
             goto done;
         }
@@ -307,7 +315,8 @@ static void replay_line(sluice *sl, vclock *clk, const char *default_rule,
     }
     if (json_integer_value(jt) < 0 ||
         json_integer_value(jt) > 9007199254740991LL) {
-        snprintf(msg, sizeof(msg), "\"t\" %lld is outside "
+        snprintf(msg, sizeof(msg),
+                 "\"t\" %lld is outside "
                  "0..9007199254740991 ms",
                  (long long)json_integer_value(jt));
         print_error_json(stdout, msg);
@@ -315,13 +324,13 @@ static void replay_line(sluice *sl, vclock *clk, const char *default_rule,
     }
     clk->t = json_integer_value(jt);
     if (strcmp(op, "reset") == 0) {
-        st = sluice_reset(sl, json_string_value(jkey),
-                          json_string_length(jkey), &rs);
+        st = sluice_reset(sl, json_string_value(jkey), json_string_length(jkey),
+                          &rs);
         if (st == SLUICE_OK)
             fputs("{\"reset\": true}\n", stdout);
     } else if (strcmp(op, "peek") == 0) {
-        st = sluice_peek(sl, json_string_value(jkey),
-                         json_string_length(jkey), &rs, cost, &res);
+        st = sluice_peek(sl, json_string_value(jkey), json_string_length(jkey),
+                         &rs, cost, &res);
     } else {
         st = sluice_acquire(sl, json_string_value(jkey),
                             json_string_length(jkey), &rs, cost, &res);
@@ -368,10 +377,9 @@ static int cmd_replay(int argc, char **argv)
         }
     }
     if (optind < argc)
-        return usage_error("replay: unexpected argument \"%s\"",
-                           argv[optind]);
-    if (rule != NULL && sluice_ruleset_parse(rule, &rs, err, sizeof(err)) !=
-                            SLUICE_OK)
+        return usage_error("replay: unexpected argument \"%s\"", argv[optind]);
+    if (rule != NULL &&
+        sluice_ruleset_parse(rule, &rs, err, sizeof(err)) != SLUICE_OK)
         return usage_error("%s", err);
     memset(&opts, 0, sizeof(opts));
     opts.clock = vclock_now;
