@@ -100,73 +100,120 @@ static void print_error_json(FILE *f, const char *msg)
     json_decref(s);
 }
 
-/* ---- check ---- */
+/* Options of every command; each command accepts a subset. */
+typedef struct cli_args {
+    const char *url, *rule, *key;
+    long long cost, requests;
+    int peek, json;
+} cli_args;
 
-static int cmd_check(int argc, char **argv)
+/* Parses argv for command cmd, accepting the option letters in `allowed`.
+ * Returns -1 to go on, or the exit status to leave with. */
+static int parse_args(int argc, char **argv, const char *cmd,
+                      const char *allowed, cli_args *a)
 {
     static const struct option longopts[] = {
         {"url", required_argument, NULL, 'u'},
         {"rule", required_argument, NULL, 'r'},
         {"key", required_argument, NULL, 'k'},
         {"cost", required_argument, NULL, 'c'},
+        {"requests", required_argument, NULL, 'n'},
         {"peek", no_argument, NULL, 'p'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    const char *url = "mem://", *rule = NULL, *key = NULL;
-    long long cost = 1;
-    int json = 0, peek = 0, c;
+    int c;
+
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c == '?')
+            return usage_error("%s: bad option", cmd);
+        if (strchr(allowed, c) == NULL && c != 'h')
+            return usage_error(
+                "%s: option --%s does not apply", cmd,
+                longopts[strchr("urkcnpjh", c) - "urkcnpjh"].name);
+        switch (c) {
+        case 'u':
+            a->url = optarg;
+            break;
+        case 'r':
+            a->rule = optarg;
+            break;
+        case 'k':
+            a->key = optarg;
+            break;
+        case 'c':
+            if (parse_int(optarg, 1, 1000000000, &a->cost) != 0)
+                return usage_error("--cost \"%s\": expected a whole number "
+                                   "in 1..1000000000",
+                                   optarg);
+            break;
+        case 'n':
+            if (parse_int(optarg, 1, 1000, &a->requests) != 0)
+                return usage_error("--requests \"%s\": expected 1..1000",
+                                   optarg);
+            break;
+        case 'p':
+            a->peek = 1;
+            break;
+        case 'j':
+            a->json = 1;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            return 0;
+        }
+    }
+    if (optind < argc)
+        return usage_error("%s: unexpected argument \"%s\"", cmd, argv[optind]);
+    return -1;
+}
+
+/* Opens the handle of a.url; on failure prints why and returns NULL with
+ * the exit status in *exit_status. */
+static sluice *open_or_report(const char *url, const sluice_options *opts,
+                              int *exit_status)
+{
+    char err[512];
+    sluice *sl;
+    sluice_status st = sluice_open(url, opts, &sl, err, sizeof(err));
+
+    if (st != SLUICE_OK) {
+        fprintf(stderr, "sluice: %s\n", err);
+        *exit_status = backend_exit(st);
+        return NULL;
+    }
+    return sl;
+}
+
+/* ---- check ---- */
+
+static int cmd_check(int argc, char **argv)
+{
+    cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0};
+    const char *rule, *key;
+    long long cost;
+    int rc;
     char err[512];
     sluice_ruleset rs;
     sluice_result res;
     sluice *sl;
     sluice_status st;
 
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'u':
-            url = optarg;
-            break;
-        case 'r':
-            rule = optarg;
-            break;
-        case 'k':
-            key = optarg;
-            break;
-        case 'c':
-            if (parse_int(optarg, 1, 1000000000, &cost) != 0)
-                return usage_error("--cost \"%s\": expected a whole number "
-                                   "in 1..1000000000",
-                                   optarg);
-            break;
-        case 'p':
-            peek = 1;
-            break;
-        case 'j':
-            json = 1;
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return 0;
-        default:
-            return usage_error("%s", "check: bad option");
-        }
-    }
-    if (optind < argc)
-        return usage_error("check: unexpected argument \"%s\"", argv[optind]);
+    if ((rc = parse_args(argc, argv, "check", "urkcpj", &a)) >= 0)
+        return rc;
+    rule = a.rule;
+    key = a.key;
+    cost = a.cost;
     if (rule == NULL)
         return usage_error("%s", "check: --rule is required");
     if (key == NULL)
         return usage_error("%s", "check: --key is required");
     if (sluice_ruleset_parse(rule, &rs, err, sizeof(err)) != SLUICE_OK)
         return usage_error("%s", err);
-    st = sluice_open(url, NULL, &sl, err, sizeof(err));
-    if (st != SLUICE_OK) {
-        fprintf(stderr, "sluice: %s\n", err);
-        return backend_exit(st);
-    }
-    st = peek ? sluice_peek(sl, key, strlen(key), &rs, cost, &res)
-              : sluice_acquire(sl, key, strlen(key), &rs, cost, &res);
+    if ((sl = open_or_report(a.url, NULL, &rc)) == NULL)
+        return rc;
+    st = a.peek ? sluice_peek(sl, key, strlen(key), &rs, cost, &res)
+                : sluice_acquire(sl, key, strlen(key), &rs, cost, &res);
     if (st != SLUICE_OK) {
         fprintf(stderr, "sluice: %s\n", sluice_errmsg(sl));
         sluice_close(sl);
@@ -174,7 +221,7 @@ static int cmd_check(int argc, char **argv)
                    ? EXIT_USAGE
                    : EXIT_BACKEND;
     }
-    if (json) {
+    if (a.json) {
         print_result_json(stdout, &res);
     } else if (res.allowed) {
         printf("allowed: %lld of %lld left, full again in %lld ms\n",
@@ -345,12 +392,8 @@ done:
 
 static int cmd_replay(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"url", required_argument, NULL, 'u'},
-        {"rule", required_argument, NULL, 'r'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *url = "mem://", *rule = NULL;
+    cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0};
+    const char *rule;
     sluice_options opts;
     sluice_ruleset rs;
     vclock clk = {0};
@@ -358,37 +401,19 @@ static int cmd_replay(int argc, char **argv)
     size_t cap = 0;
     ssize_t len;
     sluice *sl;
-    sluice_status st;
-    int c;
+    int rc;
 
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'u':
-            url = optarg;
-            break;
-        case 'r':
-            rule = optarg;
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return 0;
-        default:
-            return usage_error("%s", "replay: bad option");
-        }
-    }
-    if (optind < argc)
-        return usage_error("replay: unexpected argument \"%s\"", argv[optind]);
+    if ((rc = parse_args(argc, argv, "replay", "ur", &a)) >= 0)
+        return rc;
+    rule = a.rule;
     if (rule != NULL &&
         sluice_ruleset_parse(rule, &rs, err, sizeof(err)) != SLUICE_OK)
         return usage_error("%s", err);
     memset(&opts, 0, sizeof(opts));
     opts.clock = vclock_now;
     opts.clock_ctx = &clk;
-    st = sluice_open(url, &opts, &sl, err, sizeof(err));
-    if (st != SLUICE_OK) {
-        fprintf(stderr, "sluice: %s\n", err);
-        return backend_exit(st);
-    }
+    if ((sl = open_or_report(a.url, &opts, &rc)) == NULL)
+        return rc;
     while ((len = getline(&line, &cap, stdin)) >= 0) {
         if (blank_line(line, (size_t)len))
             continue;
@@ -421,49 +446,23 @@ static void demo_line(int i, const sluice_result *r)
 
 static int cmd_demo(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"url", required_argument, NULL, 'u'},
-        {"rule", required_argument, NULL, 'r'},
-        {"requests", required_argument, NULL, 'n'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *url = "mem://", *rule = "token:5/1s";
-    const char *key = "demo:user:42";
-    long long n = 8;
+    cli_args a = {"mem://", "token:5/1s", NULL, 1, 8, 0, 0};
+    const char *key = "demo:user:42", *rule;
+    long long n;
     sluice_ruleset rs;
     sluice_result r;
     char err[512];
     sluice *sl;
-    sluice_status st;
-    int c, i, allowed = 0;
+    int i, allowed = 0, rc;
 
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'u':
-            url = optarg;
-            break;
-        case 'r':
-            rule = optarg;
-            break;
-        case 'n':
-            if (parse_int(optarg, 1, 1000, &n) != 0)
-                return usage_error("--requests \"%s\": expected 1..1000",
-                                   optarg);
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return 0;
-        default:
-            return usage_error("%s", "demo: bad option");
-        }
-    }
+    if ((rc = parse_args(argc, argv, "demo", "urn", &a)) >= 0)
+        return rc;
+    rule = a.rule;
+    n = a.requests;
     if (sluice_ruleset_parse(rule, &rs, err, sizeof(err)) != SLUICE_OK)
         return usage_error("%s", err);
-    st = sluice_open(url, NULL, &sl, err, sizeof(err));
-    if (st != SLUICE_OK) {
-        fprintf(stderr, "sluice: %s\n", err);
-        return backend_exit(st);
-    }
+    if ((sl = open_or_report(a.url, NULL, &rc)) == NULL)
+        return rc;
     sluice_reset(sl, key, strlen(key), &rs);
     printf("sluice demo: a burst of %lld requests from %s, rule %s, "
            "backend %s\n",
