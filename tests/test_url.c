@@ -129,11 +129,36 @@ static void null_url_is_misuse(void **state)
     assert_int_equal(sl_url_parse(NULL, NULL, &u, NULL, 0), SLUICE_EINVAL);
 }
 
+/* Opens a handle on a port where nothing listens, with a fail policy, and
+ * returns the policy's answer; the result names the failure. */
+static bool policy_answer(sluice_fail_policy fail)
+{
+    sluice_options o;
+    sluice_ruleset rs;
+    sluice_result r;
+    sluice *sl = NULL;
+    char err[512];
+
+    memset(&o, 0, sizeof(o));
+    o.fail = fail;
+    assert_int_equal(
+        sluice_open("redis://127.0.0.1:1", &o, &sl, err, sizeof(err)),
+        SLUICE_OK);
+    assert_int_equal(sluice_ruleset_parse("fixed:3/1s", &rs, NULL, 0),
+                     SLUICE_OK);
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_ECONNECT);
+    assert_non_null(strstr(sluice_errmsg(sl), "cannot connect"));
+    /* A reset has no policy: it reports the failure. */
+    assert_int_equal(sluice_reset(sl, "k", 1, &rs), SLUICE_ECONNECT);
+    sluice_close(sl);
+    return r.allowed;
+}
+
 static void open_reports_bad_urls_and_unreachable_servers(void **state)
 {
     sluice *sl = (sluice *)1;
     char err[512];
-    sluice_options o;
 
     (void)state;
     assert_int_equal(sluice_open("nope://", NULL, &sl, err, sizeof(err)),
@@ -149,39 +174,8 @@ static void open_reports_bad_urls_and_unreachable_servers(void **state)
         SLUICE_ECONNECT);
     assert_non_null(strstr(err, "127.0.0.1:1"));
     /* With a fail policy the handle opens and the policy answers. */
-    memset(&o, 0, sizeof(o));
-    o.fail = SLUICE_FAIL_OPEN;
-    assert_int_equal(
-        sluice_open("redis://127.0.0.1:1", &o, &sl, err, sizeof(err)),
-        SLUICE_OK);
-    {
-        sluice_ruleset rs;
-        sluice_result r;
-
-        assert_int_equal(sluice_ruleset_parse("fixed:3/1s", &rs, NULL, 0),
-                         SLUICE_OK);
-        assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
-        assert_true(r.allowed);
-        assert_int_equal(r.status, SLUICE_ECONNECT);
-        assert_non_null(strstr(sluice_errmsg(sl), "cannot connect"));
-        assert_int_equal(sluice_reset(sl, "k", 1, &rs), SLUICE_ECONNECT);
-    }
-    sluice_close(sl);
-    o.fail = SLUICE_FAIL_CLOSED;
-    assert_int_equal(
-        sluice_open("redis://127.0.0.1:1", &o, &sl, err, sizeof(err)),
-        SLUICE_OK);
-    {
-        sluice_ruleset rs;
-        sluice_result r;
-
-        assert_int_equal(sluice_ruleset_parse("fixed:3/1s", &rs, NULL, 0),
-                         SLUICE_OK);
-        assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
-        assert_false(r.allowed);
-        assert_int_equal(r.status, SLUICE_ECONNECT);
-    }
-    sluice_close(sl);
+    assert_true(policy_answer(SLUICE_FAIL_OPEN));
+    assert_false(policy_answer(SLUICE_FAIL_CLOSED));
     sluice_close(NULL);
 }
 
