@@ -1,0 +1,82 @@
+# lib.sh - shared by the server scripts: free loopback ports, starting a
+# throwaway redis-server, stopping only pids recorded in a directory.
+
+port_free() {
+    ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# A port that nothing listens on now (the caller still handles a race).
+pick_port() {
+    local p
+    for _ in $(seq 1 100); do
+        p=$((20000 + RANDOM % 40000))
+        if port_free "$p"; then
+            echo "$p"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# stop_recorded DIR: stops the process whose pid DIR/pid records.
+stop_recorded() {
+    local dir=$1 pid
+    [[ -f "$dir/pid" ]] || return 0
+    pid=$(cat "$dir/pid")
+    if kill -0 "$pid" 2>/dev/null; then
+        kill "$pid" 2>/dev/null || true
+        for _ in $(seq 1 50); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$dir/pid"
+}
+
+# start_redis DIR [redis-server args...]: a redis-server on a free loopback
+# port, no persistence; writes DIR/port and DIR/pid.
+start_redis() {
+    local dir=$1 port
+    shift
+    command -v redis-server >/dev/null ||
+        { echo "redis-server not installed (apt-get install redis-server)" >&2; return 1; }
+    mkdir -p "$dir"
+    stop_recorded "$dir"
+    for _ in $(seq 1 20); do
+        port=$(pick_port) || continue
+        redis-server --port "$port" --bind 127.0.0.1 --save '' \
+            --appendonly no --daemonize yes --dir "$dir" \
+            --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
+            --enable-debug-command yes "$@" || continue
+        for _ in $(seq 1 50); do
+            if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
+                cp "$dir/redis.pid" "$dir/pid"
+                echo "$port" >"$dir/port"
+                return 0
+            fi
+            sleep 0.1
+        done
+    done
+    echo "could not start redis-server; see $dir/redis.log" >&2
+    return 1
+}
+
+# restart_redis DIR: starts the redis of DIR again on its recorded port.
+restart_redis() {
+    local dir=$1 port
+    port=$(cat "$dir/port")
+    shift
+    redis-server --port "$port" --bind 127.0.0.1 --save '' \
+        --appendonly no --daemonize yes --dir "$dir" \
+        --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
+        --enable-debug-command yes "$@"
+    for _ in $(seq 1 50); do
+        if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
+            cp "$dir/redis.pid" "$dir/pid"
+            return 0
+        fi
+        sleep 0.1
+    done
+    return 1
+}
