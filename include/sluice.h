@@ -39,7 +39,8 @@ extern "C" {
     X(EIO, "connection to the backend lost")                     \
     X(ESERVER, "the server answered with an error")              \
     X(EPROTO, "unexpected reply from the server")                \
-    X(EUNSUPPORTED, "not supported by this backend")
+    X(EUNSUPPORTED, "not supported by this backend")                 \
+    X(ECONTENDED, "the key changed under every retry; try again")
 
 typedef enum sluice_status {
 #define SLUICE_X(name, msg) SLUICE_##name,
@@ -134,6 +135,8 @@ SLUICE_API sluice_status sluice_ruleset_check(const sluice_ruleset *rs,
  *   mem://            private in-process store
  *   mem://NAME        in-process store shared by every handle named NAME
  *   redis://[user:password@]host:port[/db]   Lua scripts by EVALSHA
+ *   redis+multi://[user:password@]host:port[/db]   MULTI/EXEC, no scripts
+ *   twemproxy://[password@]host:port   plain pipelines a proxy can parse
  * Query options: ?timeout_ms=&connect_timeout_ms=&clock=local|server
  *   &fail=error|open|closed&prefix=&ttl_floor_ms=
  * opts may be NULL. On SLUICE_OK stores a handle in *out; else *out is NULL

@@ -182,3 +182,44 @@ void sl_combine(const sluice_ruleset *rs, const sl_verdict *v,
     out->retry_after_ms = admit || never ? -1 : retry;
     out->reset_after_ms = reset;
 }
+
+static void decide_rule(const sluice_rule *r, const sl_state_view *s, int64_t t,
+                        int64_t cost, bool charge, sl_verdict *v, sl_charge *ch)
+{
+    int64_t k, to_end;
+
+    switch (r->algorithm) {
+    case SLUICE_FIXED:
+        sl_window_locate(r, t, &k, &to_end);
+        sl_fixed_decide(r, to_end, s->cur, cost, charge, v);
+        break;
+    case SLUICE_SLIDING:
+        sl_window_locate(r, t, &k, &to_end);
+        sl_sliding_decide(r, to_end, s->cur, s->prev, cost, charge, v);
+        break;
+    case SLUICE_LOG:
+        sl_log_decide(r, t, s->entries, s->n, cost, charge, v, &ch->x);
+        break;
+    case SLUICE_TOKEN:
+    case SLUICE_GCRA:
+        sl_bucket_decide(r, t, s->has, s->x, s->d, cost, charge, v, &ch->x,
+                         &ch->d);
+        break;
+    }
+}
+
+bool sl_decide(const sluice_ruleset *rs, const sl_state_view *views, int64_t t,
+               int64_t cost, sl_verdict *v, sl_charge *charges)
+{
+    bool all = true;
+    size_t i;
+
+    for (i = 0; i < rs->count; i++) {
+        decide_rule(&rs->rules[i], &views[i], t, cost, false, &v[i],
+                    &charges[i]);
+        all = all && v[i].admit;
+    }
+    for (i = 0; i < rs->count; i++)
+        decide_rule(&rs->rules[i], &views[i], t, cost, all, &v[i], &charges[i]);
+    return all;
+}

@@ -44,6 +44,27 @@ void sl_log_decide(const sluice_rule *r, int64_t t, const sl_log_entry *e,
                    size_t n, int64_t cost, bool charge, sl_verdict *v,
                    int64_t *stamp);
 
+/* What a backend read of one rule's state, for sl_decide. */
+typedef struct sl_state_view {
+    int64_t cur, prev; /* fixed, sliding: t's window, the one before */
+    const sl_log_entry *entries; /* log: oldest first */
+    size_t n;
+    bool has;     /* token, gcra: state exists */
+    int64_t x, d; /* token, gcra */
+} sl_state_view;
+
+/* What a charge must store for one rule, from sl_decide. */
+typedef struct sl_charge {
+    int64_t x; /* log: the stamp; token, gcra: the time of the charge */
+    int64_t d; /* token, gcra: the backlog after the charge */
+} sl_charge;
+
+/* Decides a whole ruleset on the views of its rules: every rule first,
+ * then the outputs of each assuming the composite's outcome. Returns true
+ * when every rule admits (then an acquire charges them all). */
+bool sl_decide(const sluice_ruleset *rs, const sl_state_view *views, int64_t t,
+               int64_t cost, sl_verdict *v, sl_charge *charges);
+
 /* TTL in ms that a charged key needs from t (before the floor). */
 int64_t sl_ttl_after_charge(const sluice_rule *r, const sl_verdict *v);
 

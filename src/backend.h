@@ -50,5 +50,7 @@ size_t sl_memory_count(void *state);
 
 extern const sl_backend sl_backend_memory;
 extern const sl_backend sl_backend_evalsha;
+extern const sl_backend sl_backend_multi;
+extern const sl_backend sl_backend_twemproxy;
 
 #endif /* SL_BACKEND_H */

@@ -58,7 +58,9 @@ sluice_status sl_time_check(int64_t t, char *err, size_t err_len);
 /* url.c */
 typedef enum sl_scheme {
     SL_SCHEME_MEM = 1,
-    SL_SCHEME_REDIS
+    SL_SCHEME_REDIS,
+    SL_SCHEME_MULTI,
+    SL_SCHEME_TWEMPROXY
 } sl_scheme;
 
 typedef struct sl_url {

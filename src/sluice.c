@@ -59,6 +59,12 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
     case SL_SCHEME_REDIS:
         sl->backend = &sl_backend_evalsha;
         break;
+    case SL_SCHEME_MULTI:
+        sl->backend = &sl_backend_multi;
+        break;
+    case SL_SCHEME_TWEMPROXY:
+        sl->backend = &sl_backend_twemproxy;
+        break;
     }
     st = sl->backend->open(&sl->url, &sl->state, err, err_len);
     if (st != SLUICE_OK)
@@ -175,8 +181,12 @@ static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
         policy_result(sl, rules, st, out);
         return SLUICE_OK;
     }
-    if (res.status != SLUICE_OK)
-        return res.status;
+    if (res.status != SLUICE_OK) {
+        if (op == SL_OP_RESET || !policy_answers(sl, res.status))
+            return res.status;
+        policy_result(sl, rules, res.status, out);
+        return SLUICE_OK;
+    }
     if (out != NULL)
         *out = res;
     return SLUICE_OK;
@@ -256,7 +266,9 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
         for (i = 0; i < m; i++) {
             size_t j = map[i];
 
-            if (st == SLUICE_OK)
+            if (st == SLUICE_OK && policy_answers(sl, res[i].status))
+                policy_result(sl, reqs[j].rules, res[i].status, &out[j]);
+            else if (st == SLUICE_OK)
                 out[j] = res[i];
             else if (policy_answers(sl, st))
                 policy_result(sl, reqs[j].rules, st, &out[j]);

@@ -240,7 +240,10 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
     static const struct {
         const char *prefix;
         sl_scheme scheme;
-    } schemes[] = {{"mem://", SL_SCHEME_MEM}, {"redis://", SL_SCHEME_REDIS}};
+    } schemes[] = {{"mem://", SL_SCHEME_MEM},
+                   {"redis://", SL_SCHEME_REDIS},
+                   {"redis+multi://", SL_SCHEME_MULTI},
+                   {"twemproxy://", SL_SCHEME_TWEMPROXY}};
     const char *rest = NULL, *q;
     size_t i, n;
     sluice_status st;
@@ -262,8 +265,10 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
     }
     if (rest == NULL)
         return bad(err, err_len, url,
-                   "unknown scheme; use mem:// or "
-                   "redis://[user:password@]host:port[/db]");
+                   "unknown scheme; use mem://, "
+                   "redis://[user:password@]host:port[/db], redis+multi://"
+                   "[user:password@]host:port[/db] or "
+                   "twemproxy://[password@]host:port");
     q = strchr(rest, '?');
     n = q ? (size_t)(q - rest) : strlen(rest);
     if (out->scheme == SL_SCHEME_MEM)
@@ -272,6 +277,10 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
         st = parse_redis(url, rest, n, out, err, err_len);
     if (st != SLUICE_OK)
         return st;
+    if (out->scheme == SL_SCHEME_TWEMPROXY && (out->user[0] || out->db))
+        return bad(err, err_len, url,
+                   "twemproxy takes only a password (AUTH with one "
+                   "argument) and no database: use the pool's redis_db");
     if (out->opts.key_prefix != NULL && out->opts.key_prefix != out->prefix) {
         if (strlen(out->opts.key_prefix) >= sizeof(out->prefix))
             return bad(err, err_len, url, "key_prefix longer than 63 bytes");

@@ -63,7 +63,7 @@ else
     expect_exit check_peek_charged_nothing 0 "$bin" check --url "$url" --rule log:2/1h --key c2 --cost 2
     expect_exit check_peek_after_charge 3 "$bin" check --url "$url" --rule log:2/1h --key c2 --peek
 fi
-expect_exit check_never_fits 3 "$bin" check --url "$url" --rule token:2/1s --key c3 --cost 3
+expect_exit check_never_fits 3 "$bin" check --url "$url" --rule fixed:2/1s --key c3 --cost 3
 expect_text check_never_fits_says_so "$tmp/out" "can never fit"
 expect_exit check_bad_rule 2 "$bin" check --url "$url" --rule fixed:0/1s --key c1
 expect_text check_bad_rule_quotes "$tmp/err" 'limit 0'

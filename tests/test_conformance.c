@@ -37,6 +37,8 @@ typedef struct scenario {
 } scenario;
 
 static const char *url;
+static char servers[1024];    /* host:port,... whose keys must have TTLs */
+static char unsupported[128]; /* algorithms the backend refuses */
 static scenario *scenarios;
 static size_t nscenarios;
 
@@ -159,40 +161,62 @@ static void load(const char *path)
     fclose(f);
 }
 
-/* Every key under prefix must carry a TTL (Redis backends only). */
+/* Every key under prefix, on every server, must carry a TTL. */
 static void check_ttls(const char *prefix)
 {
-    char host[256];
-    int port;
-    redisContext *c;
-    redisReply *r;
-    char cursor[32] = "0";
-    char pattern[128];
+    char list[sizeof(servers)], *save = NULL, *hp;
 
-    if (sscanf(url, "redis://%255[^:]:%d", host, &port) != 2)
-        return;
-    c = redisConnect(host, port);
-    assert_non_null(c);
-    assert_int_equal(c->err, 0);
-    snprintf(pattern, sizeof(pattern), "%s*", prefix);
-    do {
-        size_t i;
+    snprintf(list, sizeof(list), "%s", servers);
+    for (hp = strtok_r(list, ",", &save); hp != NULL;
+         hp = strtok_r(NULL, ",", &save)) {
+        char host[256], cursor[32] = "0", pattern[128];
+        int port;
+        redisContext *c;
+        redisReply *r;
 
-        r = redisCommand(c, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
-        assert_non_null(r);
-        assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-        snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
-        for (i = 0; i < r->element[1]->elements; i++) {
-            redisReply *k = r->element[1]->element[i];
-            redisReply *ttl = redisCommand(c, "PTTL %b", k->str, k->len);
+        if (sscanf(hp, "%255[^:]:%d", host, &port) != 2)
+            fail_msg("bad server \"%s\"", hp);
+        c = redisConnect(host, port);
+        assert_non_null(c);
+        assert_int_equal(c->err, 0);
+        snprintf(pattern, sizeof(pattern), "%s*", prefix);
+        do {
+            size_t i;
 
-            if (ttl->integer < 0)
-                fail_msg("key %s has no TTL (PTTL %lld)", k->str, ttl->integer);
-            freeReplyObject(ttl);
-        }
-        freeReplyObject(r);
-    } while (strcmp(cursor, "0") != 0);
-    redisFree(c);
+            r = redisCommand(c, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
+            assert_non_null(r);
+            assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+            snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+            for (i = 0; i < r->element[1]->elements; i++) {
+                redisReply *k = r->element[1]->element[i];
+                redisReply *ttl = redisCommand(c, "PTTL %b", k->str, k->len);
+
+                if (ttl->integer < 0)
+                    fail_msg("key %s on %s has no TTL (PTTL %lld)", k->str, hp,
+                             ttl->integer);
+                freeReplyObject(ttl);
+            }
+            freeReplyObject(r);
+        } while (strcmp(cursor, "0") != 0);
+        redisFree(c);
+    }
+}
+
+/* True when the step's rule uses an algorithm the backend refuses. */
+static bool refused(const step *s)
+{
+    static const char *const names[] = {"",    "fixed", "sliding",
+                                        "log", "token", "gcra"};
+    sluice_ruleset rs;
+    size_t i;
+
+    if (unsupported[0] == '\0' ||
+        sluice_ruleset_parse(s->rule, &rs, NULL, 0) != SLUICE_OK)
+        return false;
+    for (i = 0; i < rs.count; i++)
+        if (strstr(unsupported, names[rs.rules[i].algorithm]) != NULL)
+            return true;
+    return false;
 }
 
 static void run_scenario(void **state)
@@ -225,6 +249,18 @@ static void run_scenario(void **state)
             else
                 st = sluice_acquire(sl, s->key, s->key_len, &rs, s->cost, &got);
             snprintf(err, sizeof(err), "%s", sluice_errmsg(sl));
+        }
+        if (!s->expect_error && strcmp(s->op, "reset") != 0 && refused(s)) {
+            /* A backend that cannot do an algorithm exactly says so. */
+            if (st != SLUICE_EUNSUPPORTED)
+                fail_msg("%s:%d (%s): %s should be refused with "
+                         "EUNSUPPORTED, got %s",
+                         sc->file, s->line, sc->name, s->rule, status_name(st));
+            if (strstr(err, "redis://") == NULL)
+                fail_msg("%s:%d: the refusal should point to the Lua "
+                         "backend: %s",
+                         sc->file, s->line, err);
+            continue;
         }
         if (s->expect_error) {
             if (strcmp(status_name(st), s->status) != 0)
@@ -267,19 +303,41 @@ int main(int argc, char **argv)
     int rc;
 
     if (argc < 3) {
-        fprintf(stderr, "usage: test_conformance URL|@file FILE.scn...\n");
+        fprintf(stderr, "usage: test_conformance URL|@file [--servers "
+                        "@file|host:port,...] [--unsupported algo,...] "
+                        "FILE.scn...\n");
         return 2;
     }
     url = tu_url(argv[1]);
-    for (i = 2; i < (size_t)argc; i++)
-        load(argv[i]);
+    if (sscanf(url, "%*[^:]://%*[^@]@%255s", servers) != 1 &&
+        sscanf(url, "%*[^:]://%255s", servers) != 1)
+        servers[0] = '\0';
+    servers[strcspn(servers, "/?")] = '\0';
+    if (strncmp(url, "mem://", 6) == 0)
+        servers[0] = '\0';
+    for (i = 2; i < (size_t)argc; i++) {
+        if (strcmp(argv[i], "--servers") == 0 && i + 1 < (size_t)argc) {
+            size_t k;
+
+            snprintf(servers, sizeof(servers), "%s", tu_url(argv[++i]));
+            for (k = 0; servers[k] != '\0'; k++)
+                if (servers[k] == '\n')
+                    servers[k] = ',';
+        } else if (strcmp(argv[i], "--unsupported") == 0 &&
+                   i + 1 < (size_t)argc) {
+            snprintf(unsupported, sizeof(unsupported), "%s", argv[++i]);
+        } else {
+            load(argv[i]);
+        }
+    }
     tests = calloc(nscenarios, sizeof(*tests));
     for (i = 0; i < nscenarios; i++) {
         tests[i].name = scenarios[i].name;
         tests[i].test_func = run_scenario;
         tests[i].initial_state = &scenarios[i];
     }
-    printf("conformance on %s: %zu scenarios\n", url, nscenarios);
+    printf("conformance on %s: %zu scenarios%s%s\n", url, nscenarios,
+           unsupported[0] ? ", refusing " : "", unsupported);
     rc = _cmocka_run_group_tests(url, tests, nscenarios, NULL, NULL);
     free(tests);
     free(scenarios);

@@ -15,6 +15,20 @@
 #include <cmocka.h>
 
 static const char *url, *against;
+static const char *unsupported = ""; /* algorithms the backend refuses */
+
+/* False when text uses an algorithm the backend under test refuses. */
+static bool supported(const char *text)
+{
+    static const char *const names[] = {"token", "gcra"};
+    size_t i;
+
+    for (i = 0; i < 2; i++)
+        if (strstr(unsupported, names[i]) != NULL &&
+            strstr(text, names[i]) != NULL)
+            return false;
+    return true;
+}
 static uint64_t seed = 0x5eed1234abcdULL;
 
 static uint64_t rnd(void)
@@ -168,9 +182,13 @@ static void buckets_never_admit_more_than_burst_plus_refill(void **state)
     (void)state;
     for (k = 0; k < 3; k++) {
         tu_clock clk;
-        sluice *sl = tu_open(url, &clk, texts[k]);
+        sluice *sl;
         sluice_ruleset rs = rules(texts[k]);
         const sluice_rule *r = &rs.rules[0];
+
+        if (!supported(texts[k]))
+            continue;
+        sl = tu_open(url, &clk, texts[k]);
         event adm[MAXEV];
         size_t n = drive(sl, &clk, &rs, 1000, adm), i, j;
 
@@ -196,20 +214,23 @@ static void buckets_never_admit_more_than_burst_plus_refill(void **state)
 
 static void composites_charge_all_rules_or_none(void **state)
 {
-    static const char *const texts[] = {"fixed:20/1d+fixed:5/1s",
-                                        "token:4/1s,burst=6+log:10/5s",
-                                        "sliding:8/1s+gcra:3/1s+fixed:50/1m"};
+    static const char *const texts[] = {
+        "fixed:60/1d+fixed:5/1s", "token:4/1s,burst=6+log:10/5s",
+        "sliding:8/1s+gcra:3/1s+fixed:50/1m", "log:6/1s+sliding:9/2s"};
     size_t k;
 
     (void)state;
-    for (k = 0; k < 3; k++) {
+    for (k = 0; k < 4; k++) {
         tu_clock clk;
-        sluice *sl = tu_open(url, &clk, texts[k]);
+        sluice *sl;
         sluice_ruleset rs = rules(texts[k]);
         sluice_ruleset part[SLUICE_MAX_RULES];
         int i, allowed = 0, denied = 0;
         size_t p;
 
+        if (!supported(texts[k]))
+            continue;
+        sl = tu_open(url, &clk, texts[k]);
         for (p = 0; p < rs.count; p++) {
             part[p].count = 1;
             part[p].rules[0] = rs.rules[p];
@@ -245,7 +266,7 @@ static void composites_charge_all_rules_or_none(void **state)
         }
         printf("# %s: %d admitted, %d denied, never charged in part\n",
                texts[k], allowed, denied);
-        assert_true(allowed > 10 && denied > 10);
+        assert_true(allowed > 5 && denied > 5);
         sluice_close(sl);
     }
 }
@@ -291,6 +312,8 @@ static void two_backends_decide_alike(void **state)
         sluice_result ra, rb;
         sluice_status sa, sb;
 
+        if (!supported(texts[ri]))
+            continue;
         /* Late by less than 40 ms: within every rule's grace. */
         ca.t += step;
         late += step < 0;
@@ -363,8 +386,12 @@ int main(int argc, char **argv)
         return 2;
     }
     url = tu_url(argv[1]);
-    if (argc >= 4 && strcmp(argv[2], "--against") == 0)
-        against = argv[3];
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--against") == 0)
+            against = argv[i + 1];
+        else if (strcmp(argv[i], "--unsupported") == 0)
+            unsupported = argv[i + 1];
+    }
     if (getenv("SLUICE_SEED") != NULL)
         seed = strtoull(getenv("SLUICE_SEED"), NULL, 0);
     printf("# invariants on %s, seed 0x%llx\n", url, (unsigned long long)seed);

@@ -13,10 +13,13 @@
 #include <unistd.h>
 
 /* Resolves "@path" to the URL written in that file (by the server start
- * scripts); anything else is the URL itself. Returns static storage. */
+ * scripts); anything else is the URL itself. Returns static storage (four
+ * calls' worth). */
 static inline const char *tu_url(const char *arg)
 {
-    static char buf[512];
+    static char bufs[4][1024];
+    static int next;
+    char *buf = bufs[next++ % 4];
     FILE *f;
     size_t n;
 
@@ -30,7 +33,7 @@ static inline const char *tu_url(const char *arg)
                 arg + 1);
         exit(1);
     }
-    n = fread(buf, 1, sizeof(buf) - 1, f);
+    n = fread(buf, 1, sizeof(bufs[0]) - 1, f);
     fclose(f);
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
         n--;

@@ -285,35 +285,31 @@ static int64_t window_count(const entry *e, int64_t k)
     return 0;
 }
 
-/* Decides one rule against stored state. */
-static void decide_rule(const sluice_rule *r, const entry *e, int64_t t,
-                        int64_t cost, bool charge, sl_verdict *v,
-                        int64_t *aux_x, int64_t *aux_d)
+/* What the store holds for rule r, as the arithmetic wants it. */
+static void view_of(const entry *e, const sluice_rule *r, int64_t t,
+                    sl_state_view *s)
 {
     int64_t k, to_end;
 
+    memset(s, 0, sizeof(*s));
+    if (e == NULL)
+        return;
     switch (r->algorithm) {
     case SLUICE_FIXED:
-        sl_window_locate(r, t, &k, &to_end);
-        sl_fixed_decide(r, to_end, window_count(e, k), cost, charge, v);
-        break;
     case SLUICE_SLIDING:
         sl_window_locate(r, t, &k, &to_end);
-        sl_sliding_decide(r, to_end, window_count(e, k), window_count(e, k - 1),
-                          cost, charge, v);
+        s->cur = window_count(e, k);
+        s->prev = window_count(e, k - 1);
         break;
     case SLUICE_LOG:
-        if (e == NULL)
-            sl_log_decide(r, t, NULL, 0, cost, charge, v, aux_x);
-        else
-            sl_log_decide(r, t, e->u.log.e + e->u.log.head, e->u.log.n, cost,
-                          charge, v, aux_x);
+        s->entries = e->u.log.e + e->u.log.head;
+        s->n = e->u.log.n;
         break;
     case SLUICE_TOKEN:
     case SLUICE_GCRA:
-        sl_bucket_decide(r, t, e != NULL && e->u.bucket.has,
-                         e ? e->u.bucket.x : 0, e ? e->u.bucket.d : 0, cost,
-                         charge, v, aux_x, aux_d);
+        s->has = e->u.bucket.has;
+        s->x = e->u.bucket.x;
+        s->d = e->u.bucket.d;
         break;
     }
 }
@@ -422,13 +418,15 @@ static sluice_status decide_request(store *s, const char *prefix,
 {
     const sluice_ruleset *rs = rq->rules;
     sl_verdict v[SLUICE_MAX_RULES];
-    int64_t ax[SLUICE_MAX_RULES], ad[SLUICE_MAX_RULES];
+    sl_state_view views[SLUICE_MAX_RULES];
+    sl_charge ch[SLUICE_MAX_RULES];
     entry *es[SLUICE_MAX_RULES];
     char key[SLUICE_MAX_KEY_LEN + 128];
     size_t lens[SLUICE_MAX_RULES], i;
-    bool all = true;
     int64_t t = rq->now_ms;
+    bool all;
 
+    out->status = SLUICE_OK;
     for (i = 0; i < rs->count; i++) {
         lens[i] = sl_key_build(key, sizeof(key), prefix, rq->key, rq->key_len,
                                &rs->rules[i]);
@@ -436,17 +434,11 @@ static sluice_status decide_request(store *s, const char *prefix,
             remove_key(s, key, lens[i]);
             continue;
         }
-        es[i] = lookup(s, key, lens[i], t);
-        decide_rule(&rs->rules[i], es[i], t, rq->cost, false, &v[i], &ax[i],
-                    &ad[i]);
-        all = all && v[i].admit;
+        view_of(lookup(s, key, lens[i], t), &rs->rules[i], t, &views[i]);
     }
-    out->status = SLUICE_OK;
     if (rq->op == SL_OP_RESET)
         return SLUICE_OK;
-    for (i = 0; i < rs->count; i++)
-        decide_rule(&rs->rules[i], es[i], t, rq->cost, all, &v[i], &ax[i],
-                    &ad[i]);
+    all = sl_decide(rs, views, t, rq->cost, v, ch);
     sl_combine(rs, v, out);
     if (rq->op != SL_OP_ACQUIRE || !all)
         return SLUICE_OK;
@@ -463,7 +455,7 @@ static sluice_status decide_request(store *s, const char *prefix,
     for (i = 0; i < rs->count; i++) {
         int64_t ttl = sl_ttl_after_charge(&rs->rules[i], &v[i]);
 
-        charge_rule(es[i], &rs->rules[i], t, rq->cost, ax[i], ad[i]);
+        charge_rule(es[i], &rs->rules[i], t, rq->cost, ch[i].x, ch[i].d);
         es[i]->expires_at = sl_max64(es[i]->expires_at, t + ttl);
     }
     return SLUICE_OK;

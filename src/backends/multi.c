@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* multi.c - redis+multi://: plain Redis that may not run scripts. Each
+ * decision is one MULTI/EXEC round trip, with a compensating round trip
+ * only on a denial; token and gcra go through WATCH. */
+#include "../plain.h"
+
+static sluice_status multi_open(const sl_url *url, void **state, char *err,
+                                size_t err_len)
+{
+    return sl_plain_open(url, true, state, err, err_len);
+}
+
+const sl_backend sl_backend_multi = {
+    .name = "multi",
+    .version = SL_BACKEND_VERSION,
+    .open = multi_open,
+    .close = sl_plain_close,
+    .decide = sl_plain_decide,
+};

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* twemproxy.c - twemproxy://: only commands that nutcracker parses, in
+ * plain pipelines (no MULTI, no EXPIRE options, no scripts, no TIME): one
+ * round trip for an admitted request, a second only to take back a denied
+ * charge. Token and gcra answer SLUICE_EUNSUPPORTED. */
+#include "../plain.h"
+
+static sluice_status twemproxy_open(const sl_url *url, void **state, char *err,
+                                    size_t err_len)
+{
+    return sl_plain_open(url, false, state, err, err_len);
+}
+
+const sl_backend sl_backend_twemproxy = {
+    .name = "twemproxy",
+    .version = SL_BACKEND_VERSION,
+    .open = twemproxy_open,
+    .close = sl_plain_close,
+    .decide = sl_plain_decide,
+};

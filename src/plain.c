@@ -1,0 +1,845 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* plain.c - decides with plain commands. Windows and logs are charged
+ * optimistically (the charge is made, then judged, and taken back on a
+ * denial); buckets need an atomic read-modify-write, which only WATCH and
+ * MULTI/EXEC give. No command here needs EXPIRE options, scripts or TIME.
+ *
+ * Per rule, an optimistic acquire sends:
+ *   fixed    SET w 0 NX PX ttl; INCRBY w c; PEXPIRE w ttl
+ *   sliding  SET w 0 NX PX ttl; INCRBY w c; PEXPIRE w ttl; GET w-1
+ *   log      ZADD l t m; ZREMRANGEBYSCORE l -inf t-P; ZRANGE l 0 -1
+ *            WITHSCORES; PEXPIRE l ttl
+ * where w is the window-stamped key of t's window, so a window ending
+ * between two commands never reuses a counter, and every key gets its TTL
+ * from the command that creates it (SET NX PX) or right after (ZADD). A
+ * denial sends DECRBY w c; PEXPIRE w ttl or ZREM l m. */
+#include "plain.h"
+
+#include "algo.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KEYBUF        (SLUICE_MAX_KEY_LEN + 160)
+#define WATCH_RETRIES 16
+
+typedef enum job_mode {
+    JOB_OPTIMISTIC = 1, /* acquire of windows and logs */
+    JOB_READ,           /* peek, or the reads of a watched acquire */
+    JOB_RESET
+} job_mode;
+
+/* One rule's state as read back, and what a charge must write. */
+typedef struct rule_io {
+    int64_t k, to_end;     /* windows: index and time to its end */
+    int64_t ttl;           /* TTL sent with the optimistic charge */
+    sl_log_entry *entries; /* log: oldest first, without our own */
+    size_t cap;
+    char member[64]; /* log: our entry */
+} rule_io;
+
+typedef struct job {
+    const sl_request *rq;
+    job_mode mode;
+    bool watched;      /* a bucket rule: WATCH, read, MULTI/EXEC */
+    size_t ncmds;      /* commands of its block, MULTI/EXEC aside */
+    size_t nfollow;    /* commands of its follow-up */
+    redisReply *exec;  /* MULTI mode: the EXEC reply holding them */
+    redisReply **reps; /* its ncmds replies */
+    rule_io io[SLUICE_MAX_RULES];
+    sl_state_view views[SLUICE_MAX_RULES];
+    sl_verdict v[SLUICE_MAX_RULES];
+    sl_charge ch[SLUICE_MAX_RULES];
+    bool all;
+} job;
+
+static bool is_bucket(const sluice_rule *r)
+{
+    return r->algorithm == SLUICE_TOKEN || r->algorithm == SLUICE_GCRA;
+}
+
+static bool has_bucket(const sluice_ruleset *rs)
+{
+    size_t i;
+
+    for (i = 0; i < rs->count; i++)
+        if (is_bucket(&rs->rules[i]))
+            return true;
+    return false;
+}
+
+/* The key of rule r; windows get ":<k>" for window k. */
+static size_t rule_key(const sl_plain *p, const sl_request *rq,
+                       const sluice_rule *r, bool window, int64_t k, char *buf)
+{
+    size_t n =
+        sl_key_build(buf, KEYBUF, p->url->prefix, rq->key, rq->key_len, r);
+
+    if (window)
+        n += (size_t)snprintf(buf + n, KEYBUF - n, ":%lld", (long long)k);
+    return n;
+}
+
+static bool is_window(const sluice_rule *r)
+{
+    return r->algorithm == SLUICE_FIXED || r->algorithm == SLUICE_SLIDING;
+}
+
+static int64_t with_floor(const sl_plain *p, int64_t ttl)
+{
+    return sl_max64(ttl, (int64_t)p->url->opts.ttl_floor_ms);
+}
+
+/* Appends one command; hiredis formats it into the output buffer. */
+#define APPEND(p, ...) redisAppendCommand((p)->conn.c, __VA_ARGS__)
+
+/* Appends the block of one job; returns its number of commands. */
+static size_t append_block(sl_plain *p, job *j)
+{
+    const sl_request *rq = j->rq;
+    const sluice_ruleset *rs = rq->rules;
+    char key[KEYBUF], prev[KEYBUF];
+    size_t i, n = 0, kl, pl;
+    int64_t t = rq->now_ms;
+
+    if (j->mode == JOB_RESET) {
+        /* One DEL of every key the rules may hold near t. */
+        const char *argv[1 + SLUICE_MAX_RULES * 4];
+        size_t lens[1 + SLUICE_MAX_RULES * 4];
+        char keys[SLUICE_MAX_RULES * 4][KEYBUF];
+        int argc = 1, d;
+
+        argv[0] = "DEL";
+        lens[0] = 3;
+        for (i = 0; i < rs->count; i++) {
+            const sluice_rule *r = &rs->rules[i];
+
+            sl_window_locate(r, t, &j->io[i].k, &j->io[i].to_end);
+            for (d = is_window(r) ? -2 : 0; d <= (is_window(r) ? 1 : 0); d++) {
+                lens[argc] = rule_key(p, rq, r, is_window(r), j->io[i].k + d,
+                                      keys[argc - 1]);
+                argv[argc] = keys[argc - 1];
+                argc++;
+            }
+        }
+        redisAppendCommandArgv(p->conn.c, argc, argv, lens);
+        return 1;
+    }
+    for (i = 0; i < rs->count; i++) {
+        const sluice_rule *r = &rs->rules[i];
+        rule_io *io = &j->io[i];
+        int64_t per = r->period_ms;
+
+        sl_window_locate(r, t, &io->k, &io->to_end);
+        kl = rule_key(p, rq, r, is_window(r), io->k, key);
+        if (j->mode == JOB_READ) {
+            switch (r->algorithm) {
+            case SLUICE_SLIDING:
+                pl = rule_key(p, rq, r, true, io->k - 1, prev);
+                APPEND(p, "GET %b", prev, pl);
+                n++;
+                /* fall through */
+            case SLUICE_FIXED:
+                APPEND(p, "GET %b", key, kl);
+                n++;
+                break;
+            case SLUICE_LOG:
+                APPEND(p, "ZRANGE %b 0 -1 WITHSCORES", key, kl);
+                n++;
+                break;
+            case SLUICE_TOKEN:
+            case SLUICE_GCRA:
+                APPEND(p, "HMGET %b x d", key, kl);
+                n++;
+                break;
+            }
+            continue;
+        }
+        /* Optimistic charge. */
+        switch (r->algorithm) {
+        case SLUICE_FIXED:
+        case SLUICE_SLIDING:
+            io->ttl =
+                with_floor(p, io->to_end + per +
+                                  (r->algorithm == SLUICE_SLIDING ? per : 0));
+            APPEND(p, "SET %b 0 NX PX %lld", key, kl, (long long)io->ttl);
+            APPEND(p, "INCRBY %b %lld", key, kl, (long long)rq->cost);
+            APPEND(p, "PEXPIRE %b %lld", key, kl, (long long)io->ttl);
+            n += 3;
+            if (r->algorithm == SLUICE_SLIDING) {
+                pl = rule_key(p, rq, r, true, io->k - 1, prev);
+                APPEND(p, "GET %b", prev, pl);
+                n++;
+            }
+            break;
+        case SLUICE_LOG:
+            io->ttl = with_floor(p, 2 * per);
+            snprintf(io->member, sizeof(io->member), "%lld:%lld:%016llx",
+                     (long long)t, (long long)rq->cost,
+                     (unsigned long long)++p->nonce);
+            APPEND(p, "ZADD %b %lld %s", key, kl, (long long)t, io->member);
+            APPEND(p, "ZREMRANGEBYSCORE %b -inf %lld", key, kl,
+                   (long long)(t - per));
+            APPEND(p, "ZRANGE %b 0 -1 WITHSCORES", key, kl);
+            APPEND(p, "PEXPIRE %b %lld", key, kl, (long long)io->ttl);
+            n += 4;
+            break;
+        case SLUICE_TOKEN:
+        case SLUICE_GCRA:
+            break; /* never optimistic */
+        }
+    }
+    return n;
+}
+
+/* twemproxy answers for a backend it cannot reach with its own errors. */
+static bool proxy_failure(const char *s)
+{
+    return strncmp(s, "ERR Connection refused", 22) == 0 ||
+           strncmp(s, "ERR Connection reset by peer", 28) == 0 ||
+           strncmp(s, "ERR Connection timed out", 24) == 0 ||
+           strncmp(s, "ERR Invalid argument", 20) == 0;
+}
+
+/* Checks one reply; a per-request failure sets the request's status. */
+static sluice_status reply_status(sl_plain *p, const redisReply *r, char *err,
+                                  size_t err_len)
+{
+    if (r->type != REDIS_REPLY_ERROR)
+        return SLUICE_OK;
+    if (proxy_failure(r->str)) {
+        sl_errf(err, err_len,
+                "%s: %s:%d cannot reach the Redis server of "
+                "this key: %s",
+                p->name, p->url->host, p->url->port, r->str);
+        return strstr(r->str, "timed out") ? SLUICE_ETIMEOUT : SLUICE_EIO;
+    }
+    sl_errf(err, err_len, "%s: %s:%d answered: %s", p->name, p->url->host,
+            p->url->port, r->str);
+    return SLUICE_ESERVER;
+}
+
+/* Reads the replies of a job's block (wrapped in MULTI/EXEC or not). */
+static sluice_status read_block(sl_plain *p, job *j, bool wrapped,
+                                sluice_result *out, char *err, size_t err_len)
+{
+    redisReply *r;
+    size_t i;
+    sluice_status st;
+
+    j->reps = sl_calloc(j->ncmds ? j->ncmds : 1, sizeof(*j->reps));
+    if (j->reps == NULL) {
+        sl_errf(err, err_len, "%s: out of memory", p->name);
+        return SLUICE_ENOMEM;
+    }
+    if (!wrapped) {
+        for (i = 0; i < j->ncmds; i++) {
+            if ((st = sl_conn_read(&p->conn, &j->reps[i], err, err_len)) !=
+                SLUICE_OK)
+                return st;
+            if (out->status == SLUICE_OK)
+                out->status = reply_status(p, j->reps[i], err, err_len);
+        }
+        return SLUICE_OK;
+    }
+    /* MULTI's +OK, one +QUEUED a command, then EXEC's array. */
+    for (i = 0; i < j->ncmds + 1; i++) {
+        if ((st = sl_conn_read(&p->conn, &r, err, err_len)) != SLUICE_OK)
+            return st;
+        if (out->status == SLUICE_OK)
+            out->status = reply_status(p, r, err, err_len);
+        freeReplyObject(r);
+    }
+    if ((st = sl_conn_read(&p->conn, &j->exec, err, err_len)) != SLUICE_OK)
+        return st;
+    if (out->status != SLUICE_OK)
+        return SLUICE_OK;
+    if (j->exec->type == REDIS_REPLY_ERROR) {
+        out->status = reply_status(p, j->exec, err, err_len);
+        return SLUICE_OK;
+    }
+    if (j->exec->type != REDIS_REPLY_ARRAY || j->exec->elements != j->ncmds) {
+        sl_errf(err, err_len,
+                "%s: EXEC answered %zu replies for %zu "
+                "commands",
+                p->name,
+                j->exec->type == REDIS_REPLY_ARRAY ? j->exec->elements : 0,
+                j->ncmds);
+        out->status = SLUICE_EPROTO;
+        return SLUICE_OK;
+    }
+    for (i = 0; i < j->ncmds; i++) {
+        j->reps[i] = j->exec->element[i];
+        if (out->status == SLUICE_OK)
+            out->status = reply_status(p, j->reps[i], err, err_len);
+    }
+    return SLUICE_OK;
+}
+
+static void release_replies(job *j, bool wrapped)
+{
+    size_t i;
+
+    if (j->reps != NULL && !wrapped)
+        for (i = 0; i < j->ncmds; i++)
+            if (j->reps[i] != NULL)
+                freeReplyObject(j->reps[i]);
+    if (j->exec != NULL)
+        freeReplyObject(j->exec);
+    sl_free(j->reps);
+    j->reps = NULL;
+    j->exec = NULL;
+}
+
+static void release_job(job *j, bool wrapped)
+{
+    size_t i;
+
+    release_replies(j, wrapped);
+    for (i = 0; i < SLUICE_MAX_RULES; i++)
+        sl_free(j->io[i].entries);
+}
+
+/* An integer from an integer, string or nil reply. */
+static bool reply_int(const redisReply *r, int64_t *v)
+{
+    char *end;
+
+    if (r->type == REDIS_REPLY_INTEGER) {
+        *v = r->integer;
+        return true;
+    }
+    if (r->type == REDIS_REPLY_NIL) {
+        *v = 0;
+        return true;
+    }
+    if (r->type == REDIS_REPLY_STRING) {
+        *v = strtoll(r->str, &end, 10);
+        return end != r->str && *end == '\0';
+    }
+    return false;
+}
+
+/* Log entries from ZRANGE ... WITHSCORES, without our own member. */
+static bool read_log(rule_io *io, const redisReply *r, size_t *count)
+{
+    size_t i, n = 0;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0)
+        return false;
+    if (r->elements / 2 > io->cap) {
+        sl_log_entry *e = sl_realloc(io->entries, r->elements / 2 * sizeof(*e));
+
+        if (e == NULL)
+            return false;
+        io->entries = e;
+        io->cap = r->elements / 2;
+    }
+    for (i = 0; i + 1 < r->elements; i += 2) {
+        const redisReply *m = r->element[i], *s = r->element[i + 1];
+        const char *colon;
+
+        if (m->type != REDIS_REPLY_STRING || s->type != REDIS_REPLY_STRING)
+            return false;
+        if (io->member[0] != '\0' && strcmp(m->str, io->member) == 0)
+            continue;
+        colon = strchr(m->str, ':');
+        if (colon == NULL)
+            return false;
+        io->entries[n].x = strtoll(s->str, NULL, 10);
+        io->entries[n].cost = strtoll(colon + 1, NULL, 10);
+        if (io->entries[n].cost < 1)
+            return false;
+        n++;
+    }
+    *count = n;
+    return true;
+}
+
+/* Turns a job's replies into views of the state before the request. */
+static sluice_status parse_views(sl_plain *p, job *j, char *err, size_t err_len)
+{
+    const sluice_ruleset *rs = j->rq->rules;
+    size_t i, at = 0;
+    bool ok = true;
+
+    for (i = 0; i < rs->count && ok; i++) {
+        const sluice_rule *r = &rs->rules[i];
+        sl_state_view *s = &j->views[i];
+        rule_io *io = &j->io[i];
+        redisReply **rep = j->reps + at;
+
+        memset(s, 0, sizeof(*s));
+        switch (r->algorithm) {
+        case SLUICE_FIXED:
+        case SLUICE_SLIDING:
+            if (j->mode == JOB_READ) {
+                if (r->algorithm == SLUICE_SLIDING)
+                    ok = reply_int(*rep++, &s->prev);
+                ok = ok && reply_int(*rep, &s->cur);
+                at += r->algorithm == SLUICE_SLIDING ? 2 : 1;
+            } else {
+                ok = reply_int(rep[1], &s->cur);
+                s->cur -= j->rq->cost;
+                if (r->algorithm == SLUICE_SLIDING)
+                    ok = ok && reply_int(rep[3], &s->prev);
+                at += r->algorithm == SLUICE_SLIDING ? 4 : 3;
+            }
+            break;
+        case SLUICE_LOG:
+            ok = read_log(io, rep[j->mode == JOB_READ ? 0 : 2], &s->n);
+            s->entries = io->entries;
+            at += j->mode == JOB_READ ? 1 : 4;
+            break;
+        case SLUICE_TOKEN:
+        case SLUICE_GCRA:
+            ok = rep[0]->type == REDIS_REPLY_ARRAY && rep[0]->elements == 2;
+            if (ok && rep[0]->element[0]->type != REDIS_REPLY_NIL) {
+                s->has = true;
+                ok = reply_int(rep[0]->element[0], &s->x) &&
+                     reply_int(rep[0]->element[1], &s->d);
+            }
+            at += 1;
+            break;
+        }
+    }
+    if (!ok) {
+        sl_errf(err, err_len,
+                "%s: unexpected data under the keys of this "
+                "request; is another program using the key prefix \"%s\"?",
+                p->name, p->url->prefix);
+        return SLUICE_EPROTO;
+    }
+    return SLUICE_OK;
+}
+
+/* Appends what takes back an optimistic charge that was denied. */
+static size_t append_compensation(sl_plain *p, job *j)
+{
+    const sluice_ruleset *rs = j->rq->rules;
+    char key[KEYBUF];
+    size_t i, n = 0, kl;
+
+    for (i = 0; i < rs->count; i++) {
+        const sluice_rule *r = &rs->rules[i];
+        rule_io *io = &j->io[i];
+
+        kl = rule_key(p, j->rq, r, is_window(r), io->k, key);
+        if (is_window(r)) {
+            /* PEXPIRE too: should the key have expired meanwhile, DECRBY
+             * would have created it without a TTL. */
+            APPEND(p, "DECRBY %b %lld", key, kl, (long long)j->rq->cost);
+            APPEND(p, "PEXPIRE %b %lld", key, kl, (long long)io->ttl);
+            n += 2;
+        } else if (r->algorithm == SLUICE_LOG) {
+            APPEND(p, "ZREM %b %s", key, kl, io->member);
+            n++;
+        }
+    }
+    return n;
+}
+
+/* A late log entry is stamped with the newest time: re-stamp ours. */
+static size_t append_restamp(sl_plain *p, job *j)
+{
+    const sluice_ruleset *rs = j->rq->rules;
+    char key[KEYBUF], member[64];
+    size_t i, n = 0, kl;
+
+    for (i = 0; i < rs->count; i++) {
+        const sluice_rule *r = &rs->rules[i];
+
+        if (r->algorithm != SLUICE_LOG || j->ch[i].x == j->rq->now_ms)
+            continue;
+        kl = rule_key(p, j->rq, r, false, 0, key);
+        snprintf(member, sizeof(member), "%lld:%lld:%016llx",
+                 (long long)j->ch[i].x, (long long)j->rq->cost,
+                 (unsigned long long)++p->nonce);
+        APPEND(p, "ZREM %b %s", key, kl, j->io[i].member);
+        APPEND(p, "ZADD %b %lld %s", key, kl, (long long)j->ch[i].x, member);
+        APPEND(p, "PEXPIRE %b %lld", key, kl,
+               (long long)with_floor(p, sl_ttl_after_charge(r, &j->v[i])));
+        n += 3;
+    }
+    return n;
+}
+
+/* Reads n replies of a follow-up pipeline; the first failure wins. */
+static sluice_status read_followup(sl_plain *p, size_t n, sluice_result *out,
+                                   char *err, size_t err_len)
+{
+    size_t i;
+    redisReply *r;
+    sluice_status st;
+
+    for (i = 0; i < n; i++) {
+        if ((st = sl_conn_read(&p->conn, &r, err, err_len)) != SLUICE_OK)
+            return st;
+        if (out->status == SLUICE_OK)
+            out->status = reply_status(p, r, err, err_len);
+        freeReplyObject(r);
+    }
+    return SLUICE_OK;
+}
+
+/* Appends the writes of a watched acquire that was admitted. */
+static size_t append_writes(sl_plain *p, job *j)
+{
+    const sluice_ruleset *rs = j->rq->rules;
+    char key[KEYBUF], member[64];
+    size_t i, n = 0, kl;
+
+    for (i = 0; i < rs->count; i++) {
+        const sluice_rule *r = &rs->rules[i];
+        long long ttl =
+            (long long)with_floor(p, sl_ttl_after_charge(r, &j->v[i]));
+
+        kl = rule_key(p, j->rq, r, is_window(r), j->io[i].k, key);
+        switch (r->algorithm) {
+        case SLUICE_FIXED:
+        case SLUICE_SLIDING:
+            APPEND(p, "INCRBY %b %lld", key, kl, (long long)j->rq->cost);
+            APPEND(p, "PEXPIRE %b %lld", key, kl, ttl);
+            n += 2;
+            break;
+        case SLUICE_LOG:
+            snprintf(member, sizeof(member), "%lld:%lld:%016llx",
+                     (long long)j->ch[i].x, (long long)j->rq->cost,
+                     (unsigned long long)++p->nonce);
+            APPEND(p, "ZADD %b %lld %s", key, kl, (long long)j->ch[i].x,
+                   member);
+            APPEND(p, "ZREMRANGEBYSCORE %b -inf %lld", key, kl,
+                   (long long)(j->ch[i].x - r->period_ms));
+            APPEND(p, "PEXPIRE %b %lld", key, kl, ttl);
+            n += 3;
+            break;
+        case SLUICE_TOKEN:
+        case SLUICE_GCRA:
+            APPEND(p, "HSET %b x %lld d %lld", key, kl, (long long)j->ch[i].x,
+                   (long long)j->ch[i].d);
+            APPEND(p, "PEXPIRE %b %lld", key, kl, ttl);
+            n += 2;
+            break;
+        }
+    }
+    return n;
+}
+
+/* Appends WATCH of every key a watched request reads. */
+static void append_watch(sl_plain *p, job *j)
+{
+    const sluice_ruleset *rs = j->rq->rules;
+    const char *argv[1 + 2 * SLUICE_MAX_RULES];
+    size_t lens[1 + 2 * SLUICE_MAX_RULES], i;
+    char keys[2 * SLUICE_MAX_RULES][KEYBUF];
+    int argc = 1;
+
+    argv[0] = "WATCH";
+    lens[0] = 5;
+    for (i = 0; i < rs->count; i++) {
+        const sluice_rule *r = &rs->rules[i];
+        int64_t k, to_end;
+
+        sl_window_locate(r, j->rq->now_ms, &k, &to_end);
+        lens[argc] = rule_key(p, j->rq, r, is_window(r), k, keys[argc - 1]);
+        argv[argc] = keys[argc - 1];
+        argc++;
+        if (r->algorithm == SLUICE_SLIDING) {
+            lens[argc] = rule_key(p, j->rq, r, true, k - 1, keys[argc - 1]);
+            argv[argc] = keys[argc - 1];
+            argc++;
+        }
+    }
+    redisAppendCommandArgv(p->conn.c, argc, argv, lens);
+}
+
+/* Sends UNWATCH first if a denied watched request left a WATCH behind. */
+static sluice_status settle_unwatch(sl_plain *p, char *err, size_t err_len)
+{
+    redisReply *r;
+    sluice_status st;
+
+    if (!p->unwatch)
+        return SLUICE_OK;
+    p->unwatch = false;
+    APPEND(p, "UNWATCH");
+    if ((st = sl_conn_read(&p->conn, &r, err, err_len)) != SLUICE_OK)
+        return st;
+    freeReplyObject(r);
+    return SLUICE_OK;
+}
+
+/* An acquire with a bucket rule: WATCH and read, decide here, then write
+ * in MULTI/EXEC; a concurrent change aborts EXEC and we try again. */
+static sluice_status decide_watched(sl_plain *p, job *j, sluice_result *out,
+                                    char *err, size_t err_len)
+{
+    int attempt;
+    sluice_status st;
+
+    for (attempt = 0; attempt < WATCH_RETRIES; attempt++) {
+        redisReply *r;
+        size_t n, i;
+
+        if ((st = settle_unwatch(p, err, err_len)) != SLUICE_OK)
+            return st;
+        append_watch(p, j);
+        j->mode = JOB_READ;
+        j->ncmds = append_block(p, j);
+        if ((st = sl_conn_read(&p->conn, &r, err, err_len)) != SLUICE_OK)
+            return st;
+        out->status = reply_status(p, r, err, err_len);
+        freeReplyObject(r);
+        p->unwatch = true;
+        if ((st = read_block(p, j, false, out, err, err_len)) != SLUICE_OK)
+            return st;
+        if (out->status == SLUICE_OK)
+            out->status = parse_views(p, j, err, err_len);
+        if (out->status != SLUICE_OK) {
+            release_replies(j, false);
+            return SLUICE_OK;
+        }
+        j->all = sl_decide(j->rq->rules, j->views, j->rq->now_ms, j->rq->cost,
+                           j->v, j->ch);
+        release_replies(j, false);
+        sl_combine(j->rq->rules, j->v, out);
+        if (!j->all)
+            return SLUICE_OK; /* UNWATCH rides on the next request */
+        APPEND(p, "MULTI");
+        n = append_writes(p, j);
+        APPEND(p, "EXEC");
+        p->unwatch = false; /* EXEC ends the WATCH either way */
+        for (i = 0; i < n + 1; i++) {
+            if ((st = sl_conn_read(&p->conn, &r, err, err_len)) != SLUICE_OK)
+                return st;
+            if (out->status == SLUICE_OK)
+                out->status = reply_status(p, r, err, err_len);
+            freeReplyObject(r);
+        }
+        if ((st = sl_conn_read(&p->conn, &r, err, err_len)) != SLUICE_OK)
+            return st;
+        if (r->type == REDIS_REPLY_ARRAY) {
+            freeReplyObject(r);
+            return SLUICE_OK;
+        }
+        if (r->type != REDIS_REPLY_NIL && out->status == SLUICE_OK)
+            out->status = reply_status(p, r, err, err_len);
+        freeReplyObject(r);
+        if (out->status != SLUICE_OK)
+            return SLUICE_OK;
+        out->status = SLUICE_OK; /* nil: a concurrent change; again */
+    }
+    out->status = SLUICE_ECONTENDED;
+    sl_errf(err, err_len,
+            "%s: the keys of this request changed under each "
+            "of %d attempts; the key is too hot for WATCH (the Lua backend "
+            "decides in one step)",
+            p->name, WATCH_RETRIES);
+    return SLUICE_OK;
+}
+
+/* Sorts requests into waves: a request on a key that an earlier request
+ * of the batch also uses waits for the next wave, so that it sees that
+ * request's outcome, taken-back charges included. */
+static size_t assign_waves(job *jobs, size_t n, size_t *waves)
+{
+    size_t i, j, most = 0;
+
+    for (i = 0; i < n; i++) {
+        waves[i] = 0;
+        for (j = 0; j < i; j++)
+            if (waves[j] >= waves[i] &&
+                jobs[j].rq->key_len == jobs[i].rq->key_len &&
+                memcmp(jobs[j].rq->key, jobs[i].rq->key, jobs[i].rq->key_len) ==
+                    0)
+                waves[i] = waves[j] + 1;
+        if (waves[i] > most)
+            most = waves[i];
+    }
+    return most + 1;
+}
+
+/* Classifies a request; false when it is refused outright. */
+static bool classify(sl_plain *p, job *j, sluice_result *out, char *err,
+                     size_t err_len)
+{
+    const sl_request *rq = j->rq;
+
+    if (rq->op == SL_OP_RESET) {
+        j->mode = JOB_RESET;
+    } else if (has_bucket(rq->rules) && !p->multi) {
+        out->status = SLUICE_EUNSUPPORTED;
+        sl_errf(err, err_len,
+                "%s: token and gcra need an atomic "
+                "read-modify-write that a proxy's plain commands cannot "
+                "give; use redis:// through the proxy (the Lua backend, one "
+                "EVAL per decision)",
+                p->name);
+        return false;
+    } else if (rq->op == SL_OP_PEEK) {
+        j->mode = JOB_READ;
+    } else if (has_bucket(rq->rules)) {
+        j->watched = true;
+    } else {
+        j->mode = JOB_OPTIMISTIC;
+    }
+    return true;
+}
+
+/* Decides one wave: its pipelined blocks, the follow-ups of those that
+ * need one, then its watched requests one at a time. */
+static sluice_status decide_wave(sl_plain *p, job *jobs, const bool *in,
+                                 size_t n, sluice_result *out, char *err,
+                                 size_t err_len)
+{
+    size_t i, follow = 0;
+    sluice_status st = SLUICE_OK;
+
+    for (i = 0; i < n; i++) {
+        job *j = &jobs[i];
+        bool wrapped = p->multi && j->mode == JOB_OPTIMISTIC;
+
+        if (!in[i] || j->watched)
+            continue;
+        if (wrapped)
+            APPEND(p, "MULTI");
+        j->ncmds = append_block(p, j);
+        if (wrapped)
+            APPEND(p, "EXEC");
+    }
+    for (i = 0; i < n && st == SLUICE_OK; i++) {
+        job *j = &jobs[i];
+        const sl_request *rq = j->rq;
+
+        if (!in[i] || j->watched)
+            continue;
+        st = read_block(p, j, p->multi && j->mode == JOB_OPTIMISTIC, &out[i],
+                        err, err_len);
+        if (st != SLUICE_OK || out[i].status != SLUICE_OK ||
+            j->mode == JOB_RESET)
+            continue;
+        out[i].status = parse_views(p, j, err, err_len);
+        if (out[i].status != SLUICE_OK)
+            continue;
+        j->all =
+            sl_decide(rq->rules, j->views, rq->now_ms, rq->cost, j->v, j->ch);
+        sl_combine(rq->rules, j->v, &out[i]);
+    }
+    /* Only when needed: take back denied charges, re-stamp late log
+     * entries. */
+    for (i = 0; i < n && st == SLUICE_OK; i++) {
+        job *j = &jobs[i];
+
+        if (!in[i] || j->watched || j->mode != JOB_OPTIMISTIC ||
+            out[i].status != SLUICE_OK)
+            continue;
+        j->nfollow = j->all ? append_restamp(p, j) : append_compensation(p, j);
+        follow += j->nfollow;
+    }
+    for (i = 0; i < n && st == SLUICE_OK && follow > 0; i++) {
+        job *j = &jobs[i];
+
+        if (in[i] && !j->watched && j->mode == JOB_OPTIMISTIC &&
+            out[i].status == SLUICE_OK)
+            st = read_followup(p, j->nfollow, &out[i], err, err_len);
+    }
+    for (i = 0; i < n && st == SLUICE_OK; i++)
+        if (in[i] && jobs[i].watched && out[i].status == SLUICE_OK)
+            st = decide_watched(p, &jobs[i], &out[i], err, err_len);
+    return st;
+}
+
+sluice_status sl_plain_decide(void *state, const sl_request *reqs, size_t n,
+                              sluice_result *out, char *err, size_t err_len)
+{
+    sl_plain *p = state;
+    job *jobs = NULL;
+    size_t *waves = NULL, nwaves, w, i;
+    bool *in = NULL;
+    sluice_status st;
+
+    if ((st = sl_conn_ensure(&p->conn, err, err_len)) != SLUICE_OK)
+        return st;
+    if ((st = settle_unwatch(p, err, err_len)) != SLUICE_OK)
+        return st;
+    jobs = sl_calloc(n, sizeof(*jobs));
+    waves = sl_calloc(n, sizeof(*waves));
+    in = sl_calloc(n, sizeof(*in));
+    if (jobs == NULL || waves == NULL || in == NULL) {
+        sl_errf(err, err_len, "%s: out of memory for %zu requests", p->name, n);
+        st = SLUICE_ENOMEM;
+        goto done;
+    }
+    for (i = 0; i < n; i++) {
+        jobs[i].rq = &reqs[i];
+        memset(&out[i], 0, sizeof(out[i]));
+    }
+    nwaves = assign_waves(jobs, n, waves);
+    for (w = 0; w < nwaves && st == SLUICE_OK; w++) {
+        for (i = 0; i < n; i++)
+            in[i] =
+                waves[i] == w && classify(p, &jobs[i], &out[i], err, err_len);
+        st = decide_wave(p, jobs, in, n, out, err, err_len);
+    }
+    /* A proxy error can leave the connection half-used: start afresh. */
+    for (i = 0; i < n && st == SLUICE_OK; i++)
+        if (out[i].status == SLUICE_EIO || out[i].status == SLUICE_ETIMEOUT)
+            sl_conn_close(&p->conn);
+done:
+    for (i = 0; jobs != NULL && i < n; i++)
+        release_job(&jobs[i], p->multi && jobs[i].mode == JOB_OPTIMISTIC &&
+                                  !jobs[i].watched);
+    sl_free(jobs);
+    sl_free(waves);
+    sl_free(in);
+    return st;
+}
+
+sluice_status sl_plain_open(const sl_url *url, bool multi, void **state,
+                            char *err, size_t err_len)
+{
+    sl_plain *p;
+    sluice_status st;
+    const char *name = multi ? "multi" : "twemproxy";
+
+    if (url->opts.server_clock) {
+        sl_errf(err, err_len,
+                "%s: clock=server needs TIME inside a script; "
+                "use redis:// (the Lua backend) for the server's clock",
+                name);
+        return SLUICE_EUNSUPPORTED;
+    }
+    p = sl_calloc(1, sizeof(*p));
+    if (p == NULL) {
+        sl_errf(err, err_len, "%s: out of memory", name);
+        return SLUICE_ENOMEM;
+    }
+    p->url = url;
+    p->name = name;
+    p->multi = multi;
+    /* Members must differ between handles: seed from pid, time, address. */
+    p->nonce = ((uint64_t)getpid() << 40) ^ ((uint64_t)time(NULL) << 20) ^
+               (uint64_t)(uintptr_t)p;
+    sl_conn_init(&p->conn, url, name);
+    st = sl_conn_ensure(&p->conn, err, err_len);
+    if (st != SLUICE_OK && url->opts.fail == SLUICE_FAIL_ERROR) {
+        sl_conn_close(&p->conn);
+        sl_free(p);
+        return st;
+    }
+    *state = p;
+    return SLUICE_OK;
+}
+
+void sl_plain_close(void *state)
+{
+    sl_plain *p = state;
+
+    if (p == NULL)
+        return;
+    sl_conn_close(&p->conn);
+    sl_free(p);
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* plain.h - decisions from plain Redis commands, without scripts: shared by
+ * redis+multi:// (each request in MULTI/EXEC) and twemproxy:// (a bare
+ * pipeline of commands the proxy can parse). */
+#ifndef SL_PLAIN_H
+#define SL_PLAIN_H
+
+#include "backend.h"
+#include "redis.h"
+
+typedef struct sl_plain {
+    sl_conn conn;
+    const sl_url *url;
+    const char *name; /* "multi" or "twemproxy", for messages */
+    bool multi;       /* MULTI/EXEC and WATCH available */
+    bool unwatch;     /* a WATCH is pending: UNWATCH before the next use */
+    uint64_t nonce;   /* makes log members unique */
+} sl_plain;
+
+sluice_status sl_plain_open(const sl_url *url, bool multi, void **state,
+                            char *err, size_t err_len);
+void sl_plain_close(void *state);
+sluice_status sl_plain_decide(void *state, const sl_request *reqs, size_t n,
+                              sluice_result *out, char *err, size_t err_len);
+
+#endif /* SL_PLAIN_H */
