@@ -161,47 +161,6 @@ static void load(const char *path)
     fclose(f);
 }
 
-/* Every key under prefix, on every server, must carry a TTL. */
-static void check_ttls(const char *prefix)
-{
-    char list[sizeof(servers)], *save = NULL, *hp;
-
-    snprintf(list, sizeof(list), "%s", servers);
-    for (hp = strtok_r(list, ",", &save); hp != NULL;
-         hp = strtok_r(NULL, ",", &save)) {
-        char host[256], cursor[32] = "0", pattern[128];
-        int port;
-        redisContext *c;
-        redisReply *r;
-
-        if (sscanf(hp, "%255[^:]:%d", host, &port) != 2)
-            fail_msg("bad server \"%s\"", hp);
-        c = redisConnect(host, port);
-        assert_non_null(c);
-        assert_int_equal(c->err, 0);
-        snprintf(pattern, sizeof(pattern), "%s*", prefix);
-        do {
-            size_t i;
-
-            r = redisCommand(c, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
-            assert_non_null(r);
-            assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-            snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
-            for (i = 0; i < r->element[1]->elements; i++) {
-                redisReply *k = r->element[1]->element[i];
-                redisReply *ttl = redisCommand(c, "PTTL %b", k->str, k->len);
-
-                if (ttl->integer < 0)
-                    fail_msg("key %s on %s has no TTL (PTTL %lld)", k->str, hp,
-                             ttl->integer);
-                freeReplyObject(ttl);
-            }
-            freeReplyObject(r);
-        } while (strcmp(cursor, "0") != 0);
-        redisFree(c);
-    }
-}
-
 /* True when the step's rule uses an algorithm the backend refuses. */
 static bool refused(const step *s)
 {
@@ -293,7 +252,13 @@ static void run_scenario(void **state)
                      (long long)got.reset_after_ms);
     }
     sluice_close(sl);
-    check_ttls(prefix);
+    {
+        char missing[256];
+        long checked = tu_check_ttls(servers, prefix, missing, sizeof(missing));
+
+        if (checked < 0)
+            fail_msg("%s: %s", sc->name, missing);
+    }
 }
 
 int main(int argc, char **argv)
@@ -309,20 +274,10 @@ int main(int argc, char **argv)
         return 2;
     }
     url = tu_url(argv[1]);
-    if (sscanf(url, "%*[^:]://%*[^@]@%255s", servers) != 1 &&
-        sscanf(url, "%*[^:]://%255s", servers) != 1)
-        servers[0] = '\0';
-    servers[strcspn(servers, "/?")] = '\0';
-    if (strncmp(url, "mem://", 6) == 0)
-        servers[0] = '\0';
+    tu_servers_of(url, servers, sizeof(servers));
     for (i = 2; i < (size_t)argc; i++) {
         if (strcmp(argv[i], "--servers") == 0 && i + 1 < (size_t)argc) {
-            size_t k;
-
             snprintf(servers, sizeof(servers), "%s", tu_url(argv[++i]));
-            for (k = 0; servers[k] != '\0'; k++)
-                if (servers[k] == '\n')
-                    servers[k] = ',';
         } else if (strcmp(argv[i], "--unsupported") == 0 &&
                    i + 1 < (size_t)argc) {
             snprintf(unsupported, sizeof(unsupported), "%s", argv[++i]);

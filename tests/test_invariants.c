@@ -16,6 +16,7 @@
 
 static const char *url, *against;
 static const char *unsupported = ""; /* algorithms the backend refuses */
+static char servers[1024];           /* whose keys must all have TTLs */
 
 /* False when text uses an algorithm the backend under test refuses. */
 static bool supported(const char *text)
@@ -366,6 +367,17 @@ static void two_backends_decide_alike(void **state)
     printf("# %d decisions, %d batches, %d late requests: %s and %s "
            "identical\n",
            decisions, batches, late, url, against);
+    if (servers[0] != '\0') {
+        char why[256], prefix[64];
+        long checked;
+
+        snprintf(prefix, sizeof(prefix), "t%ld-diff:", (long)getpid());
+        checked = tu_check_ttls(servers, prefix, why, sizeof(why));
+        if (checked < 0)
+            fail_msg("%s", why);
+        printf("# SCAN + PTTL on %s: all %ld keys have a TTL\n", servers,
+               checked);
+    }
     sluice_close(a);
     sluice_close(b);
 }
@@ -391,7 +403,11 @@ int main(int argc, char **argv)
             against = argv[i + 1];
         else if (strcmp(argv[i], "--unsupported") == 0)
             unsupported = argv[i + 1];
+        else if (strcmp(argv[i], "--servers") == 0)
+            snprintf(servers, sizeof(servers), "%s", tu_url(argv[i + 1]));
     }
+    if (servers[0] == '\0')
+        tu_servers_of(url, servers, sizeof(servers));
     if (getenv("SLUICE_SEED") != NULL)
         seed = strtoull(getenv("SLUICE_SEED"), NULL, 0);
     printf("# invariants on %s, seed 0x%llx\n", url, (unsigned long long)seed);

@@ -6,6 +6,8 @@
 
 #include "sluice.h"
 
+#include <hiredis/hiredis.h>
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +40,10 @@ static inline const char *tu_url(const char *arg)
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
         n--;
     buf[n] = '\0';
+    /* A list of servers, one a line, becomes "a,b". */
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] == '\n')
+            buf[i] = ',';
     return buf;
 }
 
@@ -74,6 +80,89 @@ static inline sluice *tu_open(const char *url, tu_clock *clk, const char *tag)
         return NULL;
     }
     return sl;
+}
+
+/* Checks that every key under prefix, on every server of the list
+ * "host:port,host:port" (or newline separated), carries a TTL. Returns the
+ * number of keys checked, or -1 with the first offender in why. */
+static inline long tu_check_ttls(const char *servers, const char *prefix,
+                                 char *why, size_t why_len)
+{
+    char list[1024], *save = NULL, *hp;
+    long checked = 0;
+
+    snprintf(list, sizeof(list), "%s", servers);
+    for (hp = strtok_r(list, ",\n", &save); hp != NULL;
+         hp = strtok_r(NULL, ",\n", &save)) {
+        char host[256], cursor[32] = "0", pattern[128];
+        int port;
+        redisContext *c;
+        redisReply *r;
+
+        if (sscanf(hp, "%255[^:]:%d", host, &port) != 2)
+            continue;
+        c = redisConnect(host, port);
+        if (c == NULL || c->err) {
+            snprintf(why, why_len, "cannot connect to %s", hp);
+            if (c != NULL)
+                redisFree(c);
+            return -1;
+        }
+        snprintf(pattern, sizeof(pattern), "%s*", prefix);
+        do {
+            size_t i;
+
+            r = redisCommand(c, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
+            if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+                snprintf(why, why_len, "SCAN failed on %s", hp);
+                if (r != NULL)
+                    freeReplyObject(r);
+                redisFree(c);
+                return -1;
+            }
+            snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+            for (i = 0; i < r->element[1]->elements; i++) {
+                redisReply *k = r->element[1]->element[i];
+                redisReply *ttl = redisCommand(c, "PTTL %b", k->str, k->len);
+                long long v = ttl != NULL ? ttl->integer : -3;
+
+                if (ttl != NULL)
+                    freeReplyObject(ttl);
+                if (v == -2)
+                    continue; /* expired since SCAN saw it */
+                checked++;
+                if (v < 0) {
+                    snprintf(why, why_len,
+                             "key %s on %s has no TTL (PTTL "
+                             "%lld)",
+                             k->str, hp, v);
+                    freeReplyObject(r);
+                    redisFree(c);
+                    return -1;
+                }
+            }
+            freeReplyObject(r);
+        } while (strcmp(cursor, "0") != 0);
+        redisFree(c);
+    }
+    return checked;
+}
+
+/* The servers behind a redis-style URL ("host:port"), or "" for mem://. */
+static inline void tu_servers_of(const char *url, char *out, size_t len)
+{
+    const char *p = strstr(url, "://"), *at;
+    size_t n;
+
+    out[0] = '\0';
+    if (p == NULL || strncmp(url, "mem://", 6) == 0)
+        return;
+    p += 3;
+    at = strchr(p, '@');
+    if (at != NULL)
+        p = at + 1;
+    n = strcspn(p, "/?");
+    snprintf(out, len, "%.*s", (int)n, p);
 }
 
 #endif /* SL_TESTUTIL_H */
