@@ -195,31 +195,10 @@ static size_t append_block(sl_plain *p, job *j)
     return n;
 }
 
-/* twemproxy answers for a backend it cannot reach with its own errors. */
-static bool proxy_failure(const char *s)
-{
-    return strncmp(s, "ERR Connection refused", 22) == 0 ||
-           strncmp(s, "ERR Connection reset by peer", 28) == 0 ||
-           strncmp(s, "ERR Connection timed out", 24) == 0 ||
-           strncmp(s, "ERR Invalid argument", 20) == 0;
-}
-
-/* Checks one reply; a per-request failure sets the request's status. */
 static sluice_status reply_status(sl_plain *p, const redisReply *r, char *err,
                                   size_t err_len)
 {
-    if (r->type != REDIS_REPLY_ERROR)
-        return SLUICE_OK;
-    if (proxy_failure(r->str)) {
-        sl_errf(err, err_len,
-                "%s: %s:%d cannot reach the Redis server of "
-                "this key: %s",
-                p->name, p->url->host, p->url->port, r->str);
-        return strstr(r->str, "timed out") ? SLUICE_ETIMEOUT : SLUICE_EIO;
-    }
-    sl_errf(err, err_len, "%s: %s:%d answered: %s", p->name, p->url->host,
-            p->url->port, r->str);
-    return SLUICE_ESERVER;
+    return sl_conn_reply_status(&p->conn, r, err, err_len);
 }
 
 /* Reads the replies of a job's block (wrapped in MULTI/EXEC or not). */

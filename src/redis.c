@@ -145,3 +145,28 @@ sluice_status sl_conn_read(sl_conn *cn, redisReply **rep, char *err,
     *rep = r;
     return SLUICE_OK;
 }
+
+/* twemproxy answers with its own errors for a server it cannot reach. */
+static bool proxy_failure(const char *s)
+{
+    return strncmp(s, "ERR Connection refused", 22) == 0 ||
+           strncmp(s, "ERR Connection reset by peer", 28) == 0 ||
+           strncmp(s, "ERR Connection timed out", 24) == 0 ||
+           strncmp(s, "ERR Invalid argument", 20) == 0;
+}
+
+sluice_status sl_conn_reply_status(const sl_conn *cn, const redisReply *rep,
+                                   char *err, size_t err_len)
+{
+    if (rep->type != REDIS_REPLY_ERROR)
+        return SLUICE_OK;
+    if (proxy_failure(rep->str)) {
+        sl_errf(err, err_len,
+                "%s: %s:%d cannot reach the Redis server of this key: %s",
+                cn->who, cn->url->host, cn->url->port, rep->str);
+        return strstr(rep->str, "timed out") ? SLUICE_ETIMEOUT : SLUICE_EIO;
+    }
+    sl_errf(err, err_len, "%s: %s:%d answered: %s", cn->who, cn->url->host,
+            cn->url->port, rep->str);
+    return SLUICE_ESERVER;
+}

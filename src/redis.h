@@ -25,5 +25,11 @@ sluice_status sl_conn_append(sl_conn *cn, int argc, const char **argv,
 sluice_status sl_conn_read(sl_conn *cn, redisReply **rep, char *err,
                            size_t err_len);
 void sl_conn_close(sl_conn *cn);
+/* SLUICE_OK unless rep is an error reply: then the status it means, with
+ * the message. A proxy's "cannot reach the server" errors mean the backend
+ * is unavailable (SLUICE_EIO, SLUICE_ETIMEOUT), so that fail policies
+ * apply; any other error is SLUICE_ESERVER. */
+sluice_status sl_conn_reply_status(const sl_conn *cn, const redisReply *rep,
+                                   char *err, size_t err_len);
 
 #endif /* SL_REDIS_H */

@@ -84,7 +84,14 @@ expect_exit help 0 "$bin" --help
 
 # replay: one answer a line, errors included, in order.
 expect_exit replay_runs 0 "$bin" replay --url "$url" --rule fixed:10/1s <"$dir/cli/replay.jsonl"
-if diff "$tmp/out" "$dir/cli/replay.expected" >"$tmp/diff"; then
+cp "$dir/cli/replay.expected" "$tmp/expected"
+if [[ $url == twemproxy://* ]]; then
+    # Lines 7 and 8 use a token bucket, which twemproxy:// refuses.
+    refusal='{"error": "twemproxy: token and gcra need an atomic read-modify-write that a proxy'"'"'s plain commands cannot give; use redis:// through the proxy (the Lua backend, one EVAL per decision)"}'
+    awk -v r="$refusal" 'NR == 7 || NR == 8 { print r; next } { print }' \
+        "$dir/cli/replay.expected" >"$tmp/expected"
+fi
+if diff "$tmp/out" "$tmp/expected" >"$tmp/diff"; then
     pass=$((pass + 1))
 else
     fail=$((fail + 1))

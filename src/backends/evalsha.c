@@ -170,9 +170,7 @@ static sluice_status read_replies(state *s, const sl_request *reqs, size_t n,
             resend[i] = 1;
             (*nresend)++;
         } else if (rep->type == REDIS_REPLY_ERROR) {
-            out[i].status = SLUICE_ESERVER;
-            sl_errf(err, err_len, "evalsha: %s:%d answered: %s", s->url->host,
-                    s->url->port, rep->str);
+            out[i].status = sl_conn_reply_status(&s->conn, rep, err, err_len);
         } else if (reqs[i].op == SL_OP_RESET) {
             out[i].status = SLUICE_OK;
         } else {
@@ -213,6 +211,10 @@ static sluice_status evalsha_decide(void *p, const sl_request *reqs, size_t n,
             st = read_replies(s, reqs, n, out, resend, true, &nresend, err,
                               err_len);
     }
+    /* A proxy error can leave the connection half-used: start afresh. */
+    for (i = 0; i < n && st == SLUICE_OK; i++)
+        if (out[i].status == SLUICE_EIO || out[i].status == SLUICE_ETIMEOUT)
+            sl_conn_close(&s->conn);
 done:
     if (resend != small)
         sl_free(resend);

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_proxy_faults.c - one Redis behind twemproxy is killed during a run
+ * of decisions, then started again: calls on its keys return a clear error
+ * within the timeout (no hang, no crash), calls on the other server's keys
+ * go on, and all succeed again once it is back:
+ *   test_proxy_faults URL SERVERS_SCRIPT DIR */
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+static const char *url, *script, *dir;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+
+    nanosleep(&ts, NULL);
+}
+
+static void servers_script(const char *verb, int n)
+{
+    char cmd[1024];
+
+    snprintf(cmd, sizeof(cmd), "'%s' %s '%s' %d >/dev/null", script, verb, dir,
+             n);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Which server (1 or 2) holds key K's fixed-window counter. */
+static int server_of(const char *prefix, const char *key)
+{
+    char path[512], line[128], pattern[256];
+    FILE *f;
+    int n = 0;
+
+    snprintf(path, sizeof(path), "%s/servers", dir);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    snprintf(pattern, sizeof(pattern), "%s{%s}:*", prefix, key);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        char host[64];
+        int port;
+        redisContext *c;
+        redisReply *r;
+
+        n++;
+        if (sscanf(line, "%63[^:]:%d", host, &port) != 2)
+            continue;
+        c = redisConnect(host, port);
+        assert_non_null(c);
+        r = redisCommand(c, "KEYS %s", pattern);
+        if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0) {
+            freeReplyObject(r);
+            redisFree(c);
+            fclose(f);
+            return n;
+        }
+        if (r != NULL)
+            freeReplyObject(r);
+        redisFree(c);
+    }
+    fclose(f);
+    return 0;
+}
+
+static void a_killed_server_fails_fast_and_recovers(void **state)
+{
+    char u[700], prefix[64], keys[3][32];
+    sluice_ruleset rs;
+    sluice_result r;
+    sluice *sl;
+    int64_t t_kill = 0, t_err = 0, t_revive = 0, t_ok = 0, slowest = 0;
+    int i, found = 0, errors = 0, other_ok = 0;
+
+    (void)state;
+    snprintf(prefix, sizeof(prefix), "pf%ld:", (long)getpid());
+    snprintf(u, sizeof(u), "%s?timeout_ms=1000&prefix=%s", url, prefix);
+    assert_int_equal(sluice_ruleset_parse("fixed:1000000/1d", &rs, NULL, 0),
+                     SLUICE_OK);
+    assert_int_equal(sluice_open(u, NULL, &sl, NULL, 0), SLUICE_OK);
+    /* One key on each server. */
+    memset(keys, 0, sizeof(keys));
+    for (i = 0; i < 100 && found < 2; i++) {
+        char k[32];
+        int s;
+
+        snprintf(k, sizeof(k), "%c%d", 'a' + i % 26, i);
+        assert_int_equal(sluice_acquire(sl, k, strlen(k), &rs, 1, &r),
+                         SLUICE_OK);
+        s = server_of(prefix, k);
+        if (s > 0 && keys[s][0] == '\0') {
+            snprintf(keys[s], sizeof(keys[s]), "%s", k);
+            found++;
+        }
+    }
+    assert_int_equal(found, 2);
+    /* Decisions every 20 ms on both keys; kill server 2 at 0.5 s, start
+     * it again 2 s later; stop once its key succeeds again (15 s cap). */
+    {
+        int64_t start = mono_ms();
+
+        for (i = 0; mono_ms() - start < 15000; i++) {
+            int64_t now = mono_ms(), t0, took;
+            sluice_status st;
+
+            if (t_kill == 0 && now - start >= 500) {
+                servers_script("kill", 2);
+                t_kill = mono_ms();
+            }
+            if (t_kill != 0 && t_revive == 0 && now - t_kill >= 2000) {
+                servers_script("revive", 2);
+                t_revive = mono_ms();
+            }
+            t0 = mono_ms();
+            st = sluice_acquire(sl, keys[2], strlen(keys[2]), &rs, 1, &r);
+            took = mono_ms() - t0;
+            slowest = took > slowest ? took : slowest;
+            if (st != SLUICE_OK) {
+                /* A clear status and a message naming the proxy. */
+                if (st != SLUICE_EIO && st != SLUICE_ETIMEOUT &&
+                    st != SLUICE_ECONNECT)
+                    fail_msg("unexpected status %s: %s", sluice_strerror(st),
+                             sluice_errmsg(sl));
+                if (t_kill == 0)
+                    fail_msg("error before the kill: %s", sluice_errmsg(sl));
+                if (errors++ == 0) {
+                    t_err = mono_ms();
+                    printf("# first error: %s\n", sluice_errmsg(sl));
+                }
+            } else if (t_revive != 0) {
+                t_ok = mono_ms();
+                break;
+            }
+            if (sluice_acquire(sl, keys[1], strlen(keys[1]), &rs, 1, &r) ==
+                SLUICE_OK)
+                other_ok++;
+            else
+                fail_msg("the healthy server's key failed: %s",
+                         sluice_errmsg(sl));
+            sleep_ms(20);
+        }
+    }
+    sluice_close(sl);
+    printf("# %s: killed server 2; first error after %lld ms, %d errors, "
+           "slowest call %lld ms; server 1 answered all %d calls; first "
+           "success %lld ms after the restart\n",
+           url, (long long)(t_err - t_kill), errors, (long long)slowest,
+           other_ok, (long long)(t_ok - t_revive));
+    assert_true(errors > 0);
+    assert_true(t_ok != 0);
+    assert_true(slowest < 3000);
+}
+
+/* Whatever happened, leave server 2 running for the tests after us. */
+static int revive_if_dead(void **state)
+{
+    char path[512];
+    FILE *f;
+
+    (void)state;
+    snprintf(path, sizeof(path), "%s/r2/pid", dir);
+    f = fopen(path, "r");
+    if (f != NULL)
+        fclose(f);
+    else
+        servers_script("revive", 2);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(a_killed_server_fails_fast_and_recovers,
+                                  revive_if_dead),
+    };
+
+    if (argc != 4) {
+        fprintf(stderr, "usage: test_proxy_faults URL SCRIPT DIR\n");
+        return 2;
+    }
+    url = tu_url(argv[1]);
+    script = argv[2];
+    dir = argv[3];
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
