@@ -39,7 +39,7 @@ extern "C" {
     X(EIO, "connection to the backend lost")                     \
     X(ESERVER, "the server answered with an error")              \
     X(EPROTO, "unexpected reply from the server")                \
-    X(EUNSUPPORTED, "not supported by this backend")                 \
+    X(EUNSUPPORTED, "not supported by this backend")             \
     X(ECONTENDED, "the key changed under every retry; try again")
 
 typedef enum sluice_status {
