@@ -52,5 +52,6 @@ extern const sl_backend sl_backend_memory;
 extern const sl_backend sl_backend_evalsha;
 extern const sl_backend sl_backend_multi;
 extern const sl_backend sl_backend_twemproxy;
+extern const sl_backend sl_backend_cluster;
 
 #endif /* SL_BACKEND_H */

@@ -55,13 +55,19 @@ sluice_status sl_key_check(const void *key, size_t key_len, char *err,
 sluice_status sl_cost_check(int64_t cost, char *err, size_t err_len);
 sluice_status sl_time_check(int64_t t, char *err, size_t err_len);
 
+/* slot.c: the Redis Cluster slot (0..16383) of a key, by its hash tag. */
+unsigned sl_slot_of_key(const void *key, size_t len);
+
 /* url.c */
 typedef enum sl_scheme {
     SL_SCHEME_MEM = 1,
     SL_SCHEME_REDIS,
     SL_SCHEME_MULTI,
-    SL_SCHEME_TWEMPROXY
+    SL_SCHEME_TWEMPROXY,
+    SL_SCHEME_CLUSTER
 } sl_scheme;
+
+#define SL_MAX_SEEDS 16
 
 typedef struct sl_url {
     sl_scheme scheme;
@@ -71,6 +77,11 @@ typedef struct sl_url {
     char user[128];
     char password[256];
     int db;
+    size_t nseeds; /* redis-cluster://: seeds[0] is host:port */
+    struct {
+        char host[256];
+        int port;
+    } seeds[SL_MAX_SEEDS];
     sluice_options opts; /* defaults resolved, query applied */
     char prefix[64];     /* storage of opts.key_prefix */
 } sl_url;

@@ -135,6 +135,16 @@ sluice_status sl_conn_append(sl_conn *cn, int argc, const char **argv,
     return SLUICE_OK;
 }
 
+sluice_status sl_conn_flush(sl_conn *cn, char *err, size_t err_len)
+{
+    int done = 0;
+
+    while (!done)
+        if (redisBufferWrite(cn->c, &done) != REDIS_OK)
+            return transport_error(cn, "sending", err, err_len);
+    return SLUICE_OK;
+}
+
 sluice_status sl_conn_read(sl_conn *cn, redisReply **rep, char *err,
                            size_t err_len)
 {

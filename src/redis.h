@@ -20,6 +20,9 @@ sluice_status sl_conn_ensure(sl_conn *cn, char *err, size_t err_len);
 /* Queues one command; nothing is written until a read. */
 sluice_status sl_conn_append(sl_conn *cn, int argc, const char **argv,
                              const size_t *lens, char *err, size_t err_len);
+/* Writes what was queued without waiting for replies, so that several
+ * connections work at once. */
+sluice_status sl_conn_flush(sl_conn *cn, char *err, size_t err_len);
 /* Reads one reply; a transport failure closes the connection. The caller
  * frees *rep with freeReplyObject. */
 sluice_status sl_conn_read(sl_conn *cn, redisReply **rep, char *err,

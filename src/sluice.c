@@ -65,6 +65,9 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
     case SL_SCHEME_TWEMPROXY:
         sl->backend = &sl_backend_twemproxy;
         break;
+    case SL_SCHEME_CLUSTER:
+        sl->backend = &sl_backend_cluster;
+        break;
     }
     st = sl->backend->open(&sl->url, &sl->state, err, err_len);
     if (st != SLUICE_OK)

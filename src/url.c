@@ -234,6 +234,51 @@ static sluice_status parse_redis(const char *url, const char *rest, size_t n,
     return SLUICE_OK;
 }
 
+/* "[user:password@]host:port,host:port,...": every seed is checked; the
+ * first also fills host and port. No database: clusters have only 0. */
+static sluice_status parse_cluster(const char *url, const char *rest, size_t n,
+                                   sl_url *u, char *err, size_t err_len)
+{
+    const char *at = memchr(rest, '@', n), *p, *end = rest + n;
+    size_t creds = at != NULL ? (size_t)(at - rest + 1) : 0;
+    sluice_status st;
+
+    p = rest + creds;
+    while (p < end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        size_t len = comma != NULL ? (size_t)(comma - p) : (size_t)(end - p);
+        char one[600];
+        sl_url tmp;
+
+        if (u->nseeds == SL_MAX_SEEDS)
+            return bad(err, err_len, url, "more than 16 seed nodes");
+        if (len == 0)
+            return bad(err, err_len, url, "empty seed between commas");
+        /* Each seed is parsed as a URL of its own, credentials aside. */
+        snprintf(one, sizeof(one), "%.*s", (int)len, p);
+        memset(&tmp, 0, sizeof(tmp));
+        if ((st = parse_redis(url, one, strlen(one), &tmp, err, err_len)) !=
+            SLUICE_OK)
+            return st;
+        if (tmp.db != 0 || memchr(one, '/', strlen(one)) != NULL)
+            return bad(err, err_len, url,
+                       "a cluster has no databases: drop the /db");
+        snprintf(u->seeds[u->nseeds].host, sizeof(u->seeds[0].host), "%s",
+                 tmp.host);
+        u->seeds[u->nseeds++].port = tmp.port;
+        p += len + (comma != NULL ? 1 : 0);
+        if (comma != NULL && p == end)
+            return bad(err, err_len, url, "empty seed after a comma");
+    }
+    if (u->nseeds == 0)
+        return bad(err, err_len, url, "missing host (e.g. 127.0.0.1:7000)");
+    /* Credentials, and the first seed as host and port. */
+    if ((st = parse_redis(url, rest, creds + strcspn(rest + creds, ","), u, err,
+                          err_len)) != SLUICE_OK)
+        return st;
+    return SLUICE_OK;
+}
+
 sluice_status sl_url_parse(const char *url, const sluice_options *opts,
                            sl_url *out, char *err, size_t err_len)
 {
@@ -243,7 +288,8 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
     } schemes[] = {{"mem://", SL_SCHEME_MEM},
                    {"redis://", SL_SCHEME_REDIS},
                    {"redis+multi://", SL_SCHEME_MULTI},
-                   {"twemproxy://", SL_SCHEME_TWEMPROXY}};
+                   {"twemproxy://", SL_SCHEME_TWEMPROXY},
+                   {"redis-cluster://", SL_SCHEME_CLUSTER}};
     const char *rest = NULL, *q;
     size_t i, n;
     sluice_status st;
@@ -267,12 +313,15 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
         return bad(err, err_len, url,
                    "unknown scheme; use mem://, "
                    "redis://[user:password@]host:port[/db], redis+multi://"
-                   "[user:password@]host:port[/db] or "
-                   "twemproxy://[password@]host:port");
+                   "[user:password@]host:port[/db], "
+                   "twemproxy://[password@]host:port or "
+                   "redis-cluster://[user:password@]host:port[,host:port]");
     q = strchr(rest, '?');
     n = q ? (size_t)(q - rest) : strlen(rest);
     if (out->scheme == SL_SCHEME_MEM)
         st = parse_mem(url, rest, n, out, err, err_len);
+    else if (out->scheme == SL_SCHEME_CLUSTER)
+        st = parse_cluster(url, rest, n, out, err, err_len);
     else
         st = parse_redis(url, rest, n, out, err, err_len);
     if (st != SLUICE_OK)

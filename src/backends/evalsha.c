@@ -2,9 +2,10 @@
 /* evalsha.c - the Lua backend: one EVALSHA per decision (EVAL on
  * NOSCRIPT), pipelined for batches; works on plain Redis and through
  * proxies that route by the first key. */
+#include "../evalsha.h"
+
 #include "../algo.h"
 #include "../backend.h"
-#include "../redis.h"
 
 #include <hiredis/hiredis.h>
 
@@ -58,8 +59,9 @@ static void evalsha_close(void *p)
 }
 
 /* Appends one request: EVALSHA (or EVAL) with every rule's key, or DEL. */
-static sluice_status append_request(state *s, const sl_request *rq,
-                                    bool as_eval, char *err, size_t err_len)
+sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
+                                const sl_request *rq, bool as_eval, char *err,
+                                size_t err_len)
 {
     const sluice_ruleset *rs = rq->rules;
     const char *argv[3 + SLUICE_MAX_RULES * (1 + ARGS_PER_RULE) + FIXED_ARGS];
@@ -82,15 +84,15 @@ static sluice_status append_request(state *s, const sl_request *rq,
         lens[a++] = strlen(numkeys);
     }
     for (i = 0; i < rs->count; i++) {
-        lens[a] = sl_key_build(keys[i], sizeof(keys[i]), s->url->prefix,
-                               rq->key, rq->key_len, &rs->rules[i]);
+        lens[a] = sl_key_build(keys[i], sizeof(keys[i]), url->prefix, rq->key,
+                               rq->key_len, &rs->rules[i]);
         argv[a++] = keys[i];
     }
     if (rq->op != SL_OP_RESET) {
         snprintf(nums[k++], 24, "%lld", (long long)rq->now_ms);
         snprintf(nums[k++], 24, "%d", rq->op == SL_OP_ACQUIRE ? 1 : 0);
         snprintf(nums[k++], 24, "%lld", (long long)rq->cost);
-        snprintf(nums[k++], 24, "%u", s->url->opts.ttl_floor_ms);
+        snprintf(nums[k++], 24, "%u", url->opts.ttl_floor_ms);
         for (i = 0; i < rs->count; i++) {
             const sluice_rule *r = &rs->rules[i];
 
@@ -105,13 +107,12 @@ static sluice_status append_request(state *s, const sl_request *rq,
             lens[a++] = strlen(nums[i]);
         }
     }
-    return sl_conn_append(&s->conn, (int)a, argv, lens, err, err_len);
+    return sl_conn_append(cn, (int)a, argv, lens, err, err_len);
 }
 
 /* Turns a script reply into the composite's result. */
-static sluice_status parse_decision(const sl_request *rq, const redisReply *rep,
-                                    sluice_result *out, char *err,
-                                    size_t err_len)
+sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
+                                sluice_result *out, char *err, size_t err_len)
 {
     const sluice_ruleset *rs = rq->rules;
     sl_verdict v[SLUICE_MAX_RULES];
@@ -175,7 +176,7 @@ static sluice_status read_replies(state *s, const sl_request *reqs, size_t n,
             out[i].status = SLUICE_OK;
         } else {
             out[i].status =
-                parse_decision(&reqs[i], rep, &out[i], err, err_len);
+                sl_evalsha_result(&reqs[i], rep, &out[i], err, err_len);
         }
         freeReplyObject(rep);
     }
@@ -199,14 +200,15 @@ static sluice_status evalsha_decide(void *p, const sl_request *reqs, size_t n,
     if ((st = sl_conn_ensure(&s->conn, err, err_len)) != SLUICE_OK)
         goto done;
     for (i = 0; i < n && st == SLUICE_OK; i++)
-        st = append_request(s, &reqs[i], false, err, err_len);
+        st = sl_evalsha_append(&s->conn, s->url, &reqs[i], false, err, err_len);
     if (st == SLUICE_OK)
         st = read_replies(s, reqs, n, out, resend, false, &nresend, err,
                           err_len);
     if (st == SLUICE_OK && nresend > 0) {
         for (i = 0; i < n && st == SLUICE_OK; i++)
             if (resend[i])
-                st = append_request(s, &reqs[i], true, err, err_len);
+                st = sl_evalsha_append(&s->conn, s->url, &reqs[i], true, err,
+                                       err_len);
         if (st == SLUICE_OK)
             st = read_replies(s, reqs, n, out, resend, true, &nresend, err,
                               err_len);

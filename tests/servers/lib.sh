@@ -62,6 +62,15 @@ start_redis() {
     return 1
 }
 
+# start_at DIR PORT [args...]: a redis-server on a given port.
+start_at() {
+    local dir=$1 port=$2
+    shift 2
+    mkdir -p "$dir"
+    echo "$port" >"$dir/port"
+    restart_redis "$dir" "$@"
+}
+
 # restart_redis DIR: starts the redis of DIR again on its recorded port.
 restart_redis() {
     local dir=$1 port

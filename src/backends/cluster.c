@@ -1,0 +1,467 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* cluster.c - redis-cluster://: routes each decision to the master of its
+ * key's slot (all keys of a limited key share the hash tag {K}, so one
+ * script on one node decides it), follows MOVED and ASK, waits out
+ * TRYAGAIN and CLUSTERDOWN, and refreshes the slot map from any node.
+ * Scripts are the Lua backend's (evalsha.c), per node. */
+#include "../evalsha.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define NSLOTS        16384
+#define MAX_NODES     64
+#define MAX_REDIRECTS 5
+
+typedef struct node {
+    sl_url url;   /* the handle's URL with this node's host and port */
+    sl_conn conn; /* opened when first needed */
+} node;
+
+typedef struct cluster {
+    const sl_url *url;
+    node *nodes[MAX_NODES];
+    size_t nnodes;
+    int16_t slots[NSLOTS]; /* owner of each slot, -1 unknown */
+    bool stale;            /* refresh the map before the next call */
+    size_t rr;             /* which node to ask for the map first */
+} cluster;
+
+/* Where one request stands in the current call. */
+typedef struct route {
+    unsigned slot;
+    int node;     /* where it goes next */
+    bool asking;  /* send ASKING first (one-shot ASK redirect) */
+    bool as_eval; /* the node lacked the script */
+    bool pending; /* still to be sent */
+    bool sent;    /* sent this round, reply not read yet */
+    int redirects;
+} route;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+
+    nanosleep(&ts, NULL);
+}
+
+/* The index of node host:port, added when new; -1 when the table is full. */
+static int node_index(cluster *c, const char *host, int port)
+{
+    size_t i;
+    node *n;
+
+    for (i = 0; i < c->nnodes; i++)
+        if (c->nodes[i]->url.port == port &&
+            strcmp(c->nodes[i]->url.host, host) == 0)
+            return (int)i;
+    if (c->nnodes == MAX_NODES || (n = sl_calloc(1, sizeof(*n))) == NULL)
+        return -1;
+    n->url = *c->url;
+    n->url.opts.key_prefix = n->url.prefix;
+    snprintf(n->url.host, sizeof(n->url.host), "%s", host);
+    n->url.port = port;
+    sl_conn_init(&n->conn, &n->url, "cluster");
+    c->nodes[c->nnodes] = n;
+    return (int)c->nnodes++;
+}
+
+/* Reads CLUSTER SLOTS from node i into the map. */
+static sluice_status load_slots(cluster *c, int i, char *err, size_t err_len)
+{
+    node *n = c->nodes[i];
+    const char *argv[2] = {"CLUSTER", "SLOTS"};
+    redisReply *r;
+    sluice_status st;
+    size_t k;
+
+    if ((st = sl_conn_ensure(&n->conn, err, err_len)) != SLUICE_OK)
+        return st;
+    if ((st = sl_conn_append(&n->conn, 2, argv, NULL, err, err_len)) !=
+            SLUICE_OK ||
+        (st = sl_conn_read(&n->conn, &r, err, err_len)) != SLUICE_OK)
+        return st;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
+        sl_errf(err, err_len,
+                "cluster: %s:%d gave no slot map (%s); is it "
+                "a cluster node?",
+                n->url.host, n->url.port,
+                r->type == REDIS_REPLY_ERROR ? r->str : "empty");
+        freeReplyObject(r);
+        return SLUICE_ESERVER;
+    }
+    for (k = 0; k < r->elements; k++) {
+        redisReply *e = r->element[k], *m;
+        const char *host;
+        long long lo, hi, s;
+        int owner;
+
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+            e->element[2]->type != REDIS_REPLY_ARRAY ||
+            e->element[2]->elements < 2)
+            continue;
+        lo = e->element[0]->integer;
+        hi = e->element[1]->integer;
+        m = e->element[2];
+        /* An empty or unknown endpoint means "the host you asked". */
+        host = m->element[0]->type == REDIS_REPLY_STRING &&
+                       m->element[0]->len > 0 &&
+                       strcmp(m->element[0]->str, "?") != 0
+                   ? m->element[0]->str
+                   : n->url.host;
+        owner = node_index(c, host, (int)m->element[1]->integer);
+        for (s = lo; s <= hi && s < NSLOTS && s >= 0; s++)
+            c->slots[s] = (int16_t)owner;
+    }
+    freeReplyObject(r);
+    return SLUICE_OK;
+}
+
+/* Refreshes the map from any node that answers, seeds included. */
+static sluice_status refresh(cluster *c, char *err, size_t err_len)
+{
+    sluice_status st = SLUICE_ECONNECT;
+    size_t i, tried, start = c->rr++;
+
+    for (i = 0; i < c->url->nseeds; i++)
+        node_index(c, c->url->seeds[i].host, c->url->seeds[i].port);
+    tried = c->nnodes;
+    for (i = 0; i < tried; i++) {
+        st = load_slots(c, (int)((start + i) % tried), err, err_len);
+        if (st == SLUICE_OK) {
+            c->stale = false;
+            return SLUICE_OK;
+        }
+    }
+    return st;
+}
+
+static sluice_status cluster_open(const sl_url *url, void **out, char *err,
+                                  size_t err_len)
+{
+    cluster *c = sl_calloc(1, sizeof(*c));
+    sluice_status st;
+
+    if (c == NULL) {
+        sl_errf(err, err_len, "cluster: out of memory");
+        return SLUICE_ENOMEM;
+    }
+    c->url = url;
+    memset(c->slots, 0xff, sizeof(c->slots));
+    c->stale = true;
+    st = refresh(c, err, err_len);
+    if (st != SLUICE_OK && url->opts.fail == SLUICE_FAIL_ERROR) {
+        size_t i;
+
+        for (i = 0; i < c->nnodes; i++) {
+            sl_conn_close(&c->nodes[i]->conn);
+            sl_free(c->nodes[i]);
+        }
+        sl_free(c);
+        return st;
+    }
+    *out = c;
+    return SLUICE_OK;
+}
+
+static void cluster_close(void *p)
+{
+    cluster *c = p;
+    size_t i;
+
+    if (c == NULL)
+        return;
+    for (i = 0; i < c->nnodes; i++) {
+        sl_conn_close(&c->nodes[i]->conn);
+        sl_free(c->nodes[i]);
+    }
+    sl_free(c);
+}
+
+/* The slot of a request; every key of it must share it. */
+static sluice_status request_slot(const cluster *c, const sl_request *rq,
+                                  unsigned *slot, char *err, size_t err_len)
+{
+    char key[SLUICE_MAX_KEY_LEN + 128], q[300];
+    size_t i, n;
+
+    for (i = 0; i < rq->rules->count; i++) {
+        unsigned s;
+
+        n = sl_key_build(key, sizeof(key), c->url->prefix, rq->key, rq->key_len,
+                         &rq->rules->rules[i]);
+        s = sl_slot_of_key(key, n);
+        if (i > 0 && s != *slot) {
+            sl_quote(q, sizeof(q), rq->key, rq->key_len);
+            sl_errf(err, err_len,
+                    "cluster: key \"%s\" starts with '}', so "
+                    "its stored keys have no common hash tag and fall in "
+                    "slots %u and %u; give it another first byte",
+                    q, *slot, s);
+            return SLUICE_EKEY;
+        }
+        *slot = s;
+    }
+    return SLUICE_OK;
+}
+
+/* "MOVED 3999 127.0.0.1:6381" or "ASK ...": the node it names. */
+static int redirect_target(cluster *c, int from, const char *msg,
+                           unsigned *slot)
+{
+    char host[256] = "";
+    unsigned s;
+    int port;
+
+    if (sscanf(msg, "%*s %u %255[^:]:%d", &s, host, &port) != 3) {
+        if (sscanf(msg, "%*s %u :%d", &s, &port) != 2)
+            return -1;
+        host[0] = '\0';
+    }
+    *slot = s;
+    if (host[0] == '\0' || strcmp(host, "?") == 0)
+        snprintf(host, sizeof(host), "%s", c->nodes[from]->url.host);
+    return node_index(c, host, port);
+}
+
+/* Sends every pending request of node i; marks them sent. *connected
+ * tells whether anything may have reached the node. */
+static sluice_status send_node(cluster *c, int i, const sl_request *reqs,
+                               route *rt, size_t n, bool *connected, char *err,
+                               size_t err_len)
+{
+    node *nd = c->nodes[i];
+    sluice_status st;
+    size_t k;
+    bool any = false;
+
+    *connected = false;
+    for (k = 0; k < n && !any; k++)
+        any = rt[k].pending && rt[k].node == i;
+    if (!any)
+        return SLUICE_OK;
+    if ((st = sl_conn_ensure(&nd->conn, err, err_len)) != SLUICE_OK)
+        return st;
+    *connected = true;
+    for (k = 0; k < n; k++) {
+        if (!rt[k].pending || rt[k].node != i)
+            continue;
+        if (rt[k].asking) {
+            const char *argv[1] = {"ASKING"};
+
+            if ((st = sl_conn_append(&nd->conn, 1, argv, NULL, err, err_len)) !=
+                SLUICE_OK)
+                return st;
+        }
+        if ((st = sl_evalsha_append(&nd->conn, &nd->url, &reqs[k],
+                                    rt[k].as_eval, err, err_len)) != SLUICE_OK)
+            return st;
+        rt[k].pending = false;
+        rt[k].sent = true;
+    }
+    return sl_conn_flush(&nd->conn, err, err_len);
+}
+
+/* Reads node i's replies; decides, or schedules a retry. Returns how long
+ * to back off before the next round (0: none). */
+static int64_t read_node(cluster *c, int i, const sl_request *reqs, route *rt,
+                         size_t n, sluice_result *out, char *err,
+                         size_t err_len)
+{
+    node *nd = c->nodes[i];
+    int64_t backoff = 0;
+    size_t k;
+
+    for (k = 0; k < n; k++) {
+        redisReply *r;
+        sluice_status st;
+        unsigned slot;
+        int to;
+
+        if (!rt[k].sent || rt[k].node != i)
+            continue;
+        rt[k].sent = false;
+        if (rt[k].asking) {
+            rt[k].asking = false;
+            if (nd->conn.c != NULL &&
+                sl_conn_read(&nd->conn, &r, err, err_len) == SLUICE_OK)
+                freeReplyObject(r);
+        }
+        if (nd->conn.c == NULL ||
+            (st = sl_conn_read(&nd->conn, &r, err, err_len)) != SLUICE_OK) {
+            /* Sent, and the connection is gone: the script may have run,
+             * so it is not sent again (no double charge). */
+            out[k].status = SLUICE_EIO;
+            if (nd->conn.c == NULL)
+                sl_errf(err, err_len,
+                        "cluster: lost the connection to "
+                        "%s:%d with a request in flight; its outcome is "
+                        "unknown",
+                        nd->url.host, nd->url.port);
+            c->stale = true;
+            continue;
+        }
+        if (r->type == REDIS_REPLY_ERROR &&
+            (strncmp(r->str, "MOVED ", 6) == 0 ||
+             strncmp(r->str, "ASK ", 4) == 0)) {
+            bool ask = r->str[0] == 'A';
+
+            to = redirect_target(c, i, r->str, &slot);
+            if (to < 0 || ++rt[k].redirects > MAX_REDIRECTS) {
+                out[k].status = SLUICE_EPROTO;
+                sl_errf(err, err_len,
+                        "cluster: too many redirections for "
+                        "slot %u (last: %s)",
+                        rt[k].slot, r->str);
+            } else {
+                /* MOVED: the slot has a new owner; ASK: only this once. */
+                if (!ask) {
+                    c->slots[slot] = (int16_t)to;
+                    c->stale = true;
+                }
+                rt[k].node = to;
+                rt[k].asking = ask;
+                rt[k].pending = true;
+            }
+        } else if (r->type == REDIS_REPLY_ERROR &&
+                   (strncmp(r->str, "TRYAGAIN", 8) == 0 ||
+                    strncmp(r->str, "CLUSTERDOWN", 11) == 0)) {
+            /* A slot being moved, or a failover under way: nothing ran. */
+            rt[k].pending = true;
+            backoff = 20;
+            if (r->str[0] == 'C')
+                c->stale = true;
+            sl_errf(err, err_len, "cluster: %s:%d answered: %s", nd->url.host,
+                    nd->url.port, r->str);
+        } else if (r->type == REDIS_REPLY_ERROR &&
+                   strncmp(r->str, "NOSCRIPT", 8) == 0 && !rt[k].as_eval) {
+            /* A new owner, a failover or a restart: no script cached. */
+            rt[k].as_eval = true;
+            rt[k].pending = true;
+        } else if (r->type == REDIS_REPLY_ERROR) {
+            out[k].status = sl_conn_reply_status(&nd->conn, r, err, err_len);
+        } else if (reqs[k].op == SL_OP_RESET) {
+            out[k].status = SLUICE_OK;
+        } else {
+            out[k].status =
+                sl_evalsha_result(&reqs[k], r, &out[k], err, err_len);
+        }
+        freeReplyObject(r);
+    }
+    return backoff;
+}
+
+static sluice_status cluster_decide(void *p, const sl_request *reqs, size_t n,
+                                    sluice_result *out, char *err,
+                                    size_t err_len)
+{
+    cluster *c = p;
+    route small[64], *rt = n <= 64 ? small : sl_calloc(n, sizeof(*rt));
+    int64_t deadline = mono_ms() + c->url->opts.command_timeout_ms;
+    size_t k, left;
+    sluice_status st = SLUICE_OK, last = SLUICE_ETIMEOUT;
+
+    if (rt == NULL) {
+        sl_errf(err, err_len, "cluster: out of memory for %zu requests", n);
+        return SLUICE_ENOMEM;
+    }
+    if (c->stale && refresh(c, err, err_len) != SLUICE_OK)
+        c->stale = true; /* keep going with what is known */
+    for (k = 0; k < n; k++) {
+        memset(&rt[k], 0, sizeof(rt[k]));
+        memset(&out[k], 0, sizeof(out[k]));
+        out[k].status = request_slot(c, &reqs[k], &rt[k].slot, err, err_len);
+        rt[k].pending = out[k].status == SLUICE_OK;
+        rt[k].node = c->slots[rt[k].slot];
+    }
+    for (;;) {
+        int64_t backoff = 0;
+        size_t i;
+        bool unreachable = false;
+
+        for (k = 0, left = 0; k < n; k++)
+            left += rt[k].pending;
+        if (left == 0)
+            break;
+        if (mono_ms() >= deadline)
+            break;
+        /* Requests of slots nobody is known to own wait for a refresh. */
+        for (k = 0; k < n; k++)
+            if (rt[k].pending && rt[k].node < 0)
+                unreachable = true;
+        if (unreachable) {
+            if (refresh(c, err, err_len) != SLUICE_OK) {
+                last = SLUICE_ECONNECT;
+                sleep_ms(20);
+            }
+            for (k = 0; k < n; k++)
+                if (rt[k].pending && rt[k].node < 0)
+                    rt[k].node = c->slots[rt[k].slot];
+            continue;
+        }
+        for (i = 0; i < c->nnodes; i++) {
+            bool connected;
+
+            if (send_node(c, (int)i, reqs, rt, n, &connected, err, err_len) ==
+                SLUICE_OK)
+                continue;
+            c->stale = true;
+            last = connected ? SLUICE_EIO : SLUICE_ECONNECT;
+            for (k = 0; k < n; k++) {
+                if (rt[k].node != (int)i)
+                    continue;
+                if (!connected && rt[k].pending) {
+                    /* Could not connect: nothing was sent. Ask the map
+                     * again and retry where it points. */
+                    rt[k].node = -1;
+                } else if (connected && (rt[k].pending || rt[k].sent)) {
+                    /* Failed halfway through sending: outcome unknown. */
+                    rt[k].pending = rt[k].sent = false;
+                    out[k].status = SLUICE_EIO;
+                }
+            }
+        }
+        for (i = 0; i < c->nnodes; i++) {
+            int64_t b = read_node(c, (int)i, reqs, rt, n, out, err, err_len);
+
+            backoff = b > backoff ? b : backoff;
+        }
+        if (c->stale && refresh(c, err, err_len) == SLUICE_OK) {
+            for (k = 0; k < n; k++)
+                if (rt[k].pending && !rt[k].asking)
+                    rt[k].node = c->slots[rt[k].slot];
+        }
+        if (backoff > 0)
+            sleep_ms(backoff);
+    }
+    for (k = 0; k < n; k++) {
+        if (!rt[k].pending)
+            continue;
+        /* Out of time: never sent, so nothing was charged. */
+        out[k].status = last;
+        sl_errf(err, err_len,
+                "cluster: no owner of slot %u answered within "
+                "%u ms (failover or resharding under way?)",
+                rt[k].slot, c->url->opts.command_timeout_ms);
+    }
+    if (rt != small)
+        sl_free(rt);
+    return st;
+}
+
+const sl_backend sl_backend_cluster = {
+    .name = "cluster",
+    .version = SL_BACKEND_VERSION,
+    .open = cluster_open,
+    .close = cluster_close,
+    .decide = cluster_decide,
+};
