@@ -5,13 +5,12 @@
  * TRYAGAIN and CLUSTERDOWN, and refreshes the slot map from any node.
  * Scripts are the Lua backend's (evalsha.c), per node. */
 #include "../evalsha.h"
+#include "../slotmap.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#define NSLOTS        16384
-#define MAX_NODES     64
 #define MAX_REDIRECTS 5
 
 typedef struct node {
@@ -21,11 +20,11 @@ typedef struct node {
 
 typedef struct cluster {
     const sl_url *url;
-    node *nodes[MAX_NODES];
+    sl_slotmap map;            /* slots to node indexes */
+    node *nodes[SL_MAX_NODES]; /* connections, by the map's index */
     size_t nnodes;
-    int16_t slots[NSLOTS]; /* owner of each slot, -1 unknown */
-    bool stale;            /* refresh the map before the next call */
-    size_t rr;             /* which node to ask for the map first */
+    bool stale; /* refresh the map before the next call */
+    size_t rr;  /* which node to ask for the map first */
 } cluster;
 
 /* Where one request stands in the current call. */
@@ -54,25 +53,31 @@ static void sleep_ms(int64_t ms)
     nanosleep(&ts, NULL);
 }
 
-/* The index of node host:port, added when new; -1 when the table is full. */
+/* Opens connections' slots for every node the map learned of. */
+static bool sync_nodes(cluster *c)
+{
+    while (c->nnodes < c->map.nnodes) {
+        node *n = sl_calloc(1, sizeof(*n));
+
+        if (n == NULL)
+            return false;
+        n->url = *c->url;
+        n->url.opts.key_prefix = n->url.prefix;
+        snprintf(n->url.host, sizeof(n->url.host), "%s",
+                 c->map.nodes[c->nnodes].host);
+        n->url.port = c->map.nodes[c->nnodes].port;
+        sl_conn_init(&n->conn, &n->url, "cluster");
+        c->nodes[c->nnodes++] = n;
+    }
+    return true;
+}
+
+/* The index of node host:port, added when new; -1 when it cannot be. */
 static int node_index(cluster *c, const char *host, int port)
 {
-    size_t i;
-    node *n;
+    int i = sl_slotmap_node(&c->map, host, port);
 
-    for (i = 0; i < c->nnodes; i++)
-        if (c->nodes[i]->url.port == port &&
-            strcmp(c->nodes[i]->url.host, host) == 0)
-            return (int)i;
-    if (c->nnodes == MAX_NODES || (n = sl_calloc(1, sizeof(*n))) == NULL)
-        return -1;
-    n->url = *c->url;
-    n->url.opts.key_prefix = n->url.prefix;
-    snprintf(n->url.host, sizeof(n->url.host), "%s", host);
-    n->url.port = port;
-    sl_conn_init(&n->conn, &n->url, "cluster");
-    c->nodes[c->nnodes] = n;
-    return (int)c->nnodes++;
+    return i >= 0 && sync_nodes(c) ? i : -1;
 }
 
 /* Reads CLUSTER SLOTS from node i into the map. */
@@ -82,7 +87,6 @@ static sluice_status load_slots(cluster *c, int i, char *err, size_t err_len)
     const char *argv[2] = {"CLUSTER", "SLOTS"};
     redisReply *r;
     sluice_status st;
-    size_t k;
 
     if ((st = sl_conn_ensure(&n->conn, err, err_len)) != SLUICE_OK)
         return st;
@@ -99,28 +103,13 @@ static sluice_status load_slots(cluster *c, int i, char *err, size_t err_len)
         freeReplyObject(r);
         return SLUICE_ESERVER;
     }
-    for (k = 0; k < r->elements; k++) {
-        redisReply *e = r->element[k], *m;
-        const char *host;
-        long long lo, hi, s;
-        int owner;
-
-        if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
-            e->element[2]->type != REDIS_REPLY_ARRAY ||
-            e->element[2]->elements < 2)
-            continue;
-        lo = e->element[0]->integer;
-        hi = e->element[1]->integer;
-        m = e->element[2];
-        /* An empty or unknown endpoint means "the host you asked". */
-        host = m->element[0]->type == REDIS_REPLY_STRING &&
-                       m->element[0]->len > 0 &&
-                       strcmp(m->element[0]->str, "?") != 0
-                   ? m->element[0]->str
-                   : n->url.host;
-        owner = node_index(c, host, (int)m->element[1]->integer);
-        for (s = lo; s <= hi && s < NSLOTS && s >= 0; s++)
-            c->slots[s] = (int16_t)owner;
+    if (sl_slotmap_load(&c->map, r, n->url.host) < 0 || !sync_nodes(c)) {
+        sl_errf(err, err_len,
+                "cluster: %s:%d gave a slot map that could "
+                "not be read",
+                n->url.host, n->url.port);
+        freeReplyObject(r);
+        return SLUICE_EPROTO;
     }
     freeReplyObject(r);
     return SLUICE_OK;
@@ -156,7 +145,7 @@ static sluice_status cluster_open(const sl_url *url, void **out, char *err,
         return SLUICE_ENOMEM;
     }
     c->url = url;
-    memset(c->slots, 0xff, sizeof(c->slots));
+    sl_slotmap_init(&c->map);
     c->stale = true;
     st = refresh(c, err, err_len);
     if (st != SLUICE_OK && url->opts.fail == SLUICE_FAIL_ERROR) {
@@ -214,25 +203,6 @@ static sluice_status request_slot(const cluster *c, const sl_request *rq,
     return SLUICE_OK;
 }
 
-/* "MOVED 3999 127.0.0.1:6381" or "ASK ...": the node it names. */
-static int redirect_target(cluster *c, int from, const char *msg,
-                           unsigned *slot)
-{
-    char host[256] = "";
-    unsigned s;
-    int port;
-
-    if (sscanf(msg, "%*s %u %255[^:]:%d", &s, host, &port) != 3) {
-        if (sscanf(msg, "%*s %u :%d", &s, &port) != 2)
-            return -1;
-        host[0] = '\0';
-    }
-    *slot = s;
-    if (host[0] == '\0' || strcmp(host, "?") == 0)
-        snprintf(host, sizeof(host), "%s", c->nodes[from]->url.host);
-    return node_index(c, host, port);
-}
-
 /* Sends every pending request of node i; marks them sent. *connected
  * tells whether anything may have reached the node. */
 static sluice_status send_node(cluster *c, int i, const sl_request *reqs,
@@ -284,6 +254,7 @@ static int64_t read_node(cluster *c, int i, const sl_request *reqs, route *rt,
     for (k = 0; k < n; k++) {
         redisReply *r;
         sluice_status st;
+        sl_redirect kind;
         unsigned slot;
         int to;
 
@@ -311,25 +282,21 @@ static int64_t read_node(cluster *c, int i, const sl_request *reqs, route *rt,
             continue;
         }
         if (r->type == REDIS_REPLY_ERROR &&
-            (strncmp(r->str, "MOVED ", 6) == 0 ||
-             strncmp(r->str, "ASK ", 4) == 0)) {
-            bool ask = r->str[0] == 'A';
-
-            to = redirect_target(c, i, r->str, &slot);
-            if (to < 0 || ++rt[k].redirects > MAX_REDIRECTS) {
+            (kind = sl_slotmap_redirect(&c->map, r->str, nd->url.host, &slot,
+                                        &to)) != SL_REDIRECT_NONE) {
+            if (!sync_nodes(c) || ++rt[k].redirects > MAX_REDIRECTS) {
                 out[k].status = SLUICE_EPROTO;
                 sl_errf(err, err_len,
-                        "cluster: too many redirections for "
-                        "slot %u (last: %s)",
+                        "cluster: too many redirections for slot %u (last: "
+                        "%s)",
                         rt[k].slot, r->str);
             } else {
-                /* MOVED: the slot has a new owner; ASK: only this once. */
-                if (!ask) {
-                    c->slots[slot] = (int16_t)to;
+                /* MOVED updated the map (more may have moved: refresh);
+                 * ASK holds for this request only. */
+                if (kind == SL_REDIRECT_MOVED)
                     c->stale = true;
-                }
                 rt[k].node = to;
-                rt[k].asking = ask;
+                rt[k].asking = kind == SL_REDIRECT_ASK;
                 rt[k].pending = true;
             }
         } else if (r->type == REDIS_REPLY_ERROR &&
@@ -381,7 +348,7 @@ static sluice_status cluster_decide(void *p, const sl_request *reqs, size_t n,
         memset(&out[k], 0, sizeof(out[k]));
         out[k].status = request_slot(c, &reqs[k], &rt[k].slot, err, err_len);
         rt[k].pending = out[k].status == SLUICE_OK;
-        rt[k].node = c->slots[rt[k].slot];
+        rt[k].node = c->map.slots[rt[k].slot];
     }
     for (;;) {
         int64_t backoff = 0;
@@ -405,7 +372,7 @@ static sluice_status cluster_decide(void *p, const sl_request *reqs, size_t n,
             }
             for (k = 0; k < n; k++)
                 if (rt[k].pending && rt[k].node < 0)
-                    rt[k].node = c->slots[rt[k].slot];
+                    rt[k].node = c->map.slots[rt[k].slot];
             continue;
         }
         for (i = 0; i < c->nnodes; i++) {
@@ -438,7 +405,7 @@ static sluice_status cluster_decide(void *p, const sl_request *reqs, size_t n,
         if (c->stale && refresh(c, err, err_len) == SLUICE_OK) {
             for (k = 0; k < n; k++)
                 if (rt[k].pending && !rt[k].asking)
-                    rt[k].node = c->slots[rt[k].slot];
+                    rt[k].node = c->map.slots[rt[k].slot];
         }
         if (backoff > 0)
             sleep_ms(backoff);

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* slotmap.c - the routing table of redis-cluster://. */
+#include "slotmap.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void sl_slotmap_init(sl_slotmap *m)
+{
+    m->nnodes = 0;
+    memset(m->slots, 0xff, sizeof(m->slots));
+}
+
+int sl_slotmap_node(sl_slotmap *m, const char *host, int port)
+{
+    size_t i;
+
+    for (i = 0; i < m->nnodes; i++)
+        if (m->nodes[i].port == port && strcmp(m->nodes[i].host, host) == 0)
+            return (int)i;
+    if (m->nnodes == SL_MAX_NODES)
+        return -1;
+    snprintf(m->nodes[m->nnodes].host, sizeof(m->nodes[0].host), "%s", host);
+    m->nodes[m->nnodes].port = port;
+    return (int)m->nnodes++;
+}
+
+long sl_slotmap_load(sl_slotmap *m, const redisReply *r, const char *asked_host)
+{
+    long assigned = 0;
+    size_t k;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements == 0)
+        return -1;
+    for (k = 0; k < r->elements; k++) {
+        const redisReply *e = r->element[k], *node;
+        const char *host;
+        long long lo, hi, s;
+        int owner;
+
+        /* [start, end, [host, port, id, meta], replicas...] */
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+            e->element[0]->type != REDIS_REPLY_INTEGER ||
+            e->element[1]->type != REDIS_REPLY_INTEGER ||
+            e->element[2]->type != REDIS_REPLY_ARRAY ||
+            e->element[2]->elements < 2 ||
+            e->element[2]->element[1]->type != REDIS_REPLY_INTEGER)
+            return -1;
+        lo = e->element[0]->integer;
+        hi = e->element[1]->integer;
+        node = e->element[2];
+        host = node->element[0]->type == REDIS_REPLY_STRING &&
+                       node->element[0]->len > 0 &&
+                       strcmp(node->element[0]->str, "?") != 0
+                   ? node->element[0]->str
+                   : asked_host;
+        owner = sl_slotmap_node(m, host, (int)node->element[1]->integer);
+        if (lo < 0 || hi >= SL_NSLOTS || lo > hi)
+            return -1;
+        for (s = lo; s <= hi; s++) {
+            m->slots[s] = (int16_t)owner;
+            assigned++;
+        }
+    }
+    return assigned;
+}
+
+sl_redirect sl_slotmap_redirect(sl_slotmap *m, const char *msg,
+                                const char *from_host, unsigned *slot,
+                                int *node)
+{
+    sl_redirect kind;
+    char host[256] = "";
+    unsigned s;
+    int port, n = 0;
+
+    if (strncmp(msg, "MOVED ", 6) == 0)
+        kind = SL_REDIRECT_MOVED;
+    else if (strncmp(msg, "ASK ", 4) == 0)
+        kind = SL_REDIRECT_ASK;
+    else
+        return SL_REDIRECT_NONE;
+    msg += kind == SL_REDIRECT_MOVED ? 6 : 4;
+    /* "3999 127.0.0.1:6381", "3999 :6381" (the same host), "3999 ?:6381" */
+    if (sscanf(msg, "%u %n", &s, &n) != 1 || s >= SL_NSLOTS)
+        return SL_REDIRECT_NONE;
+    msg += n;
+    {
+        const char *colon = strrchr(msg, ':');
+        size_t hl;
+
+        if (colon == NULL || sscanf(colon + 1, "%d", &port) != 1 || port < 1 ||
+            port > 65535)
+            return SL_REDIRECT_NONE;
+        hl = (size_t)(colon - msg);
+        if (hl >= sizeof(host))
+            return SL_REDIRECT_NONE;
+        memcpy(host, msg, hl);
+        host[hl] = '\0';
+    }
+    if (host[0] == '\0' || strcmp(host, "?") == 0)
+        snprintf(host, sizeof(host), "%s", from_host);
+    *slot = s;
+    *node = sl_slotmap_node(m, host, port);
+    if (*node < 0)
+        return SL_REDIRECT_NONE;
+    if (kind == SL_REDIRECT_MOVED)
+        m->slots[s] = (int16_t)*node;
+    return kind;
+}
