@@ -321,6 +321,8 @@ static int64_t read_node(cluster *c, int i, const sl_request *reqs, route *rt,
         } else {
             out[k].status =
                 sl_evalsha_result(&reqs[k], r, &out[k], err, err_len);
+            if (out[k].status == SLUICE_EPROTO)
+                sl_conn_close(&nd->conn); /* out of step: start afresh */
         }
         freeReplyObject(r);
     }

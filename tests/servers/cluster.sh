@@ -27,14 +27,24 @@ start)
     mkdir -p "$dir"
     addrs=()
     for i in $(seq 1 $nodes); do
-        # The cluster bus listens on port + 10000: both must be free.
-        for _ in $(seq 1 50); do
-            p=$((20000 + RANDOM % 30000))
-            port_free "$p" && port_free $((p + 10000)) && break
+        # The cluster bus listens on port + 10000: both must be free, and
+        # below the ephemeral range.
+        started=0
+        for _ in $(seq 1 20); do
+            p=$((10000 + RANDOM % 12000))
+            port_free "$p" && port_free $((p + 10000)) || continue
+            if start_at "$dir/n$i" "$p" --cluster-enabled yes \
+                --cluster-config-file nodes.conf \
+                --cluster-node-timeout "${CLUSTER_NODE_TIMEOUT:-2000}"; then
+                started=1
+                break
+            fi
         done
-        start_at "$dir/n$i" "$p" --cluster-enabled yes \
-            --cluster-config-file nodes.conf \
-            --cluster-node-timeout "${CLUSTER_NODE_TIMEOUT:-2000}"
+        if [[ $started != 1 ]]; then
+            echo "cluster.sh: could not start node $i; see $dir/n$i/redis.log" >&2
+            stop_all
+            exit 1
+        fi
         addrs+=("127.0.0.1:$p")
     done
     redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 \

@@ -6,10 +6,12 @@ port_free() {
 }
 
 # A port that nothing listens on now (the caller still handles a race).
+# Ports stay below Linux's ephemeral range (32768 and up), where the many
+# outgoing connections of a test run could hold them.
 pick_port() {
     local p
     for _ in $(seq 1 100); do
-        p=$((20000 + RANDOM % 40000))
+        p=$((10000 + RANDOM % 12000))
         if port_free "$p"; then
             echo "$p"
             return 0
