@@ -137,6 +137,7 @@ SLUICE_API sluice_status sluice_ruleset_check(const sluice_ruleset *rs,
  *   redis://[user:password@]host:port[/db]   Lua scripts by EVALSHA
  *   redis+multi://[user:password@]host:port[/db]   MULTI/EXEC, no scripts
  *   twemproxy://[password@]host:port   plain pipelines a proxy can parse
+ *   redis-cluster://[user:password@]host:port[,host:port...]   slot-routed
  * Query options: ?timeout_ms=&connect_timeout_ms=&clock=local|server
  *   &fail=error|open|closed&prefix=&ttl_floor_ms=
  * opts may be NULL. On SLUICE_OK stores a handle in *out; else *out is NULL
