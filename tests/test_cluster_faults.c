@@ -25,29 +25,6 @@
 
 static const char *url, *dir;
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t real_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-
-    nanosleep(&ts, NULL);
-}
-
 /* ---- the nodes ---- */
 
 static int node_port(int i)
@@ -216,7 +193,7 @@ static void *load_thread(void *arg)
             snprintf(key, sizeof(key), "hot");
         else
             snprintf(key, sizeof(key), "user:%zu", ki);
-        lclk.t = real_ms();
+        lclk.t = tu_clock_ms(CLOCK_REALTIME);
         if (dirty[ki]) {
             /* After an error the key's state is unknown: forget it on both
              * sides before comparing again. */
@@ -229,7 +206,8 @@ static void *load_thread(void *arg)
             continue;
         }
         st = sluice_acquire(cl, key, strlen(key), &rs[ri], cost, &a);
-        record(mono_ms(), key_slot(load_prefix, key), st == SLUICE_OK);
+        record(tu_clock_ms(CLOCK_MONOTONIC), key_slot(load_prefix, key),
+               st == SLUICE_OK);
         pthread_mutex_lock(&load.lock);
         load.decisions++;
         if (st != SLUICE_OK && load.errors++ == 0)
@@ -262,7 +240,7 @@ static void *load_thread(void *arg)
         }
         /* About 2000 decisions a second. */
         if (k % 20 == 0)
-            sleep_ms(5);
+            tu_sleep_ms(5);
     }
     sluice_close(cl);
     sluice_close(mem);
@@ -279,7 +257,7 @@ static void load_start(void)
     load.decisions = load.errors = load.wrong = 0;
     load.first_error[0] = '\0';
     snprintf(load_prefix, sizeof(load_prefix), "cf%ld-%lld:", (long)getpid(),
-             (long long)mono_ms());
+             (long long)tu_clock_ms(CLOCK_MONOTONIC));
     assert_int_equal(pthread_create(&load_tid, NULL, load_thread, NULL), 0);
 }
 
@@ -389,7 +367,7 @@ static void every_master_serves_decisions(void **state)
             freeReplyObject(r);
     }
     load_start();
-    sleep_ms(2000);
+    tu_sleep_ms(2000);
     load_stop();
     for (i = 1; i <= NODES; i++) {
         redisReply *r = node_cmd(node_port(i), "INFO commandstats");
@@ -434,21 +412,23 @@ static void manual_failover_loses_no_decision(void **state)
 
     (void)state;
     load_start();
-    sleep_ms(500);
-    t0 = mono_ms();
+    tu_sleep_ms(500);
+    t0 = tu_clock_ms(CLOCK_MONOTONIC);
     r = node_cmd(replica, "CLUSTER FAILOVER");
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_STATUS);
     freeReplyObject(r);
-    start = mono_ms();
-    while (node_role(replica, &m) != 'm' && mono_ms() - start < 10000)
-        sleep_ms(20);
+    start = tu_clock_ms(CLOCK_MONOTONIC);
+    while (node_role(replica, &m) != 'm' &&
+           tu_clock_ms(CLOCK_MONOTONIC) - start < 10000)
+        tu_sleep_ms(20);
     assert_int_equal(node_role(replica, NULL), 'm');
-    sleep_ms(1500);
+    tu_sleep_ms(1500);
     load_stop();
     printf("# (a) CLUSTER FAILOVER on 127.0.0.1:%d (replica of %d): "
            "promoted after %lld ms\n",
-           replica, master, (long long)(mono_ms() - start - 1500));
+           replica, master,
+           (long long)(tu_clock_ms(CLOCK_MONOTONIC) - start - 1500));
     mark_slots_of(replica);
     report("a: manual failover", t0);
 }
@@ -463,7 +443,7 @@ static void migrating_a_live_slot_keeps_decisions_right(void **state)
 
     (void)state;
     load_start();
-    sleep_ms(500);
+    tu_sleep_ms(500);
     /* The slot of the hot key, which the load uses all the time. */
     snprintf(key, sizeof(key), "hot");
     slot = key_slot(load_prefix, key);
@@ -478,7 +458,7 @@ static void migrating_a_live_slot_keeps_decisions_right(void **state)
     }
     node_id(src, src_id, sizeof(src_id));
     node_id(dst, dst_id, sizeof(dst_id));
-    t0 = mono_ms();
+    t0 = tu_clock_ms(CLOCK_MONOTONIC);
     r = node_cmd(dst, "CLUSTER SETSLOT %u IMPORTING %s", slot, src_id);
     assert_int_equal(r->type, REDIS_REPLY_STATUS);
     freeReplyObject(r);
@@ -501,7 +481,7 @@ static void migrating_a_live_slot_keeps_decisions_right(void **state)
             moved++;
         freeReplyObject(r);
         freeReplyObject(keys);
-        sleep_ms(100);
+        tu_sleep_ms(100);
     }
     for (i = 1; i <= NODES; i++) {
         int p = node_port(i);
@@ -512,11 +492,12 @@ static void migrating_a_live_slot_keeps_decisions_right(void **state)
                 freeReplyObject(r);
         }
     }
-    sleep_ms(1000);
+    tu_sleep_ms(1000);
     load_stop();
     printf("# (b) slot %u with live keys migrated from 127.0.0.1:%d to "
            "127.0.0.1:%d, %d keys moved one by one in %lld ms\n",
-           slot, src, dst, moved, (long long)(mono_ms() - t0 - 1000));
+           slot, src, dst, moved,
+           (long long)(tu_clock_ms(CLOCK_MONOTONIC) - t0 - 1000));
     assert_true(moved > 0);
     memset(affected, 0, sizeof(affected));
     affected[slot] = true;
@@ -542,17 +523,19 @@ static void a_killed_master_is_replaced(void **state)
         fclose(f);
     }
     load_start();
-    sleep_ms(500);
-    t0 = mono_ms();
+    tu_sleep_ms(500);
+    t0 = tu_clock_ms(CLOCK_MONOTONIC);
     assert_int_equal(kill((pid_t)pid, SIGKILL), 0);
-    start = mono_ms();
-    while (node_role(replica, NULL) != 'm' && mono_ms() - start < 20000)
-        sleep_ms(50);
-    sleep_ms(1500);
+    start = tu_clock_ms(CLOCK_MONOTONIC);
+    while (node_role(replica, NULL) != 'm' &&
+           tu_clock_ms(CLOCK_MONOTONIC) - start < 20000)
+        tu_sleep_ms(50);
+    tu_sleep_ms(1500);
     load_stop();
     printf("# (c) master 127.0.0.1:%d killed; its replica 127.0.0.1:%d took "
            "over after %lld ms\n",
-           master, replica, (long long)(mono_ms() - start - 1500));
+           master, replica,
+           (long long)(tu_clock_ms(CLOCK_MONOTONIC) - start - 1500));
     mark_slots_of(replica);
     report("c: master killed", t0);
 }

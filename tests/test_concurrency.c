@@ -20,14 +20,6 @@
 static const char *url;
 static const char *unsupported = ""; /* algorithms the backend refuses */
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int64_t fixed_now; /* virtual time for every child; 0: real */
 
 static int64_t virtual_clock(void *ctx)
@@ -150,7 +142,7 @@ static void exact_algorithms_admit_exactly_the_limit(void **state)
         for (k = 0; k < sizeof(rules) / sizeof(rules[0]); k++) {
             sluice_ruleset rs;
             int64_t k0, k1, e, total;
-            int64_t t0 = now_ms();
+            int64_t t0 = tu_clock_ms(CLOCK_REALTIME);
 
             if (unsupported[0] != '\0' && (strstr(rules[k], "token") != NULL ||
                                            strstr(rules[k], "gcra") != NULL))
@@ -159,7 +151,8 @@ static void exact_algorithms_admit_exactly_the_limit(void **state)
                              SLUICE_OK);
             total = run(u, rules[k], round++);
             sl_window_locate(&rs.rules[0], t0, &k0, &e);
-            sl_window_locate(&rs.rules[0], now_ms(), &k1, &e);
+            sl_window_locate(&rs.rules[0], tu_clock_ms(CLOCK_REALTIME), &k1,
+                             &e);
             printf("# %s %s: %d processes x %d attempts, admitted %lld "
                    "(limit 1000)\n",
                    rules[k], clocks[c][0] ? "server clock" : "client clock",

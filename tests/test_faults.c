@@ -19,14 +19,6 @@ static const char *url;
 static char host[256];
 static int port;
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Sends one command on a fresh connection of our own. */
 static void admin(const char *cmd)
 {
@@ -91,9 +83,9 @@ static void a_frozen_server_times_out_then_recovers(void **state)
                      SLUICE_OK);
     assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
     pid = freeze("1.5");
-    t0 = mono_ms();
+    t0 = tu_clock_ms(CLOCK_MONOTONIC);
     assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_ETIMEOUT);
-    took = mono_ms() - t0;
+    took = tu_clock_ms(CLOCK_MONOTONIC) - t0;
     printf("# frozen server: SLUICE_ETIMEOUT after %lld ms (timeout 100 ms): "
            "%s\n",
            (long long)took, sluice_errmsg(sl));

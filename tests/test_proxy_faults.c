@@ -15,21 +15,6 @@
 
 static const char *url, *script, *dir;
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-
-    nanosleep(&ts, NULL);
-}
-
 static void servers_script(const char *verb, int n)
 {
     char cmd[1024];
@@ -110,23 +95,23 @@ static void a_killed_server_fails_fast_and_recovers(void **state)
     /* Decisions every 20 ms on both keys; kill server 2 at 0.5 s, start
      * it again 2 s later; stop once its key succeeds again (15 s cap). */
     {
-        int64_t start = mono_ms();
+        int64_t start = tu_clock_ms(CLOCK_MONOTONIC);
 
-        for (i = 0; mono_ms() - start < 15000; i++) {
-            int64_t now = mono_ms(), t0, took;
+        for (i = 0; tu_clock_ms(CLOCK_MONOTONIC) - start < 15000; i++) {
+            int64_t now = tu_clock_ms(CLOCK_MONOTONIC), t0, took;
             sluice_status st;
 
             if (t_kill == 0 && now - start >= 500) {
                 servers_script("kill", 2);
-                t_kill = mono_ms();
+                t_kill = tu_clock_ms(CLOCK_MONOTONIC);
             }
             if (t_kill != 0 && t_revive == 0 && now - t_kill >= 2000) {
                 servers_script("revive", 2);
-                t_revive = mono_ms();
+                t_revive = tu_clock_ms(CLOCK_MONOTONIC);
             }
-            t0 = mono_ms();
+            t0 = tu_clock_ms(CLOCK_MONOTONIC);
             st = sluice_acquire(sl, keys[2], strlen(keys[2]), &rs, 1, &r);
-            took = mono_ms() - t0;
+            took = tu_clock_ms(CLOCK_MONOTONIC) - t0;
             slowest = took > slowest ? took : slowest;
             if (st != SLUICE_OK) {
                 /* A clear status and a message naming the proxy. */
@@ -137,11 +122,11 @@ static void a_killed_server_fails_fast_and_recovers(void **state)
                 if (t_kill == 0)
                     fail_msg("error before the kill: %s", sluice_errmsg(sl));
                 if (errors++ == 0) {
-                    t_err = mono_ms();
+                    t_err = tu_clock_ms(CLOCK_MONOTONIC);
                     printf("# first error: %s\n", sluice_errmsg(sl));
                 }
             } else if (t_revive != 0) {
-                t_ok = mono_ms();
+                t_ok = tu_clock_ms(CLOCK_MONOTONIC);
                 break;
             }
             if (sluice_acquire(sl, keys[1], strlen(keys[1]), &rs, 1, &r) ==
@@ -150,7 +135,7 @@ static void a_killed_server_fails_fast_and_recovers(void **state)
             else
                 fail_msg("the healthy server's key failed: %s",
                          sluice_errmsg(sl));
-            sleep_ms(20);
+            tu_sleep_ms(20);
         }
     }
     sluice_close(sl);

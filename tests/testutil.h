@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Resolves "@path" to the URL written in that file (by the server start
@@ -45,6 +46,22 @@ static inline const char *tu_url(const char *arg)
         if (buf[i] == '\n')
             buf[i] = ',';
     return buf;
+}
+
+/* Milliseconds of the monotonic and of the real-time clock. */
+static inline int64_t tu_clock_ms(clockid_t id)
+{
+    struct timespec ts;
+
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline void tu_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+
+    nanosleep(&ts, NULL);
 }
 
 typedef struct tu_clock {
