@@ -93,6 +93,15 @@ static int64_t with_floor(const sl_plain *p, int64_t ttl)
     return sl_max64(ttl, (int64_t)p->url->opts.ttl_floor_ms);
 }
 
+/* A log entry's member: its stamp, its cost, and a nonce that makes it
+ * unique among the handles of every process. */
+static void log_member(sl_plain *p, int64_t x, int64_t cost, char *buf,
+                       size_t len)
+{
+    snprintf(buf, len, "%lld:%lld:%016llx", (long long)x, (long long)cost,
+             (unsigned long long)++p->nonce);
+}
+
 /* Appends one command; hiredis formats it into the output buffer. */
 #define APPEND(p, ...) redisAppendCommand((p)->conn.c, __VA_ARGS__)
 
@@ -177,9 +186,7 @@ static size_t append_block(sl_plain *p, job *j)
             break;
         case SLUICE_LOG:
             io->ttl = with_floor(p, 2 * per);
-            snprintf(io->member, sizeof(io->member), "%lld:%lld:%016llx",
-                     (long long)t, (long long)rq->cost,
-                     (unsigned long long)++p->nonce);
+            log_member(p, t, rq->cost, io->member, sizeof(io->member));
             APPEND(p, "ZADD %b %lld %s", key, kl, (long long)t, io->member);
             APPEND(p, "ZREMRANGEBYSCORE %b -inf %lld", key, kl,
                    (long long)(t - per));
@@ -434,9 +441,7 @@ static size_t append_restamp(sl_plain *p, job *j)
         if (r->algorithm != SLUICE_LOG || j->ch[i].x == j->rq->now_ms)
             continue;
         kl = rule_key(p, j->rq, r, false, 0, key);
-        snprintf(member, sizeof(member), "%lld:%lld:%016llx",
-                 (long long)j->ch[i].x, (long long)j->rq->cost,
-                 (unsigned long long)++p->nonce);
+        log_member(p, j->ch[i].x, j->rq->cost, member, sizeof(member));
         APPEND(p, "ZREM %b %s", key, kl, j->io[i].member);
         APPEND(p, "ZADD %b %lld %s", key, kl, (long long)j->ch[i].x, member);
         APPEND(p, "PEXPIRE %b %lld", key, kl,
@@ -485,9 +490,7 @@ static size_t append_writes(sl_plain *p, job *j)
             n += 2;
             break;
         case SLUICE_LOG:
-            snprintf(member, sizeof(member), "%lld:%lld:%016llx",
-                     (long long)j->ch[i].x, (long long)j->rq->cost,
-                     (unsigned long long)++p->nonce);
+            log_member(p, j->ch[i].x, j->rq->cost, member, sizeof(member));
             APPEND(p, "ZADD %b %lld %s", key, kl, (long long)j->ch[i].x,
                    member);
             APPEND(p, "ZREMRANGEBYSCORE %b -inf %lld", key, kl,
