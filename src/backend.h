@@ -6,7 +6,7 @@
 
 #include "internal.h"
 
-#define SL_BACKEND_VERSION 1
+#define SL_BACKEND_VERSION 2
 
 typedef enum sl_op {
     SL_OP_ACQUIRE = 1,
@@ -41,12 +41,17 @@ typedef struct sl_backend {
      * undefined. A reset fills nothing but out[i].status. */
     sluice_status (*decide)(void *state, const sl_request *reqs, size_t n,
                             sluice_result *out, char *err, size_t err_len);
+
+    /* Version 2. Optional, NULL = none: network round trips so far. */
+    uint64_t (*round_trips)(void *state);
 } sl_backend;
 
 /* For tests: the backend state of a handle, and the number of entries a
  * memory store holds. */
 void *sl_handle_state(const sluice *sl);
 size_t sl_memory_count(void *state);
+/* For the benchmark: network round trips the handle has made. */
+uint64_t sl_handle_round_trips(const sluice *sl);
 
 extern const sl_backend sl_backend_memory;
 extern const sl_backend sl_backend_evalsha;

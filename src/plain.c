@@ -825,3 +825,8 @@ void sl_plain_close(void *state)
     sl_conn_close(&p->conn);
     sl_free(p);
 }
+
+uint64_t sl_plain_round_trips(void *state)
+{
+    return ((sl_plain *)state)->conn.round_trips;
+}

@@ -20,6 +20,7 @@ typedef struct sl_plain {
 sluice_status sl_plain_open(const sl_url *url, bool multi, void **state,
                             char *err, size_t err_len);
 void sl_plain_close(void *state);
+uint64_t sl_plain_round_trips(void *state);
 sluice_status sl_plain_decide(void *state, const sl_request *reqs, size_t n,
                               sluice_result *out, char *err, size_t err_len);
 

@@ -21,6 +21,7 @@ void sl_conn_init(sl_conn *cn, const sl_url *url, const char *who)
     cn->c = NULL;
     cn->url = url;
     cn->who = who;
+    cn->round_trips = 0;
 }
 
 void sl_conn_close(sl_conn *cn)
@@ -150,6 +151,12 @@ sluice_status sl_conn_read(sl_conn *cn, redisReply **rep, char *err,
 {
     void *r = NULL;
 
+    /* A reply already in the reader costs no round trip. */
+    if (redisReaderGetReply(cn->c->reader, &r) == REDIS_OK && r != NULL) {
+        *rep = r;
+        return SLUICE_OK;
+    }
+    cn->round_trips++;
     if (redisGetReply(cn->c, &r) != REDIS_OK || r == NULL)
         return transport_error(cn, "reading a reply", err, err_len);
     *rep = r;

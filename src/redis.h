@@ -9,9 +9,10 @@
 #include <hiredis/hiredis.h>
 
 typedef struct sl_conn {
-    redisContext *c;   /* NULL until connected, and after a failure */
-    const sl_url *url; /* host, port, credentials, timeouts */
-    const char *who;   /* backend name, for messages */
+    redisContext *c;      /* NULL until connected, and after a failure */
+    const sl_url *url;    /* host, port, credentials, timeouts */
+    const char *who;      /* backend name, for messages */
+    uint64_t round_trips; /* replies that had to wait for the network */
 } sl_conn;
 
 void sl_conn_init(sl_conn *cn, const sl_url *url, const char *who);

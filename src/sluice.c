@@ -92,6 +92,13 @@ const char *sluice_errmsg(const sluice *sl)
     return sl == NULL ? "handle is NULL" : sl->errmsg;
 }
 
+uint64_t sl_handle_round_trips(const sluice *sl)
+{
+    return sl->backend->round_trips != NULL
+               ? sl->backend->round_trips(sl->state)
+               : 0;
+}
+
 void *sl_handle_state(const sluice *sl)
 {
     return sl->state;

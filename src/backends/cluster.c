@@ -427,10 +427,22 @@ static sluice_status cluster_decide(void *p, const sl_request *reqs, size_t n,
     return st;
 }
 
+static uint64_t cluster_round_trips(void *p)
+{
+    const cluster *c = p;
+    uint64_t n = 0;
+    size_t i;
+
+    for (i = 0; i < c->nnodes; i++)
+        n += c->nodes[i]->conn.round_trips;
+    return n;
+}
+
 const sl_backend sl_backend_cluster = {
     .name = "cluster",
     .version = SL_BACKEND_VERSION,
     .open = cluster_open,
     .close = cluster_close,
     .decide = cluster_decide,
+    .round_trips = cluster_round_trips,
 };

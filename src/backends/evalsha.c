@@ -223,10 +223,16 @@ done:
     return st;
 }
 
+static uint64_t evalsha_round_trips(void *p)
+{
+    return ((state *)p)->conn.round_trips;
+}
+
 const sl_backend sl_backend_evalsha = {
     .name = "evalsha",
     .version = SL_BACKEND_VERSION,
     .open = evalsha_open,
     .close = evalsha_close,
     .decide = evalsha_decide,
+    .round_trips = evalsha_round_trips,
 };

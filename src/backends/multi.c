@@ -16,4 +16,5 @@ const sl_backend sl_backend_multi = {
     .open = multi_open,
     .close = sl_plain_close,
     .decide = sl_plain_decide,
+    .round_trips = sl_plain_round_trips,
 };

@@ -17,4 +17,5 @@ const sl_backend sl_backend_twemproxy = {
     .open = twemproxy_open,
     .close = sl_plain_close,
     .decide = sl_plain_decide,
+    .round_trips = sl_plain_round_trips,
 };
