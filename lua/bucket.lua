@@ -56,5 +56,7 @@ end
 local function bucket_charge(s, floor)
     local dd = bucket_after(s, true)
     redis.call('HSET', s.key, 'x', fmt(s.u), 'd', fmt(dd))
+    -- keep_for, not a bare PEXPIRE: a limit raised at run time drains the
+    -- backlog faster and would ask for less than the last charge's rule.
     keep_for(s.key, s.gap + cdiv(dd, s.limit) + s.period, floor)
 end

@@ -78,5 +78,7 @@ local function log_charge(s, floor)
     redis.call('ZADD', s.key, stamp,
         stamp .. ':' .. fmt(s.c) .. ':' .. fmt(n))
     redis.call('ZREMRANGEBYSCORE', s.key, '-inf', fmt(u - s.period))
-    keep_for(s.key, s.gap + 2 * s.period, floor)
+    -- The newest entry is this one, at u: the expiry it asks for never
+    -- comes before the last one's, so no PTTL is needed.
+    redis.call('PEXPIRE', s.key, fmt(math.max(s.gap + 2 * s.period, floor)))
 end

@@ -61,10 +61,15 @@ end
 local function window_read(s)
     local hi, lo, e = window_locate(s.t, s.period, s.off)
     s.khi, s.klo, s.e, s.te = hi, lo, e, s.period - e
-    local v = redis.call('HMGET', s.key, wfield(hi, lo),
-        wfield(wstep(hi, lo, -1)))
-    s.cur = tonumber(v[1]) or 0
-    s.prev = tonumber(v[2]) or 0
+    if s.algo == 1 then
+        s.cur = tonumber(redis.call('HGET', s.key, wfield(hi, lo))) or 0
+        s.prev = 0
+    else
+        local v = redis.call('HMGET', s.key, wfield(hi, lo),
+            wfield(wstep(hi, lo, -1)))
+        s.cur = tonumber(v[1]) or 0
+        s.prev = tonumber(v[2]) or 0
+    end
     -- A never-fit cost is decided before any product: c * P may not be
     -- exact.
     s.never = s.c > s.limit
@@ -127,7 +132,13 @@ local function sliding_outputs(s, charged)
 end
 
 local function window_charge(s, floor)
-    redis.call('HINCRBY', s.key, wfield(s.khi, s.klo), fmt(s.c))
+    local n = redis.call('HINCRBY', s.key, wfield(s.khi, s.klo), fmt(s.c))
+    -- Only the first charge of a window needs the rest: the window's end,
+    -- and so the TTL it needs, is the same for every later charge in it
+    -- (TTLs only grow, and keep_for raises them from the first).
+    if n ~= s.c then
+        return
+    end
     -- fixed needs window k only, sliding k and k - 1; keep one more window
     -- for late requests that still fall in it. Later windows stay.
     local back, ttl = -1, s.te + s.period
