@@ -35,13 +35,20 @@ typedef enum pattern {
 } pattern;
 
 typedef enum mode {
-    MODE_SEQ,    /* one connection, one decision at a time */
-    MODE_PIPE,   /* one connection, 16 in flight (acquire-many) */
-    MODE_THREADS /* 50 threads, each its own handle */
+    MODE_SEQ,     /* one connection, one decision at a time */
+    MODE_PIPE,    /* one connection, 16 in flight (acquire-many) */
+    MODE_THREADS, /* 50 threads, each its own handle */
+    MODE_PIPE50   /* one connection, 50 in flight (acquire-many) */
 } mode;
 
 static const char *const pattern_names[] = {"hot", "uniform", "zipf"};
-static const char *const mode_names[] = {"seq", "pipe16", "conc50"};
+static const char *const mode_names[] = {"seq", "pipe16", "conc50", "pipe50"};
+
+/* Decisions in flight on one connection. */
+static int batch_of(mode m)
+{
+    return m == MODE_PIPE ? PIPE : m == MODE_PIPE50 ? 50 : 1;
+}
 
 typedef struct target {
     char name[32];
@@ -276,7 +283,7 @@ static void *floor_worker(void *arg)
     int port;
     redisContext *rc;
     uint64_t rng = (uint64_t)0x9e3779b97f4a7c15ULL ^ (uint64_t)w->id;
-    int batch = c->md == MODE_PIPE ? PIPE : 1;
+    int batch = batch_of(c->md);
 
     if (sscanf(strstr(c->tgt->url, "://") + 3, "%255[^:]:%d", host, &port) != 2)
         return NULL;
@@ -326,10 +333,10 @@ static void *sluice_worker(void *arg)
     sluice *sl = NULL;
     char err[512];
     uint64_t rng = (uint64_t)0x9e3779b97f4a7c15ULL ^ ((uint64_t)w->id << 32);
-    char keys[PIPE][32];
-    sluice_request reqs[PIPE];
-    sluice_result out[PIPE];
-    int batch = c->md == MODE_PIPE ? PIPE : 1, i;
+    char keys[50][32];
+    sluice_request reqs[50];
+    sluice_result out[50];
+    int batch = batch_of(c->md), i;
 
     memset(&o, 0, sizeof(o));
     o.key_prefix = c->prefix;
@@ -535,11 +542,40 @@ static void load_trivial_script(const target *t)
     }
 }
 
+/* N sequential decisions on url: run under callgrind twice with two N
+ * to get the client's instructions per decision. */
+static int instructions(const char *url, long n)
+{
+    sluice_ruleset rs;
+    sluice_result r;
+    sluice *sl;
+    char key[32], err[512];
+    uint64_t rng = 88172645463325252ULL;
+    long i;
+
+    if (sluice_ruleset_parse("fixed:1000/1s", &rs, NULL, 0) != SLUICE_OK ||
+        sluice_open(url, NULL, &sl, err, sizeof(err)) != SLUICE_OK) {
+        fprintf(stderr, "sluice-bench: %s\n", err);
+        return 1;
+    }
+    for (i = 0; i < n; i++) {
+        snprintf(key, sizeof(key), "k%u", next_key(PAT_UNIFORM, &rng));
+        if (sluice_acquire(sl, key, strlen(key), &rs, 1, &r) != SLUICE_OK) {
+            fprintf(stderr, "sluice-bench: %s\n", sluice_errmsg(sl));
+            sluice_close(sl);
+            return 1;
+        }
+    }
+    sluice_close(sl);
+    return 0;
+}
+
 static void usage(void)
 {
     fprintf(stderr,
             "usage: sluice-bench --target NAME=URL[|host:port,...] ... "
             "[--seconds S] [--json FILE]\n"
+            "       sluice-bench --instructions URL --decisions N\n"
             "  NAME redis, multi, twemproxy, lua-proxy, cluster, mem: the "
             "backends;\n"
             "  the servers after '|' are read with INFO (default: the "
@@ -552,6 +588,8 @@ int main(int argc, char **argv)
         {"target", required_argument, NULL, 't'},
         {"seconds", required_argument, NULL, 's'},
         {"json", required_argument, NULL, 'j'},
+        {"instructions", required_argument, NULL, 'i'},
+        {"decisions", required_argument, NULL, 'n'},
         {NULL, 0, NULL, 0}};
     static const char *const rules[] = {"fixed:1000/1s", "sliding:1000/1s",
                                         "log:100/1s", "token:1000/1s",
@@ -560,6 +598,8 @@ int main(int argc, char **argv)
     size_t ncells = 0, cap = 512, i, r;
     int opt;
     double h = 0;
+    const char *instr_url = NULL;
+    long instr_n = 0;
 
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (opt) {
@@ -590,6 +630,12 @@ int main(int argc, char **argv)
         case 's':
             seconds = atof(optarg);
             break;
+        case 'i':
+            instr_url = optarg;
+            break;
+        case 'n':
+            instr_n = atol(optarg);
+            break;
         case 'j':
             json = fopen(optarg, "w");
             break;
@@ -598,6 +644,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (instr_url != NULL)
+        return instructions(instr_url, instr_n);
     if (ntargets == 0) {
         usage();
         return 2;
@@ -649,6 +697,13 @@ int main(int argc, char **argv)
                                                  .md = (mode)m};
         }
     }
+    /* 50 in flight on one connection: the figure set against the peers. */
+    for (i = 0; i < ntargets; i++)
+        if (strcmp(targets[i].name, "redis") == 0)
+            cells[ncells++] = (cell){.tgt = &targets[i],
+                                     .rule = rules[0],
+                                     .pat = PAT_UNIFORM,
+                                     .md = MODE_PIPE50};
     if (json != NULL)
         fprintf(json, "{\"seconds_per_cell\": %.2f, \"cells\": [", seconds);
     printf("%-44s %-7s %-6s %10s %7s %7s %8s %5s %5s %7s %7s %6s\n",

@@ -5,6 +5,16 @@ port_free() {
     ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# SERVER_CPUS (e.g. "0") pins every server to those CPUs (the benchmark
+# keeps the load on the others).
+pin() {
+    if [[ -n ${SERVER_CPUS:-} ]]; then
+        taskset -c "$SERVER_CPUS" "$@"
+    else
+        "$@"
+    fi
+}
+
 # A port that nothing listens on now (the caller still handles a race).
 # Ports stay below Linux's ephemeral range (32768 and up), where the many
 # outgoing connections of a test run could hold them.
@@ -47,7 +57,7 @@ start_redis() {
     stop_recorded "$dir"
     for _ in $(seq 1 20); do
         port=$(pick_port) || continue
-        redis-server --port "$port" --bind 127.0.0.1 --save '' \
+        pin redis-server --port "$port" --bind 127.0.0.1 --save '' \
             --appendonly no --daemonize yes --dir "$dir" \
             --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
             --enable-debug-command yes "$@" || continue
@@ -78,7 +88,7 @@ restart_redis() {
     local dir=$1 port
     port=$(cat "$dir/port")
     shift
-    redis-server --port "$port" --bind 127.0.0.1 --save '' \
+    pin redis-server --port "$port" --bind 127.0.0.1 --save '' \
         --appendonly no --daemonize yes --dir "$dir" \
         --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
         --enable-debug-command yes "$@"

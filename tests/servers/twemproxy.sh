@@ -39,7 +39,7 @@ sluice:
    - 127.0.0.1:$(cat "$dir/r1/port"):1 server1
    - 127.0.0.1:$(cat "$dir/r2/port"):1 server2
 YML
-        nutcracker -d -c "$dir/proxy/nutcracker.yml" -p "$dir/proxy/pid" \
+        pin nutcracker -d -c "$dir/proxy/nutcracker.yml" -p "$dir/proxy/pid" \
             -o "$dir/proxy/nutcracker.log" -s "$stats" -a 127.0.0.1 || continue
         for _ in $(seq 1 50); do
             port_free "$port" || break

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# run.sh - the whole comparison in one command: builds sluice-bench, starts
+# its own servers on loopback (Redis, two Redis behind nutcracker, a 6-node
+# cluster), measures every backend and algorithm against the INCR and
+# EVALSHA floors and against the peers (rate-limiter-flexible, Python's
+# limits), counts client instructions per decision under callgrind, and
+# writes bench/out/{table.txt,results.json,*.png}.
+#   bench/run.sh [--seconds S]      (S per cell, default 0.8)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=0.8
+if [[ ${1:-} == --seconds ]]; then
+    seconds=$2
+fi
+out=bench/out
+servers=$out/servers
+mkdir -p "$out"
+
+# What the harness needs beyond the tests: gnuplot, the peers' runtimes.
+scripts/install-deps.sh --test
+missing=()
+for p in gnuplot-nox python3-limits python3-redis nodejs npm; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+        { [[ $p == nodejs || $p == npm ]] && command -v "${p/nodejs/node}" >/dev/null; } ||
+        missing+=("$p")
+done
+if ((${#missing[@]})); then
+    sudo=""
+    [[ $(id -u) -ne 0 ]] && sudo=sudo
+    echo "run.sh: installing ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [[ ! -d bench/peers/node_modules/rate-limiter-flexible ]]; then
+    echo "run.sh: installing rate-limiter-flexible and ioredis from npm"
+    (cd bench/peers && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+
+cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSLUICE_TESTS=OFF >/dev/null
+cmake --build build-bench -j "$(nproc)" >/dev/null
+
+# Servers on CPU 0, the load on the others (when there are two or more).
+cpus=$(nproc)
+load=()
+if ((cpus >= 2)); then
+    export SERVER_CPUS=0
+    load=(taskset -c "1-$((cpus - 1))")
+fi
+trap 'tests/servers/stop-all.sh "$servers"' EXIT
+tests/servers/redis.sh start "$servers/redis" >/dev/null
+tests/servers/twemproxy.sh start "$servers/twemproxy" >/dev/null
+tests/servers/cluster.sh start "$servers/cluster" >/dev/null
+r=$(cat "$servers/redis/port")
+tw=$(cat "$servers/twemproxy/url")
+tws=$(paste -sd, "$servers/twemproxy/servers")
+cl=$(cat "$servers/cluster/url")
+cls=$(paste -sd, "$servers/cluster/servers")
+
+echo "== sluice-bench ($seconds s a cell; servers on CPU ${SERVER_CPUS:-any})"
+"${load[@]}" build-bench/sluice-bench --seconds "$seconds" --json "$out/sluice.json" \
+    --target "redis=redis://127.0.0.1:$r" \
+    --target "multi=$(cat "$servers/redis/url-multi")" \
+    --target "twemproxy=$tw|$tws" \
+    --target "lua-proxy=$(cat "$servers/twemproxy/url-lua")|$tws" \
+    --target "cluster=$cl|$cls" \
+    --target "mem=mem://" | tee "$out/sluice.txt"
+
+echo "== peers on the same Redis, same key patterns"
+: >"$out/peers.jsonl"
+for pat in hot uniform zipf; do
+    for mode in seq inflight50; do
+        "${load[@]}" node bench/peers/rlf.js "$r" "$mode" "$pat" 2 >>"$out/peers.jsonl"
+    done
+    for strat in fixed moving; do
+        "${load[@]}" /usr/bin/python3 bench/peers/limits_bench.py "$r" "$strat" "$pat" 2 >>"$out/peers.jsonl"
+    done
+done
+
+echo "== client instructions per decision (callgrind)"
+: >"$out/instructions.txt"
+for url in "mem://" "redis://127.0.0.1:$r"; do
+    counts=()
+    for n in 2000 12000; do
+        counts+=("$(valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+            build-bench/sluice-bench --instructions "$url" --decisions "$n" 2>&1 |
+            sed -n 's/.*Collected : \([0-9]*\).*/\1/p')")
+    done
+    echo "$url $(((counts[1] - counts[0]) / 10000))" >>"$out/instructions.txt"
+done
+cat "$out/instructions.txt"
+
+/usr/bin/python3 bench/report.py "$out" "$(nproc)" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
