@@ -12,7 +12,7 @@ seconds=0.8
 if [[ ${1:-} == --seconds ]]; then
     seconds=$2
 fi
-out=bench/out
+out=$(pwd)/bench/out
 servers=$out/servers
 mkdir -p "$out"
 
