@@ -20,13 +20,41 @@
 -- Malformed ARGV (the C side validates first) gives an error reply and
 -- writes nothing.
 
-local algos = {
-    { read = window_read, outputs = fixed_outputs, charge = window_charge },
-    { read = window_read, outputs = sliding_outputs, charge = window_charge },
-    { read = log_read, outputs = log_outputs, charge = log_charge },
-    { read = bucket_read, outputs = bucket_outputs, charge = bucket_charge },
-    { read = bucket_read, outputs = bucket_outputs, charge = bucket_charge },
-}
+-- Dispatch by algorithm (1 fixed, 2 sliding, 3 log, 4 token, 5 gcra),
+-- without building tables on every call.
+local function rule_read(r)
+    local a = r.algo
+    if a <= 2 then
+        window_read(r)
+    elseif a == 3 then
+        log_read(r)
+    else
+        bucket_read(r)
+    end
+end
+
+local function rule_outputs(r, all)
+    local a = r.algo
+    if a == 1 then
+        return fixed_outputs(r, all)
+    elseif a == 2 then
+        return sliding_outputs(r, all)
+    elseif a == 3 then
+        return log_outputs(r, all)
+    end
+    return bucket_outputs(r, all)
+end
+
+local function rule_charge(r, floor)
+    local a = r.algo
+    if a <= 2 then
+        window_charge(r, floor)
+    elseif a == 3 then
+        log_charge(r, floor)
+    else
+        bucket_charge(r, floor)
+    end
+end
 
 -- The C side has checked every value against the accepted ranges before
 -- sending it; the script only converts, and refuses a malformed call.
@@ -40,12 +68,17 @@ local function parse()
     local rules = {}
     for i = 1, n do
         local b = 5 + 5 * (i - 1)
+        -- Every field any algorithm sets is named here, so that the table
+        -- is sized once instead of growing (and rehashing) as it fills.
         local r = {
             key = KEYS[i], c = c, algo = tonumber(ARGV[b]),
             limit = tonumber(ARGV[b + 1]), period = tonumber(ARGV[b + 2]),
             burst = tonumber(ARGV[b + 3]), off = tonumber(ARGV[b + 4]),
+            t = 0, gap = 0, cur = 0, prev = 0, e = 0, te = 0, k = false,
+            khi = 0, klo = 0, field = false, admit = false, never = false,
+            u = 0, du = 0, sum = 0, newest = 0, xs = false, cs = false,
         }
-        if c == nil or r.algo == nil or algos[r.algo] == nil or
+        if c == nil or r.algo == nil or r.algo < 1 or r.algo > 5 or
             r.limit == nil or r.period == nil or r.burst == nil or
             r.off == nil then
             return nil, 'sluice script: ARGV of rule ' .. i ..
@@ -73,7 +106,7 @@ for i = 1, #rules do
     local r = rules[i]
     r.t = t
     r.gap = 0
-    algos[r.algo].read(r)
+    rule_read(r)
     if not r.admit then
         all = false
     end
@@ -83,27 +116,27 @@ end
 local result = {}
 for i = 1, #rules do
     local r = rules[i]
-    local remaining, retry, reset = algos[r.algo].outputs(r, all)
-    local admitted, never = 0, 0
+    local remaining, retry, reset = rule_outputs(r, all)
+    local admitted, never, o = 0, 0, 6 * (i - 1)
     if r.admit then
         admitted = 1
     end
     if r.never then
         never = 1
     end
-    result[#result + 1] = admitted
-    result[#result + 1] = never
-    result[#result + 1] = remaining
-    result[#result + 1] = retry
-    result[#result + 1] = reset
-    result[#result + 1] = r.gap
+    result[o + 1] = admitted
+    result[o + 2] = never
+    result[o + 3] = remaining
+    result[o + 4] = retry
+    result[o + 5] = reset
+    result[o + 6] = r.gap
 end
 
 -- Phase 3: charge every rule, or none.
 if req.acquire and all then
     for i = 1, #rules do
         local r = rules[i]
-        algos[r.algo].charge(r, req.floor)
+        rule_charge(r, req.floor)
     end
 end
 

@@ -59,14 +59,30 @@ local function window_locate(t, p, off)
 end
 
 local function window_read(s)
-    local hi, lo, e = window_locate(s.t, s.period, s.off)
-    s.khi, s.klo, s.e, s.te = hi, lo, e, s.period - e
+    local shifted = s.t + s.off
+    if shifted >= 0 and shifted < 4503599627370496 then
+        -- The common case: t + off is exact (below 2^52), and so are e,
+        -- k and k - 1 as plain numbers.
+        local e = math.fmod(shifted, s.period)
+        local k = (shifted - e) / s.period
+        s.k, s.e, s.te = k, e, s.period - e
+        s.field = fmt(k)
+    else
+        local hi, lo, e = window_locate(s.t, s.period, s.off)
+        s.khi, s.klo, s.e, s.te = hi, lo, e, s.period - e
+        s.field = wfield(hi, lo)
+    end
     if s.algo == 1 then
-        s.cur = tonumber(redis.call('HGET', s.key, wfield(hi, lo))) or 0
+        s.cur = tonumber(redis.call('HGET', s.key, s.field)) or 0
         s.prev = 0
     else
-        local v = redis.call('HMGET', s.key, wfield(hi, lo),
-            wfield(wstep(hi, lo, -1)))
+        local pfield
+        if s.k then
+            pfield = fmt(s.k - 1)
+        else
+            pfield = wfield(wstep(s.khi, s.klo, -1))
+        end
+        local v = redis.call('HMGET', s.key, s.field, pfield)
         s.cur = tonumber(v[1]) or 0
         s.prev = tonumber(v[2]) or 0
     end
@@ -80,7 +96,7 @@ local function window_read(s)
     else
         -- prev * (P - e) + (cur + c) * P <= L * P, with cur + c <= L
         -- checked first so that (L - cur - c) * P stays in range.
-        s.admit = s.prev * (s.period - e)
+        s.admit = s.prev * (s.period - s.e)
             <= (s.limit - s.cur - s.c) * s.period
     end
 end
@@ -132,7 +148,7 @@ local function sliding_outputs(s, charged)
 end
 
 local function window_charge(s, floor)
-    local n = redis.call('HINCRBY', s.key, wfield(s.khi, s.klo), fmt(s.c))
+    local n = redis.call('HINCRBY', s.key, s.field, fmt(s.c))
     -- Only the first charge of a window needs the rest: the window's end,
     -- and so the TTL it needs, is the same for every later charge in it
     -- (TTLs only grow, and keep_for raises them from the first).
@@ -144,6 +160,9 @@ local function window_charge(s, floor)
     local back, ttl = -1, s.te + s.period
     if s.algo == 2 then
         back, ttl = -2, s.te + 2 * s.period
+    end
+    if s.k then
+        s.khi, s.klo = wstep(0, 0, s.k)
     end
     local ohi, olo = wstep(s.khi, s.klo, back)
     local fields = redis.call('HKEYS', s.key)
