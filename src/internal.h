@@ -43,6 +43,10 @@ const char *sl_algorithm_name(sluice_algorithm a);
 /* Formats a rule back to its canonical text ("token:5/1000ms,burst=10"). */
 void sl_rule_format(const sluice_rule *r, char *dst, size_t dst_len);
 
+/* key.c: decimal text of v into dst (at least 21 bytes), no terminator;
+ * returns its length. Faster than snprintf on the hot path. */
+size_t sl_i64toa(int64_t v, char *dst);
+
 /* key.c: "<prefix>{K}:<algo>:<P>[:<off>]"; returns the length written, or 0
  * when dst is too small. */
 size_t sl_key_build(char *dst, size_t dst_len, const char *prefix,

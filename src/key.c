@@ -6,6 +6,23 @@
 #include <stdio.h>
 #include <string.h>
 
+size_t sl_i64toa(int64_t v, char *dst)
+{
+    char tmp[21];
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    size_t n = 0, i = 0;
+
+    do {
+        tmp[n++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u != 0);
+    if (v < 0)
+        dst[i++] = '-';
+    while (n > 0)
+        dst[i++] = tmp[--n];
+    return i;
+}
+
 size_t sl_key_max_len(const char *prefix, size_t key_len)
 {
     /* "{" K "}:" algo ":" P ":" off: 7 + 11 + 21 + 21 bytes at most. */
@@ -16,9 +33,11 @@ size_t sl_key_build(char *dst, size_t dst_len, const char *prefix,
                     const void *key, size_t key_len, const sluice_rule *r)
 {
     size_t plen = strlen(prefix), o;
-    int n;
+    const char *name = sl_algorithm_name(r->algorithm);
+    size_t nlen = strlen(name);
 
-    if (dst_len < plen + key_len + 3)
+    /* Room for "{K}", ":" name, and two ":" numbers of 21 bytes. */
+    if (dst_len < plen + key_len + 3 + 1 + nlen + 2 * 22)
         return 0;
     memcpy(dst, prefix, plen);
     o = plen;
@@ -26,16 +45,16 @@ size_t sl_key_build(char *dst, size_t dst_len, const char *prefix,
     memcpy(dst + o, key, key_len);
     o += key_len;
     dst[o++] = '}';
-    if (r->algorithm == SLUICE_FIXED || r->algorithm == SLUICE_SLIDING)
-        n = snprintf(dst + o, dst_len - o, ":%s:%lld:%lld",
-                     sl_algorithm_name(r->algorithm), (long long)r->period_ms,
-                     (long long)r->tz_offset_ms);
-    else
-        n = snprintf(dst + o, dst_len - o, ":%s:%lld",
-                     sl_algorithm_name(r->algorithm), (long long)r->period_ms);
-    if (n < 0 || (size_t)n >= dst_len - o)
-        return 0;
-    return o + (size_t)n;
+    dst[o++] = ':';
+    memcpy(dst + o, name, nlen);
+    o += nlen;
+    dst[o++] = ':';
+    o += sl_i64toa(r->period_ms, dst + o);
+    if (r->algorithm == SLUICE_FIXED || r->algorithm == SLUICE_SLIDING) {
+        dst[o++] = ':';
+        o += sl_i64toa(r->tz_offset_ms, dst + o);
+    }
+    return o;
 }
 
 sluice_status sl_key_check(const void *key, size_t key_len, char *err,

@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -111,6 +112,23 @@ static void messages_quote_binary_values_printably(void **state)
     assert_string_equal(q, "a\\x22b\\x01");
 }
 
+static void numbers_print_like_printf(void **state)
+{
+    static const int64_t values[] = {
+        0,         1,        -1, 9, 10, 12345, -50400000, 9007199254740991LL,
+        INT64_MAX, INT64_MIN};
+    char a[32], b[32];
+    size_t i, n;
+
+    (void)state;
+    for (i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        n = sl_i64toa(values[i], a);
+        a[n] = '\0';
+        snprintf(b, sizeof(b), "%lld", (long long)values[i]);
+        assert_string_equal(a, b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -120,6 +138,7 @@ int main(void)
         cmocka_unit_test(empty_and_oversized_keys_are_refused),
         cmocka_unit_test(costs_and_times_outside_the_ranges_are_refused),
         cmocka_unit_test(messages_quote_binary_values_printably),
+        cmocka_unit_test(numbers_print_like_printf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,7 +68,7 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
     size_t lens[sizeof(argv) / sizeof(argv[0])];
     char keys[SLUICE_MAX_RULES][SLUICE_MAX_KEY_LEN + 128];
     char nums[FIXED_ARGS + SLUICE_MAX_RULES * ARGS_PER_RULE][24];
-    char numkeys[8];
+    char numkeys[24];
     size_t i, a = 0, k = 0;
 
     if (rq->op == SL_OP_RESET) {
@@ -79,9 +79,8 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
         lens[a++] = strlen(argv[0]);
         argv[a] = as_eval ? sl_lua_script : sl_lua_sha1;
         lens[a++] = as_eval ? sl_lua_script_len : 40;
-        snprintf(numkeys, sizeof(numkeys), "%zu", rs->count);
-        argv[a] = numkeys;
-        lens[a++] = strlen(numkeys);
+        lens[a] = sl_i64toa((int64_t)rs->count, numkeys);
+        argv[a++] = numkeys;
     }
     for (i = 0; i < rs->count; i++) {
         lens[a] = sl_key_build(keys[i], sizeof(keys[i]), url->prefix, rq->key,
@@ -89,22 +88,24 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
         argv[a++] = keys[i];
     }
     if (rq->op != SL_OP_RESET) {
-        snprintf(nums[k++], 24, "%lld", (long long)rq->now_ms);
-        snprintf(nums[k++], 24, "%d", rq->op == SL_OP_ACQUIRE ? 1 : 0);
-        snprintf(nums[k++], 24, "%lld", (long long)rq->cost);
-        snprintf(nums[k++], 24, "%u", url->opts.ttl_floor_ms);
+        int64_t v[FIXED_ARGS + SLUICE_MAX_RULES * ARGS_PER_RULE];
+
+        v[k++] = rq->now_ms;
+        v[k++] = rq->op == SL_OP_ACQUIRE ? 1 : 0;
+        v[k++] = rq->cost;
+        v[k++] = url->opts.ttl_floor_ms;
         for (i = 0; i < rs->count; i++) {
             const sluice_rule *r = &rs->rules[i];
 
-            snprintf(nums[k++], 24, "%d", (int)r->algorithm);
-            snprintf(nums[k++], 24, "%lld", (long long)r->limit);
-            snprintf(nums[k++], 24, "%lld", (long long)r->period_ms);
-            snprintf(nums[k++], 24, "%lld", (long long)sl_rule_capacity(r));
-            snprintf(nums[k++], 24, "%lld", (long long)r->tz_offset_ms);
+            v[k++] = r->algorithm;
+            v[k++] = r->limit;
+            v[k++] = r->period_ms;
+            v[k++] = sl_rule_capacity(r);
+            v[k++] = r->tz_offset_ms;
         }
         for (i = 0; i < k; i++) {
-            argv[a] = nums[i];
-            lens[a++] = strlen(nums[i]);
+            lens[a] = sl_i64toa(v[i], nums[i]);
+            argv[a++] = nums[i];
         }
     }
     return sl_conn_append(cn, (int)a, argv, lens, err, err_len);
