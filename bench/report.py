@@ -146,3 +146,47 @@ plot '%s' using 0:%d:4:xtic(1) with boxes lc rgb variable
         except (OSError, subprocess.CalledProcessError) as e:
             print("report.py: gnuplot failed for %s: %s" % (png, e), file=sys.stderr)
 print("\nwrote %s/table.txt, results.json, dps_seq.png, dps_conc50.png, p99_seq.png, p99_conc50.png" % out)
+
+# A Markdown summary for the README: one row per backend and algorithm on
+# uniform keys, each mode with its ratio to the floor.
+md = ["| backend | rule | seq /s (× floor) | pipe16 /s (× floor) | conc50 /s (× floor) "
+      "| p99 seq µs | Redis µs/decision | cmds | round trips | bytes/key |",
+      "|---|---|---|---|---|---|---|---|---|---|"]
+seen = []
+for c in rows:
+    if c["kind"] == "sluice" and c["pattern"] == "uniform" and c["mode"] == "seq":
+        seen.append((c["target"], c["what"]))
+for f in [c for c in rows if c["kind"] == "floor" and c["mode"] == "seq"]:
+    seen.insert(0, (f["target"], f["what"]))
+for tgt, what in seen:
+    cols = []
+    for mode in ("seq", "pipe16", "conc50"):
+        c = find(tgt, what, "uniform", mode)
+        if c is None:
+            cols.append("-")
+        elif c["kind"] == "floor" or c.get("ratio_to_floor") is None:
+            cols.append("%.0f" % c["decisions_per_s"])
+        else:
+            cols.append("%.0f (%.2f)" % (c["decisions_per_s"], c["ratio_to_floor"]))
+    s = find(tgt, what, "uniform", "seq")
+    md.append("| %s | %s | %s | %s | %s | %.0f | %.1f | %.1f | %.2f | %s |" % (
+        tgt, what if s["kind"] == "sluice" else what + " (floor)", cols[0], cols[1], cols[2],
+        s["p99_us"], s["redis_usec_per_decision"], s["commands_per_decision"],
+        s["round_trips_per_decision"],
+        "%.0f" % s["memory_bytes_per_key"] if s["memory_bytes_per_key"] else "-"))
+md.append("")
+md.append("| peer | keys | mode | decisions/s | p99 µs | sluice (same keys and load) | ratio |")
+md.append("|---|---|---|---|---|---|---|")
+for p in peers:
+    if p["mode"] == "seq":
+        s = find("redis", "fixed:1000/1s", p["pattern"], "seq")
+        label = "redis fixed, seq"
+    else:
+        s = find("redis", "fixed:1000/1s", p["pattern"], "pipe50") or \
+            find("redis", "fixed:1000/1s", p["pattern"], "conc50")
+        label = "redis fixed, %s" % (s["mode"] if s else "-")
+    md.append("| %s %s | %s | %s | %.0f | %.0f | %s | %s |" % (
+        p["peer"], p["what"], p["pattern"], p["mode"], p["decisions_per_s"],
+        p["p99_us"], ("%.0f /s (%s)" % (s["decisions_per_s"], label)) if s else "-",
+        ("%.2f" % (s["decisions_per_s"] / p["decisions_per_s"])) if s else "-"))
+open(os.path.join(out, "summary.md"), "w").write("\n".join(md) + "\n")
