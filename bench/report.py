@@ -77,9 +77,10 @@ for c in rows:
 lines.append("")
 lines.append("Peers (same Redis, same key patterns):")
 for p in peers:
-    lines.append("  %-30s %-24s %-8s %-10s %9.0f/s p99 %6.0f us admitted %d of %d" % (
+    lines.append("  %-30s %-24s %-8s %-10s %9.0f/s p99 %6.0f us, Redis %.1f us and %.1f commands a decision, admitted %d of %d" % (
         p["peer"], p["what"], p["pattern"], p["mode"], p["decisions_per_s"],
-        p["p99_us"], p["admitted"], p["decisions"]))
+        p["p99_us"], p.get("redis_usec_per_decision", 0),
+        p.get("commands_per_decision", 0), p["admitted"], p["decisions"]))
 lines.append("")
 summary = {}
 s_seq = find("redis", "fixed:1000/1s", "uniform", "seq")
@@ -175,8 +176,8 @@ for tgt, what in seen:
         s["round_trips_per_decision"],
         "%.0f" % s["memory_bytes_per_key"] if s["memory_bytes_per_key"] else "-"))
 md.append("")
-md.append("| peer | keys | mode | decisions/s | p99 µs | sluice (same keys and load) | ratio |")
-md.append("|---|---|---|---|---|---|---|")
+md.append("| peer | keys | mode | decisions/s | p99 µs | Redis µs/decision | cmds | sluice (same keys and load) | ratio |")
+md.append("|---|---|---|---|---|---|---|---|---|")
 for p in peers:
     if p["mode"] == "seq":
         s = find("redis", "fixed:1000/1s", p["pattern"], "seq")
@@ -185,8 +186,10 @@ for p in peers:
         s = find("redis", "fixed:1000/1s", p["pattern"], "pipe50") or \
             find("redis", "fixed:1000/1s", p["pattern"], "conc50")
         label = "redis fixed, %s" % (s["mode"] if s else "-")
-    md.append("| %s %s | %s | %s | %.0f | %.0f | %s | %s |" % (
+    md.append("| %s %s | %s | %s | %.0f | %.0f | %.1f | %.1f | %s | %s |" % (
         p["peer"], p["what"], p["pattern"], p["mode"], p["decisions_per_s"],
-        p["p99_us"], ("%.0f /s (%s)" % (s["decisions_per_s"], label)) if s else "-",
+        p["p99_us"], p.get("redis_usec_per_decision", 0),
+        p.get("commands_per_decision", 0),
+        ("%.0f /s (%s)" % (s["decisions_per_s"], label)) if s else "-",
         ("%.2f" % (s["decisions_per_s"] / p["decisions_per_s"])) if s else "-"))
 open(os.path.join(out, "summary.md"), "w").write("\n".join(md) + "\n")

@@ -68,10 +68,12 @@ echo "== peers on the same Redis, same key patterns"
 : >"$out/peers.jsonl"
 for pat in hot uniform zipf; do
     for mode in seq inflight50; do
-        "${load[@]}" node bench/peers/rlf.js "$r" "$mode" "$pat" 2 >>"$out/peers.jsonl"
+        "${load[@]}" /usr/bin/python3 bench/peers/with_redis_cpu.py "$r" \
+            node bench/peers/rlf.js "$r" "$mode" "$pat" 2 >>"$out/peers.jsonl"
     done
     for strat in fixed moving; do
-        "${load[@]}" /usr/bin/python3 bench/peers/limits_bench.py "$r" "$strat" "$pat" 2 >>"$out/peers.jsonl"
+        "${load[@]}" /usr/bin/python3 bench/peers/with_redis_cpu.py "$r" \
+            /usr/bin/python3 bench/peers/limits_bench.py "$r" "$strat" "$pat" 2 >>"$out/peers.jsonl"
     done
 done
 
