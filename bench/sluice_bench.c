@@ -115,122 +115,115 @@ static unsigned next_key(pattern p, uint64_t *rng)
 /* ---- Redis statistics of the servers behind a target ---- */
 
 typedef struct rstats {
-    double calls, usec, cpu; /* commands, their usec, used_cpu_* seconds */
+    double calls, usec; /* commands, and their usec */
 } rstats;
 
-static void read_stats(const char *servers, rstats *out)
+/* Connects to every "host:port" of the comma-separated list in turn and
+ * calls fn with the connection; unreachable servers are skipped. */
+static void each_server(const char *servers,
+                        void (*fn)(redisContext *c, void *ctx), void *ctx)
 {
     char list[512], *save = NULL, *hp;
 
-    memset(out, 0, sizeof(*out));
     snprintf(list, sizeof(list), "%s", servers);
     for (hp = strtok_r(list, ",", &save); hp != NULL;
          hp = strtok_r(NULL, ",", &save)) {
         char host[256];
         int port;
         redisContext *c;
-        redisReply *r;
-        const char *p;
 
         if (sscanf(hp, "%255[^:]:%d", host, &port) != 2)
             continue;
         c = redisConnect(host, port);
-        if (c == NULL || c->err) {
-            if (c != NULL)
-                redisFree(c);
-            continue;
-        }
-        r = redisCommand(c, "INFO commandstats");
-        for (p = r ? r->str : ""; (p = strstr(p, "cmdstat_")) != NULL; p++) {
-            double calls = 0, usec = 0;
-            const char *colon = strchr(p, ':');
-
-            /* The harness's own INFO and CONFIG do not count. */
-            if (strncmp(p, "cmdstat_info", 12) == 0 ||
-                strncmp(p, "cmdstat_config", 14) == 0 ||
-                strncmp(p, "cmdstat_memory", 14) == 0 ||
-                strncmp(p, "cmdstat_scan", 12) == 0 ||
-                strncmp(p, "cmdstat_flushall", 16) == 0)
-                continue;
-            if (colon != NULL &&
-                sscanf(colon, ":calls=%lf,usec=%lf", &calls, &usec) == 2) {
-                out->calls += calls;
-                out->usec += usec;
-            }
-        }
-        if (r != NULL)
-            freeReplyObject(r);
-        r = redisCommand(c, "INFO cpu");
-        if (r != NULL && r->type == REDIS_REPLY_STRING) {
-            const char *u = strstr(r->str, "used_cpu_user:");
-            const char *s = strstr(r->str, "used_cpu_sys:");
-
-            if (u != NULL && s != NULL)
-                out->cpu += atof(u + 14) + atof(s + 13);
-        }
-        if (r != NULL)
-            freeReplyObject(r);
-        redisFree(c);
+        if (c != NULL && c->err == 0)
+            fn(c, ctx);
+        if (c != NULL)
+            redisFree(c);
     }
+}
+
+static void add_stats(redisContext *c, void *ctx)
+{
+    rstats *out = ctx;
+    redisReply *r = redisCommand(c, "INFO commandstats");
+    const char *p;
+
+    for (p = r ? r->str : ""; (p = strstr(p, "cmdstat_")) != NULL; p++) {
+        double calls = 0, usec = 0;
+        const char *colon = strchr(p, ':');
+
+        /* The harness's own INFO, CONFIG, MEMORY and SCAN do not count. */
+        if (strncmp(p, "cmdstat_info", 12) == 0 ||
+            strncmp(p, "cmdstat_config", 14) == 0 ||
+            strncmp(p, "cmdstat_memory", 14) == 0 ||
+            strncmp(p, "cmdstat_scan", 12) == 0)
+            continue;
+        if (colon != NULL &&
+            sscanf(colon, ":calls=%lf,usec=%lf", &calls, &usec) == 2) {
+            out->calls += calls;
+            out->usec += usec;
+        }
+    }
+    if (r != NULL)
+        freeReplyObject(r);
+}
+
+static void read_stats(const char *servers, rstats *out)
+{
+    memset(out, 0, sizeof(*out));
+    each_server(servers, add_stats, out);
+}
+
+typedef struct memsample {
+    const char *prefix;
+    double bytes;
+    long tags;
+} memsample;
+
+/* Adds MEMORY USAGE of every key of up to 20 limited keys on c. */
+static void add_memory(redisContext *c, void *ctx)
+{
+    memsample *ms = ctx;
+    redisReply *r = redisCommand(c, "SCAN 0 MATCH %s* COUNT 1000", ms->prefix);
+    size_t i, j;
+
+    for (i = 0; r != NULL && r->type == REDIS_REPLY_ARRAY &&
+                i < r->element[1]->elements && i < 20;
+         i++) {
+        const char *k = r->element[1]->element[i]->str;
+        const char *close = strchr(k, '}');
+        redisReply *all, *m;
+
+        if (close == NULL)
+            continue;
+        /* Every key of this limited key: "<prefix>{K}:*". */
+        all = redisCommand(c, "KEYS %b:*", k, (size_t)(close - k + 1));
+        for (j = 0;
+             all != NULL && all->type == REDIS_REPLY_ARRAY && j < all->elements;
+             j++) {
+            m = redisCommand(c, "MEMORY USAGE %b", all->element[j]->str,
+                             all->element[j]->len);
+            if (m != NULL && m->type == REDIS_REPLY_INTEGER)
+                ms->bytes += (double)m->integer;
+            if (m != NULL)
+                freeReplyObject(m);
+        }
+        if (all != NULL)
+            freeReplyObject(all);
+        ms->tags++;
+    }
+    if (r != NULL)
+        freeReplyObject(r);
 }
 
 /* Average MEMORY USAGE of a limited key (all its stored keys), over a
  * sample of up to 20 limited keys per server under prefix. */
 static double memory_per_key(const char *servers, const char *prefix)
 {
-    char list[512], *save = NULL, *hp;
-    double bytes = 0;
-    long tags = 0;
+    memsample ms = {prefix, 0, 0};
 
-    snprintf(list, sizeof(list), "%s", servers);
-    for (hp = strtok_r(list, ",", &save); hp != NULL;
-         hp = strtok_r(NULL, ",", &save)) {
-        char host[256];
-        int port;
-        redisContext *c;
-        redisReply *r;
-        size_t i;
-
-        if (sscanf(hp, "%255[^:]:%d", host, &port) != 2)
-            continue;
-        c = redisConnect(host, port);
-        if (c == NULL || c->err) {
-            if (c != NULL)
-                redisFree(c);
-            continue;
-        }
-        r = redisCommand(c, "SCAN 0 MATCH %s* COUNT 1000", prefix);
-        for (i = 0; r != NULL && r->type == REDIS_REPLY_ARRAY &&
-                    i < r->element[1]->elements && i < 20;
-             i++) {
-            const char *k = r->element[1]->element[i]->str;
-            const char *close = strchr(k, '}');
-            redisReply *all, *m;
-            size_t j;
-
-            if (close == NULL)
-                continue;
-            /* Every key of this limited key: "<prefix>{K}:*". */
-            all = redisCommand(c, "KEYS %b:*", k, (size_t)(close - k + 1));
-            for (j = 0; all != NULL && all->type == REDIS_REPLY_ARRAY &&
-                        j < all->elements;
-                 j++) {
-                m = redisCommand(c, "MEMORY USAGE %b", all->element[j]->str,
-                                 all->element[j]->len);
-                if (m != NULL && m->type == REDIS_REPLY_INTEGER)
-                    bytes += (double)m->integer;
-                if (m != NULL)
-                    freeReplyObject(m);
-            }
-            if (all != NULL)
-                freeReplyObject(all);
-            tags++;
-        }
-        if (r != NULL)
-            freeReplyObject(r);
-        redisFree(c);
-    }
-    return tags == 0 ? 0 : bytes / (double)tags;
+    each_server(servers, add_memory, &ms);
+    return ms.tags == 0 ? 0 : ms.bytes / (double)ms.tags;
 }
 
 /* ---- one cell ---- */
@@ -511,35 +504,17 @@ static void print_cell(const cell *c, size_t idx, size_t total)
     }
 }
 
-/* SCRIPT LOAD of the floor's script on every server of the target (a
- * proxy cannot load scripts: its backends can). */
-static void load_trivial_script(const target *t)
+/* SCRIPT LOAD of the floor's script on a server (a proxy cannot load
+ * scripts: its backends can). */
+static void load_script(redisContext *c, void *ctx)
 {
-    char list[512], *save = NULL, *hp;
+    redisReply *r = redisCommand(c, "SCRIPT LOAD %s", trivial_script);
 
-    snprintf(list, sizeof(list), "%s", t->servers);
-    for (hp = strtok_r(list, ",", &save); hp != NULL;
-         hp = strtok_r(NULL, ",", &save)) {
-        char host[256];
-        int port;
-        redisContext *rc;
-        redisReply *r;
-
-        if (sscanf(hp, "%255[^:]:%d", host, &port) != 2)
-            continue;
-        rc = redisConnect(host, port);
-        if (rc == NULL || rc->err) {
-            if (rc != NULL)
-                redisFree(rc);
-            continue;
-        }
-        r = redisCommand(rc, "SCRIPT LOAD %s", trivial_script);
-        if (r != NULL && r->type == REDIS_REPLY_STRING)
-            snprintf(trivial_sha, sizeof(trivial_sha), "%s", r->str);
-        if (r != NULL)
-            freeReplyObject(r);
-        redisFree(rc);
-    }
+    (void)ctx;
+    if (r != NULL && r->type == REDIS_REPLY_STRING)
+        snprintf(trivial_sha, sizeof(trivial_sha), "%s", r->str);
+    if (r != NULL)
+        freeReplyObject(r);
 }
 
 /* N sequential decisions on url: run under callgrind twice with two N
@@ -672,7 +647,7 @@ int main(int argc, char **argv)
         if (!plain || (strcmp(t->name, "redis") != 0 &&
                        strcmp(t->name, "twemproxy") != 0))
             continue;
-        load_trivial_script(t);
+        each_server(t->servers, load_script, NULL);
         for (m = 0; m < 3; m++) {
             cells[ncells++] = (cell){
                 .tgt = t, .floor = "INCR", .pat = PAT_UNIFORM, .md = (mode)m};
