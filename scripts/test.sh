@@ -11,7 +11,7 @@ jobs=$(nproc)
 
 echo "== format"
 clang-format --dry-run -Werror src/*.c src/*.h src/backends/*.c src/cli/*.c \
-    include/*.h tests/*.c tests/*.h examples/*.c
+    include/*.h tests/*.c tests/*.h examples/*.c bench/*.c
 run() { # NAME CMAKE_ARGS...
     local name=$1
     shift
