@@ -60,9 +60,9 @@ end
 -- sending it; the script only converts, and refuses a malformed call.
 local function parse()
     local n = #KEYS
-    if n < 1 or #ARGV ~= 4 + 5 * n then
+    if n < 1 or #ARGV ~= 5 + 5 * n then
         return nil, 'sluice script: ' .. n .. ' keys need ' ..
-            (4 + 5 * n) .. ' ARGV, got ' .. #ARGV
+            (5 + 5 * n) .. ' ARGV, got ' .. #ARGV
     end
     local c = tonumber(ARGV[3])
     local rules = {}
@@ -140,4 +140,7 @@ if req.acquire and all then
     end
 end
 
+-- The request's tag, echoed so that the client can tell a reply out of step
+-- from the one it waits for.
+result[6 * #rules + 1] = ARGV[#ARGV]
 return result

@@ -23,8 +23,9 @@ typedef struct cluster {
     sl_slotmap map;            /* slots to node indexes */
     node *nodes[SL_MAX_NODES]; /* connections, by the map's index */
     size_t nnodes;
-    bool stale; /* refresh the map before the next call */
-    size_t rr;  /* which node to ask for the map first */
+    bool stale;   /* refresh the map before the next call */
+    size_t rr;    /* which node to ask for the map first */
+    uint64_t tag; /* of the next request; scripts echo it */
 } cluster;
 
 /* Where one request stands in the current call. */
@@ -36,6 +37,7 @@ typedef struct route {
     bool pending; /* still to be sent */
     bool sent;    /* sent this round, reply not read yet */
     int redirects;
+    uint64_t tag; /* echoed by the script: replies out of step show */
 } route;
 
 static int64_t mono_ms(void)
@@ -233,7 +235,8 @@ static sluice_status send_node(cluster *c, int i, const sl_request *reqs,
                 return st;
         }
         if ((st = sl_evalsha_append(&nd->conn, &nd->url, &reqs[k],
-                                    rt[k].as_eval, err, err_len)) != SLUICE_OK)
+                                    rt[k].as_eval, rt[k].tag, err, err_len)) !=
+            SLUICE_OK)
             return st;
         rt[k].pending = false;
         rt[k].sent = true;
@@ -319,8 +322,8 @@ static int64_t read_node(cluster *c, int i, const sl_request *reqs, route *rt,
         } else if (reqs[k].op == SL_OP_RESET) {
             out[k].status = SLUICE_OK;
         } else {
-            out[k].status =
-                sl_evalsha_result(&reqs[k], r, &out[k], err, err_len);
+            out[k].status = sl_evalsha_result(&reqs[k], r, rt[k].tag, &out[k],
+                                              err, err_len);
             if (out[k].status == SLUICE_EPROTO)
                 sl_conn_close(&nd->conn); /* out of step: start afresh */
         }
@@ -351,6 +354,7 @@ static sluice_status cluster_decide(void *p, const sl_request *reqs, size_t n,
         out[k].status = request_slot(c, &reqs[k], &rt[k].slot, err, err_len);
         rt[k].pending = out[k].status == SLUICE_OK;
         rt[k].node = c->map.slots[rt[k].slot];
+        rt[k].tag = c->tag++;
     }
     for (;;) {
         int64_t backoff = 0;

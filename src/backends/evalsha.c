@@ -23,6 +23,7 @@ extern const char sl_lua_sha1[];
 typedef struct state {
     sl_conn conn;
     const sl_url *url;
+    uint64_t tag; /* of the next request; the script echoes it */
 } state;
 
 static sluice_status evalsha_open(const sl_url *url, void **out, char *err,
@@ -60,14 +61,14 @@ static void evalsha_close(void *p)
 
 /* Appends one request: EVALSHA (or EVAL) with every rule's key, or DEL. */
 sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
-                                const sl_request *rq, bool as_eval, char *err,
-                                size_t err_len)
+                                const sl_request *rq, bool as_eval,
+                                uint64_t tag, char *err, size_t err_len)
 {
     const sluice_ruleset *rs = rq->rules;
-    const char *argv[3 + SLUICE_MAX_RULES * (1 + ARGS_PER_RULE) + FIXED_ARGS];
+    const char *argv[4 + SLUICE_MAX_RULES * (1 + ARGS_PER_RULE) + FIXED_ARGS];
     size_t lens[sizeof(argv) / sizeof(argv[0])];
     char keys[SLUICE_MAX_RULES][SLUICE_MAX_KEY_LEN + 128];
-    char nums[FIXED_ARGS + SLUICE_MAX_RULES * ARGS_PER_RULE][24];
+    char nums[FIXED_ARGS + SLUICE_MAX_RULES * ARGS_PER_RULE + 1][24];
     char numkeys[24];
     size_t i, a = 0, k = 0;
 
@@ -88,7 +89,7 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
         argv[a++] = keys[i];
     }
     if (rq->op != SL_OP_RESET) {
-        int64_t v[FIXED_ARGS + SLUICE_MAX_RULES * ARGS_PER_RULE];
+        int64_t v[FIXED_ARGS + SLUICE_MAX_RULES * ARGS_PER_RULE + 1];
 
         v[k++] = rq->now_ms;
         v[k++] = rq->op == SL_OP_ACQUIRE ? 1 : 0;
@@ -103,6 +104,7 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
             v[k++] = sl_rule_capacity(r);
             v[k++] = r->tz_offset_ms;
         }
+        v[k++] = (int64_t)(tag & INT64_MAX);
         for (i = 0; i < k; i++) {
             lens[a] = sl_i64toa(v[i], nums[i]);
             argv[a++] = nums[i];
@@ -113,17 +115,31 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
 
 /* Turns a script reply into the composite's result. */
 sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
-                                sluice_result *out, char *err, size_t err_len)
+                                uint64_t tag, sluice_result *out, char *err,
+                                size_t err_len)
 {
     const sluice_ruleset *rs = rq->rules;
     sl_verdict v[SLUICE_MAX_RULES];
+    const redisReply *echo;
+    char want[24];
     size_t i;
 
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 6 * rs->count) {
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 6 * rs->count + 1) {
         sl_errf(err, err_len,
                 "evalsha: unexpected script reply (type %d, "
                 "%zu elements); is another program using the key prefix?",
                 rep->type, rep->type == REDIS_REPLY_ARRAY ? rep->elements : 0);
+        return SLUICE_EPROTO;
+    }
+    /* The script echoes the request's tag: a reply meant for another
+     * request (a connection out of step) is never taken for this one. */
+    echo = rep->element[6 * rs->count];
+    want[sl_i64toa((int64_t)(tag & INT64_MAX), want)] = '\0';
+    if (echo->type != REDIS_REPLY_STRING || strcmp(echo->str, want) != 0) {
+        sl_errf(err, err_len,
+                "evalsha: a reply out of step (tag %s, expected %s); the "
+                "connection is dropped",
+                echo->type == REDIS_REPLY_STRING ? echo->str : "?", want);
         return SLUICE_EPROTO;
     }
     for (i = 0; i < 6 * rs->count; i++) {
@@ -151,9 +167,9 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
 
 /* Reads the n replies of a pipeline; marks NOSCRIPT ones in resend. */
 static sluice_status read_replies(state *s, const sl_request *reqs, size_t n,
-                                  sluice_result *out, unsigned char *resend,
-                                  bool eval_pass, size_t *nresend, char *err,
-                                  size_t err_len)
+                                  uint64_t base, sluice_result *out,
+                                  unsigned char *resend, bool eval_pass,
+                                  size_t *nresend, char *err, size_t err_len)
 {
     size_t i;
     sluice_status st;
@@ -176,8 +192,8 @@ static sluice_status read_replies(state *s, const sl_request *reqs, size_t n,
         } else if (reqs[i].op == SL_OP_RESET) {
             out[i].status = SLUICE_OK;
         } else {
-            out[i].status =
-                sl_evalsha_result(&reqs[i], rep, &out[i], err, err_len);
+            out[i].status = sl_evalsha_result(&reqs[i], rep, base + i, &out[i],
+                                              err, err_len);
         }
         freeReplyObject(rep);
     }
@@ -191,6 +207,7 @@ static sluice_status evalsha_decide(void *p, const sl_request *reqs, size_t n,
     state *s = p;
     unsigned char small[64], *resend = n <= 64 ? small : sl_calloc(n, 1);
     size_t i, nresend = 0;
+    uint64_t base = s->tag;
     sluice_status st;
 
     if (resend == NULL) {
@@ -198,25 +215,29 @@ static sluice_status evalsha_decide(void *p, const sl_request *reqs, size_t n,
         return SLUICE_ENOMEM;
     }
     memset(resend, 0, n);
+    s->tag += n;
     if ((st = sl_conn_ensure(&s->conn, err, err_len)) != SLUICE_OK)
         goto done;
     for (i = 0; i < n && st == SLUICE_OK; i++)
-        st = sl_evalsha_append(&s->conn, s->url, &reqs[i], false, err, err_len);
+        st = sl_evalsha_append(&s->conn, s->url, &reqs[i], false, base + i, err,
+                               err_len);
     if (st == SLUICE_OK)
-        st = read_replies(s, reqs, n, out, resend, false, &nresend, err,
+        st = read_replies(s, reqs, n, base, out, resend, false, &nresend, err,
                           err_len);
     if (st == SLUICE_OK && nresend > 0) {
         for (i = 0; i < n && st == SLUICE_OK; i++)
             if (resend[i])
-                st = sl_evalsha_append(&s->conn, s->url, &reqs[i], true, err,
-                                       err_len);
+                st = sl_evalsha_append(&s->conn, s->url, &reqs[i], true,
+                                       base + i, err, err_len);
         if (st == SLUICE_OK)
-            st = read_replies(s, reqs, n, out, resend, true, &nresend, err,
-                              err_len);
+            st = read_replies(s, reqs, n, base, out, resend, true, &nresend,
+                              err, err_len);
     }
-    /* A proxy error can leave the connection half-used: start afresh. */
+    /* A proxy error can leave the connection half-used, and a reply out of
+     * step means it is: start afresh. */
     for (i = 0; i < n && st == SLUICE_OK; i++)
-        if (out[i].status == SLUICE_EIO || out[i].status == SLUICE_ETIMEOUT)
+        if (out[i].status == SLUICE_EIO || out[i].status == SLUICE_ETIMEOUT ||
+            out[i].status == SLUICE_EPROTO)
             sl_conn_close(&s->conn);
 done:
     if (resend != small)
