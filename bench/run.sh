@@ -5,13 +5,21 @@
 # EVALSHA floors and against the peers (rate-limiter-flexible, Python's
 # limits), counts client instructions per decision under callgrind, and
 # writes bench/out/{table.txt,results.json,*.png}.
-#   bench/run.sh [--seconds S]      (S per cell, default 0.8)
+#   bench/run.sh [--seconds S] [--target NAME=URL[|host:port,...]]...
+#   S per cell (default 0.8). With --target, the harness measures those
+#   servers instead of starting its own (a target named "redis" is also the
+#   one the floors and the peers use).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=0.8
-if [[ ${1:-} == --seconds ]]; then
-    seconds=$2
-fi
+given=()
+while (($#)); do
+    case "$1" in
+    --seconds) seconds=$2; shift 2 ;;
+    --target) given+=(--target "$2"); shift 2 ;;
+    *) echo "usage: bench/run.sh [--seconds S] [--target NAME=URL]..." >&2; exit 2 ;;
+    esac
+done
 out=$(pwd)/bench/out
 servers=$out/servers
 mkdir -p "$out"
@@ -45,28 +53,40 @@ if ((cpus >= 2)); then
     export SERVER_CPUS=0
     load=(taskset -c "1-$((cpus - 1))")
 fi
-trap 'tests/servers/stop-all.sh "$servers"' EXIT
-tests/servers/redis.sh start "$servers/redis" >/dev/null
-tests/servers/twemproxy.sh start "$servers/twemproxy" >/dev/null
-tests/servers/cluster.sh start "$servers/cluster" >/dev/null
-r=$(cat "$servers/redis/port")
-tw=$(cat "$servers/twemproxy/url")
-tws=$(paste -sd, "$servers/twemproxy/servers")
-cl=$(cat "$servers/cluster/url")
-cls=$(paste -sd, "$servers/cluster/servers")
+if ((${#given[@]})); then
+    targets=("${given[@]}")
+    r=""
+    for t in "${given[@]}"; do
+        if [[ $t == redis=redis://* ]]; then
+            hp=${t#redis=redis://}
+            hp=${hp##*@}
+            hp=${hp%%[/?|]*}
+            r=${hp##*:}
+        fi
+    done
+else
+    trap 'tests/servers/stop-all.sh "$servers"' EXIT
+    tests/servers/redis.sh start "$servers/redis" >/dev/null
+    tests/servers/twemproxy.sh start "$servers/twemproxy" >/dev/null
+    tests/servers/cluster.sh start "$servers/cluster" >/dev/null
+    r=$(cat "$servers/redis/port")
+    tws=$(paste -sd, "$servers/twemproxy/servers")
+    targets=(--target "redis=redis://127.0.0.1:$r"
+        --target "multi=$(cat "$servers/redis/url-multi")"
+        --target "twemproxy=$(cat "$servers/twemproxy/url")|$tws"
+        --target "lua-proxy=$(cat "$servers/twemproxy/url-lua")|$tws"
+        --target "cluster=$(cat "$servers/cluster/url")|$(paste -sd, "$servers/cluster/servers")"
+        --target "mem=mem://")
+fi
 
 echo "== sluice-bench ($seconds s a cell; servers on CPU ${SERVER_CPUS:-any})"
 "${load[@]}" build-bench/sluice-bench --seconds "$seconds" --json "$out/sluice.json" \
-    --target "redis=redis://127.0.0.1:$r" \
-    --target "multi=$(cat "$servers/redis/url-multi")" \
-    --target "twemproxy=$tw|$tws" \
-    --target "lua-proxy=$(cat "$servers/twemproxy/url-lua")|$tws" \
-    --target "cluster=$cl|$cls" \
-    --target "mem=mem://" | tee "$out/sluice.txt"
+    "${targets[@]}" | tee "$out/sluice.txt"
 
 echo "== peers on the same Redis, same key patterns"
 : >"$out/peers.jsonl"
 for pat in hot uniform zipf; do
+    [[ -n $r ]] || break # no Redis of the peers' kind among the targets
     for mode in seq inflight50; do
         "${load[@]}" /usr/bin/python3 bench/peers/with_redis_cpu.py "$r" \
             node bench/peers/rlf.js "$r" "$mode" "$pat" 2 >>"$out/peers.jsonl"
@@ -79,7 +99,7 @@ done
 
 echo "== client instructions per decision (callgrind)"
 : >"$out/instructions.txt"
-for url in "mem://" "redis://127.0.0.1:$r"; do
+for url in "mem://" ${r:+"redis://127.0.0.1:$r"}; do
     counts=()
     for n in 2000 12000; do
         counts+=("$(valgrind --tool=callgrind --callgrind-out-file=/dev/null \
