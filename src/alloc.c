@@ -61,8 +61,3 @@ char *sl_memdup(const void *p, size_t n)
     }
     return d;
 }
-
-char *sl_strdup(const char *s)
-{
-    return sl_memdup(s, strlen(s));
-}

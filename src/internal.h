@@ -22,7 +22,6 @@ void *sl_malloc(size_t n);
 void *sl_calloc(size_t count, size_t n);
 void *sl_realloc(void *p, size_t n);
 void sl_free(void *p);
-char *sl_strdup(const char *s);
 char *sl_memdup(const void *p, size_t n);
 
 /* error.c: printf into a caller's buffer; a NULL buffer is fine. */
@@ -51,8 +50,6 @@ size_t sl_i64toa(int64_t v, char *dst);
  * when dst is too small. */
 size_t sl_key_build(char *dst, size_t dst_len, const char *prefix,
                     const void *key, size_t key_len, const sluice_rule *r);
-/* Upper bound of sl_key_build's output length. */
-size_t sl_key_max_len(const char *prefix, size_t key_len);
 /* Checks a key against the cap; writes the message. */
 sluice_status sl_key_check(const void *key, size_t key_len, char *err,
                            size_t err_len);

@@ -23,12 +23,6 @@ size_t sl_i64toa(int64_t v, char *dst)
     return i;
 }
 
-size_t sl_key_max_len(const char *prefix, size_t key_len)
-{
-    /* "{" K "}:" algo ":" P ":" off: 7 + 11 + 21 + 21 bytes at most. */
-    return strlen(prefix) + key_len + 64;
-}
-
 size_t sl_key_build(char *dst, size_t dst_len, const char *prefix,
                     const void *key, size_t key_len, const sluice_rule *r)
 {

@@ -428,11 +428,23 @@ static size_t append_compensation(sl_plain *p, job *j)
     return n;
 }
 
+/* Appends a log entry of cost at stamp x, under a new member, and the
+ * key's TTL. */
+static void append_log_entry(sl_plain *p, const char *key, size_t kl, int64_t x,
+                             int64_t cost, long long ttl)
+{
+    char member[64];
+
+    log_member(p, x, cost, member, sizeof(member));
+    APPEND(p, "ZADD %b %lld %s", key, kl, (long long)x, member);
+    APPEND(p, "PEXPIRE %b %lld", key, kl, ttl);
+}
+
 /* A late log entry is stamped with the newest time: re-stamp ours. */
 static size_t append_restamp(sl_plain *p, job *j)
 {
     const sluice_ruleset *rs = j->rq->rules;
-    char key[KEYBUF], member[64];
+    char key[KEYBUF];
     size_t i, n = 0, kl;
 
     for (i = 0; i < rs->count; i++) {
@@ -441,11 +453,10 @@ static size_t append_restamp(sl_plain *p, job *j)
         if (r->algorithm != SLUICE_LOG || j->ch[i].x == j->rq->now_ms)
             continue;
         kl = rule_key(p, j->rq, r, false, 0, key);
-        log_member(p, j->ch[i].x, j->rq->cost, member, sizeof(member));
         APPEND(p, "ZREM %b %s", key, kl, j->io[i].member);
-        APPEND(p, "ZADD %b %lld %s", key, kl, (long long)j->ch[i].x, member);
-        APPEND(p, "PEXPIRE %b %lld", key, kl,
-               (long long)with_floor(p, sl_ttl_after_charge(r, &j->v[i])));
+        append_log_entry(
+            p, key, kl, j->ch[i].x, j->rq->cost,
+            (long long)with_floor(p, sl_ttl_after_charge(r, &j->v[i])));
         n += 3;
     }
     return n;
@@ -473,7 +484,7 @@ static sluice_status read_followup(sl_plain *p, size_t n, sluice_result *out,
 static size_t append_writes(sl_plain *p, job *j)
 {
     const sluice_ruleset *rs = j->rq->rules;
-    char key[KEYBUF], member[64];
+    char key[KEYBUF];
     size_t i, n = 0, kl;
 
     for (i = 0; i < rs->count; i++) {
@@ -490,12 +501,9 @@ static size_t append_writes(sl_plain *p, job *j)
             n += 2;
             break;
         case SLUICE_LOG:
-            log_member(p, j->ch[i].x, j->rq->cost, member, sizeof(member));
-            APPEND(p, "ZADD %b %lld %s", key, kl, (long long)j->ch[i].x,
-                   member);
             APPEND(p, "ZREMRANGEBYSCORE %b -inf %lld", key, kl,
                    (long long)(j->ch[i].x - r->period_ms));
-            APPEND(p, "PEXPIRE %b %lld", key, kl, ttl);
+            append_log_entry(p, key, kl, j->ch[i].x, j->rq->cost, ttl);
             n += 3;
             break;
         case SLUICE_TOKEN:
@@ -564,7 +572,7 @@ static sluice_status decide_watched(sl_plain *p, job *j, sluice_result *out,
 
     for (attempt = 0; attempt < WATCH_RETRIES; attempt++) {
         redisReply *r;
-        size_t n, i;
+        size_t n;
 
         if ((st = settle_unwatch(p, err, err_len)) != SLUICE_OK)
             return st;
@@ -594,13 +602,9 @@ static sluice_status decide_watched(sl_plain *p, job *j, sluice_result *out,
         n = append_writes(p, j);
         APPEND(p, "EXEC");
         p->unwatch = false; /* EXEC ends the WATCH either way */
-        for (i = 0; i < n + 1; i++) {
-            if ((st = sl_conn_read(&p->conn, &r, err, err_len)) != SLUICE_OK)
-                return st;
-            if (out->status == SLUICE_OK)
-                out->status = reply_status(p, r, err, err_len);
-            freeReplyObject(r);
-        }
+        /* MULTI's +OK and one +QUEUED a command, then EXEC's reply. */
+        if ((st = read_followup(p, n + 1, out, err, err_len)) != SLUICE_OK)
+            return st;
         if ((st = sl_conn_read(&p->conn, &r, err, err_len)) != SLUICE_OK)
             return st;
         if (r->type == REDIS_REPLY_ARRAY) {

@@ -234,6 +234,8 @@ static sluice_status read_rule(parser *ps, sluice_rule *r)
 
 static sluice_status check_rule(const sluice_rule *r, size_t i,
                                 const char *label, char *err, size_t err_len);
+static sluice_status check_duplicates(const sluice_ruleset *rs, char *err,
+                                      size_t err_len);
 
 sluice_status sluice_ruleset_parse(const char *text, sluice_ruleset *out,
                                    char *err, size_t err_len)
@@ -273,7 +275,8 @@ sluice_status sluice_ruleset_parse(const char *text, sluice_ruleset *out,
             return fail(&ps, "unexpected trailing text", ps.p, strlen(ps.p));
         ps.p++;
     }
-    if ((st = sluice_ruleset_check(&rs, err, err_len)) != SLUICE_OK)
+    /* Each rule was checked as it was read; what is left is the set. */
+    if ((st = check_duplicates(&rs, err, err_len)) != SLUICE_OK)
         return st;
     *out = rs;
     return SLUICE_OK;
@@ -294,50 +297,50 @@ static sluice_status check_rule(const sluice_rule *r, size_t i,
                 (int)r->algorithm);
         return SLUICE_ERULE;
     }
-    if (label != NULL)
-        snprintf(txt, sizeof(txt), "%s", label);
-    else
-        sl_rule_format(r, txt, sizeof(txt));
+/* The rule as the message quotes it: formatted only on the way to an
+ * error, since every decision checks its rules. */
+#define RULE_TEXT() \
+    (label != NULL ? label : (sl_rule_format(r, txt, sizeof(txt)), txt))
     if (r->limit < 1 || r->limit > SL_MAX_LIMIT) {
         sl_errf(err, err_len,
                 "rule \"%s\": limit %lld is out of range "
                 "1..1000000000",
-                txt, (long long)r->limit);
+                RULE_TEXT(), (long long)r->limit);
         return SLUICE_ERULE;
     }
     if (r->period_ms < 1 || r->period_ms > SL_MAX_PERIOD_MS) {
         sl_errf(err, err_len,
                 "rule \"%s\": period %lld ms is out of range "
                 "1..10000000000 ms",
-                txt, (long long)r->period_ms);
+                RULE_TEXT(), (long long)r->period_ms);
         return SLUICE_ERULE;
     }
     if (r->burst != 0 && !bucket) {
         sl_errf(err, err_len,
                 "rule \"%s\": burst= applies to token and gcra "
                 "only",
-                txt);
+                RULE_TEXT());
         return SLUICE_ERULE;
     }
     if (r->burst < 0 || r->burst > SL_MAX_LIMIT) {
         sl_errf(err, err_len,
                 "rule \"%s\": burst %lld is out of range "
                 "1..1000000000",
-                txt, (long long)r->burst);
+                RULE_TEXT(), (long long)r->burst);
         return SLUICE_ERULE;
     }
     if (r->tz_offset_ms != 0 && !window) {
         sl_errf(err, err_len,
                 "rule \"%s\": tz= applies to fixed and sliding "
                 "only",
-                txt);
+                RULE_TEXT());
         return SLUICE_ERULE;
     }
     if (r->tz_offset_ms < -SL_MAX_TZ_MS || r->tz_offset_ms > SL_MAX_TZ_MS) {
         sl_errf(err, err_len,
                 "rule \"%s\": tz offset %lld ms is outside "
                 "-14:00..+14:00",
-                txt, (long long)r->tz_offset_ms);
+                RULE_TEXT(), (long long)r->tz_offset_ms);
         return SLUICE_ERULE;
     }
     /* Both factors are below 2^30 and 2^34: the product fits int64. */
@@ -346,8 +349,37 @@ static sluice_status check_rule(const sluice_rule *r, size_t i,
                 "rule \"%s\": capacity %lld times period %lld "
                 "ms must stay below 2^53; use a shorter period or a smaller "
                 "limit",
-                txt, (long long)sl_rule_capacity(r), (long long)r->period_ms);
+                RULE_TEXT(), (long long)sl_rule_capacity(r),
+                (long long)r->period_ms);
         return SLUICE_ERULE;
+    }
+    return SLUICE_OK;
+}
+#undef RULE_TEXT
+
+/* A composite may not hold two rules that share their state. */
+static sluice_status check_duplicates(const sluice_ruleset *rs, char *err,
+                                      size_t err_len)
+{
+    size_t i, j;
+
+    for (i = 0; i < rs->count; i++) {
+        for (j = i + 1; j < rs->count; j++) {
+            const sluice_rule *a = &rs->rules[i], *b = &rs->rules[j];
+
+            if (a->algorithm == b->algorithm && a->period_ms == b->period_ms &&
+                a->tz_offset_ms == b->tz_offset_ms) {
+                char txt[96];
+
+                sl_rule_format(b, txt, sizeof(txt));
+                sl_errf(err, err_len,
+                        "rule \"%s\": a composite may not hold two rules "
+                        "with the same algorithm, period and tz (rules %zu "
+                        "and %zu share their state)",
+                        txt, i + 1, j + 1);
+                return SLUICE_ERULE;
+            }
+        }
     }
     return SLUICE_OK;
 }
@@ -355,7 +387,7 @@ static sluice_status check_rule(const sluice_rule *r, size_t i,
 sluice_status sluice_ruleset_check(const sluice_ruleset *rs, char *err,
                                    size_t err_len)
 {
-    size_t i, j;
+    size_t i;
     sluice_status st;
 
     if (rs == NULL) {
@@ -371,23 +403,5 @@ sluice_status sluice_ruleset_check(const sluice_ruleset *rs, char *err,
         if ((st = check_rule(&rs->rules[i], i, NULL, err, err_len)) !=
             SLUICE_OK)
             return st;
-    for (i = 0; i < rs->count; i++) {
-        for (j = i + 1; j < rs->count; j++) {
-            const sluice_rule *a = &rs->rules[i], *b = &rs->rules[j];
-
-            if (a->algorithm == b->algorithm && a->period_ms == b->period_ms &&
-                a->tz_offset_ms == b->tz_offset_ms) {
-                char txt[96];
-
-                sl_rule_format(b, txt, sizeof(txt));
-                sl_errf(err, err_len,
-                        "rule \"%s\": a composite may not hold "
-                        "two rules with the same algorithm, period and tz "
-                        "(rules %zu and %zu share their state)",
-                        txt, i + 1, j + 1);
-                return SLUICE_ERULE;
-            }
-        }
-    }
-    return SLUICE_OK;
+    return check_duplicates(rs, err, err_len);
 }

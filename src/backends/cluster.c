@@ -136,6 +136,20 @@ static sluice_status refresh(cluster *c, char *err, size_t err_len)
     return st;
 }
 
+static void cluster_close(void *p)
+{
+    cluster *c = p;
+    size_t i;
+
+    if (c == NULL)
+        return;
+    for (i = 0; i < c->nnodes; i++) {
+        sl_conn_close(&c->nodes[i]->conn);
+        sl_free(c->nodes[i]);
+    }
+    sl_free(c);
+}
+
 static sluice_status cluster_open(const sl_url *url, void **out, char *err,
                                   size_t err_len)
 {
@@ -151,31 +165,11 @@ static sluice_status cluster_open(const sl_url *url, void **out, char *err,
     c->stale = true;
     st = refresh(c, err, err_len);
     if (st != SLUICE_OK && url->opts.fail == SLUICE_FAIL_ERROR) {
-        size_t i;
-
-        for (i = 0; i < c->nnodes; i++) {
-            sl_conn_close(&c->nodes[i]->conn);
-            sl_free(c->nodes[i]);
-        }
-        sl_free(c);
+        cluster_close(c);
         return st;
     }
     *out = c;
     return SLUICE_OK;
-}
-
-static void cluster_close(void *p)
-{
-    cluster *c = p;
-    size_t i;
-
-    if (c == NULL)
-        return;
-    for (i = 0; i < c->nnodes; i++) {
-        sl_conn_close(&c->nodes[i]->conn);
-        sl_free(c->nodes[i]);
-    }
-    sl_free(c);
 }
 
 /* The slot of a request; every key of it must share it. */

@@ -421,20 +421,21 @@ static sluice_status decide_request(store *s, const char *prefix,
     sl_state_view views[SLUICE_MAX_RULES];
     sl_charge ch[SLUICE_MAX_RULES];
     entry *es[SLUICE_MAX_RULES];
-    char key[SLUICE_MAX_KEY_LEN + 128];
+    char keys[SLUICE_MAX_RULES][SLUICE_MAX_KEY_LEN + 128];
     size_t lens[SLUICE_MAX_RULES], i;
     int64_t t = rq->now_ms;
     bool all;
 
     out->status = SLUICE_OK;
     for (i = 0; i < rs->count; i++) {
-        lens[i] = sl_key_build(key, sizeof(key), prefix, rq->key, rq->key_len,
-                               &rs->rules[i]);
+        lens[i] = sl_key_build(keys[i], sizeof(keys[i]), prefix, rq->key,
+                               rq->key_len, &rs->rules[i]);
         if (rq->op == SL_OP_RESET) {
-            remove_key(s, key, lens[i]);
+            remove_key(s, keys[i], lens[i]);
             continue;
         }
-        view_of(lookup(s, key, lens[i], t), &rs->rules[i], t, &views[i]);
+        es[i] = lookup(s, keys[i], lens[i], t);
+        view_of(es[i], &rs->rules[i], t, &views[i]);
     }
     if (rq->op == SL_OP_RESET)
         return SLUICE_OK;
@@ -442,11 +443,11 @@ static sluice_status decide_request(store *s, const char *prefix,
     sl_combine(rs, v, out);
     if (rq->op != SL_OP_ACQUIRE || !all)
         return SLUICE_OK;
-    /* Reserve everything first so that the charge is all or nothing. */
+    /* Reserve everything first so that the charge is all or nothing; a
+     * live entry found above is the one to charge. */
     for (i = 0; i < rs->count; i++) {
-        sl_key_build(key, sizeof(key), prefix, rq->key, rq->key_len,
-                     &rs->rules[i]);
-        es[i] = obtain(s, key, lens[i], rs->rules[i].algorithm, t);
+        if (es[i] == NULL)
+            es[i] = obtain(s, keys[i], lens[i], rs->rules[i].algorithm, t);
         if (es[i] == NULL || !reserve(es[i])) {
             sl_errf(err, err_len, "memory: out of memory storing a charge");
             return SLUICE_ENOMEM;
