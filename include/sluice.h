@@ -94,6 +94,12 @@ typedef struct sluice_options {
     uint32_t ttl_floor_ms;       /* default 1000: no stored key lives less */
     sluice_fail_policy fail;     /* default SLUICE_FAIL_ERROR */
     const char *key_prefix;      /* default "sluice:"; no braces */
+    /* Credentials given outside the URL, so that a password need not sit
+     * in argv or in a configuration string; copied at open. Credentials in
+     * the URL win over these. user NULL or "": AUTH with the password
+     * alone (the default user, or twemproxy). */
+    const char *user;     /* default none */
+    const char *password; /* default none: no AUTH */
 } sluice_options;
 
 /* A decision. status is SLUICE_OK when the backend decided; with a fail

@@ -343,8 +343,10 @@ static sluice_status check_rule(const sluice_rule *r, size_t i,
                 RULE_TEXT(), (long long)r->tz_offset_ms);
         return SLUICE_ERULE;
     }
-    /* Both factors are below 2^30 and 2^34: the product fits int64. */
-    if (sl_rule_capacity(r) * r->period_ms >= SL_EXACT_BOUND) {
+    /* Compared by division: capacity (up to 10^9) times period (up to
+     * 10^10) would pass INT64_MAX. cap * P < 2^53 iff P <= (2^53 - 1) /
+     * cap, both sides whole numbers. */
+    if (r->period_ms > (SL_EXACT_BOUND - 1) / sl_rule_capacity(r)) {
         sl_errf(err, err_len,
                 "rule \"%s\": capacity %lld times period %lld "
                 "ms must stay below 2^53; use a shorter period or a smaller "

@@ -147,6 +147,15 @@ static void numbers_outside_the_accepted_ranges_are_refused(void **state)
     parse_bad("fixed:900720/10000000000ms", "2^53");
     parse_bad("token:1/10000000000ms,burst=900720", "2^53");
     parse_ok("token:1000000/10000000000ms,burst=900719");
+    /* The largest accepted factors: 10^9 * 10^10 passes INT64_MAX, so the
+     * bound must be checked without forming the product (it once wrapped
+     * and let the rule through to a division by zero). */
+    parse_bad("sliding:1000000000/10000000000ms", "2^53");
+    parse_bad("fixed:1000000000/10000000000ms", "2^53");
+    parse_bad("gcra:1/10000000000ms,burst=1000000000", "2^53");
+    parse_bad("log:922337204/10000000000ms", "2^53");
+    parse_ok("fixed:1000000000/9007199ms");
+    parse_bad("fixed:1000000000/9007200ms", "2^53");
 }
 
 static void duplicate_state_in_a_composite_is_refused(void **state)
@@ -186,6 +195,11 @@ static void hand_built_rulesets_are_checked(void **state)
     rs.rules[0].period_ms = 0;
     assert_int_equal(sluice_ruleset_check(&rs, err, sizeof(err)), SLUICE_ERULE);
     assert_non_null(strstr(err, "period 0"));
+    rs.rules[0].limit = 1000000000;
+    rs.rules[0].period_ms = 10000000000LL;
+    assert_int_equal(sluice_ruleset_check(&rs, err, sizeof(err)), SLUICE_ERULE);
+    assert_non_null(strstr(err, "2^53"));
+    rs.rules[0].limit = 1;
     assert_int_equal(sluice_ruleset_check(NULL, err, sizeof(err)),
                      SLUICE_EINVAL);
     assert_int_equal(sluice_ruleset_parse(NULL, &rs, NULL, 0), SLUICE_EINVAL);
