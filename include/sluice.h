@@ -96,8 +96,8 @@ typedef struct sluice_options {
     const char *key_prefix;      /* default "sluice:"; no braces */
     /* Credentials given outside the URL, so that a password need not sit
      * in argv or in a configuration string; copied at open. Credentials in
-     * the URL win over these. user NULL or "": AUTH with the password
-     * alone (the default user, or twemproxy). */
+     * the URL win over these; mem:// ignores them. user NULL or "": AUTH
+     * with the password alone (the default user, or twemproxy). */
     const char *user;     /* default none */
     const char *password; /* default none: no AUTH */
 } sluice_options;

@@ -87,8 +87,12 @@ typedef struct sl_url {
     char prefix[64];     /* storage of opts.key_prefix */
 } sl_url;
 
+/* Copies url into dst with its password shown as "***"; every message
+ * that shows a URL passes through here. */
+void sl_url_redact(const char *url, char *dst, size_t dst_len);
+
 /* Parses url; opts (may be NULL) gives the defaults that the query
- * overrides. */
+ * overrides, and credentials where the URL has none. */
 sluice_status sl_url_parse(const char *url, const sluice_options *opts,
                            sl_url *out, char *err, size_t err_len);
 

@@ -51,7 +51,7 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
             sl_errf(err, err_len,
                     "url \"%s\": mem:// has no server clock; "
                     "drop clock=server or use a redis:// URL",
-                    url);
+                    url); /* mem:// holds no credentials */
             st = SLUICE_EURL;
             goto fail;
         }

@@ -6,10 +6,52 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The userinfo of a URL: from after "://" to its last '@' before any
+ * '?'. False when there is none. */
+static bool find_userinfo(const char *url, const char **start, const char **at)
+{
+    const char *s = strstr(url, "://"), *p;
+
+    if (s == NULL)
+        return false;
+    s += 3;
+    *at = NULL;
+    for (p = s; *p != '\0' && *p != '?'; p++)
+        if (*p == '@')
+            *at = p;
+    *start = s;
+    return *at != NULL;
+}
+
+void sl_url_redact(const char *url, char *dst, size_t dst_len)
+{
+    const char *start, *at, *colon;
+
+    if (dst_len == 0)
+        return;
+    if (url == NULL) {
+        snprintf(dst, dst_len, "(null)");
+        return;
+    }
+    if (!find_userinfo(url, &start, &at)) {
+        snprintf(dst, dst_len, "%s", url);
+        return;
+    }
+    /* "user:password@" keeps the user; "password@" keeps nothing. */
+    colon = memchr(start, ':', (size_t)(at - start));
+    if (colon != NULL)
+        snprintf(dst, dst_len, "%.*s:***%s", (int)(colon - url), url, at);
+    else
+        snprintf(dst, dst_len, "%.*s***%s", (int)(start - url), url, at);
+}
+
 static sluice_status bad(char *err, size_t err_len, const char *url,
                          const char *what)
 {
-    sl_errf(err, err_len, "url \"%s\": %s", url, what);
+    char shown[SL_ERR_LEN];
+
+    sl_url_redact(url, shown, sizeof(shown));
+    sl_errf(err, err_len, "url \"%s\": %s", shown, what);
     return SLUICE_EURL;
 }
 
@@ -239,9 +281,15 @@ static sluice_status parse_redis(const char *url, const char *rest, size_t n,
 static sluice_status parse_cluster(const char *url, const char *rest, size_t n,
                                    sl_url *u, char *err, size_t err_len)
 {
-    const char *at = memchr(rest, '@', n), *p, *end = rest + n;
-    size_t creds = at != NULL ? (size_t)(at - rest + 1) : 0;
+    const char *at = NULL, *p, *end = rest + n;
+    size_t creds, i, first;
     sluice_status st;
+
+    /* The last '@' ends the credentials, as for one server. */
+    for (i = 0; i < n; i++)
+        if (rest[i] == '@')
+            at = rest + i;
+    creds = at != NULL ? (size_t)(at - rest + 1) : 0;
 
     p = rest + creds;
     while (p < end) {
@@ -272,10 +320,31 @@ static sluice_status parse_cluster(const char *url, const char *rest, size_t n,
     }
     if (u->nseeds == 0)
         return bad(err, err_len, url, "missing host (e.g. 127.0.0.1:7000)");
-    /* Credentials, and the first seed as host and port. */
-    if ((st = parse_redis(url, rest, creds + strcspn(rest + creds, ","), u, err,
-                          err_len)) != SLUICE_OK)
-        return st;
+    /* Credentials, and the first seed as host and port: up to its comma,
+     * or to the end of the authority (the query is not part of it). */
+    for (first = creds; first < n && rest[first] != ','; first++)
+        ;
+    return parse_redis(url, rest, first, u, err, err_len);
+}
+
+/* Credentials given in the options, where the URL gave none. */
+static sluice_status credentials_from_options(const char *url,
+                                              const sluice_options *opts,
+                                              sl_url *u, char *err,
+                                              size_t err_len)
+{
+    /* mem:// has nothing to log in to: the same options serve a service
+     * whatever its URL. */
+    if (opts == NULL || u->password[0] != '\0' || opts->password == NULL ||
+        opts->password[0] == '\0' || u->scheme == SL_SCHEME_MEM)
+        return SLUICE_OK;
+    if (strlen(opts->password) >= sizeof(u->password))
+        return bad(err, err_len, url, "options.password longer than 255 bytes");
+    if (opts->user != NULL && strlen(opts->user) >= sizeof(u->user))
+        return bad(err, err_len, url, "options.user longer than 127 bytes");
+    strcpy(u->password, opts->password);
+    if (opts->user != NULL)
+        strcpy(u->user, opts->user);
     return SLUICE_OK;
 }
 
@@ -325,6 +394,9 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
     else
         st = parse_redis(url, rest, n, out, err, err_len);
     if (st != SLUICE_OK)
+        return st;
+    if ((st = credentials_from_options(url, opts, out, err, err_len)) !=
+        SLUICE_OK)
         return st;
     if (out->scheme == SL_SCHEME_TWEMPROXY && (out->user[0] || out->db))
         return bad(err, err_len, url,

@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -121,6 +122,133 @@ static void bad_urls_are_refused_with_the_reason(void **state)
     parse_bad("mem://a/b", "store names");
 }
 
+/* Every form, with and without a query: the query never leaks into the
+ * authority (a one-seed cluster URL once read "7000?timeout_ms=100" as its
+ * port). */
+static void every_url_form_parses_alike_with_and_without_a_query(void **state)
+{
+    static const char *forms[] = {
+        "redis://127.0.0.1:7000",
+        "redis://127.0.0.1",
+        "redis://u:p@127.0.0.1:7000/2",
+        "redis://p@[::1]:7000",
+        "redis+multi://127.0.0.1:7000",
+        "redis+multi://u:p@127.0.0.1:7000/3",
+        "twemproxy://127.0.0.1:7000",
+        "twemproxy://p@127.0.0.1:7000",
+        "redis-cluster://127.0.0.1:7000",
+        "redis-cluster://127.0.0.1",
+        "redis-cluster://u:p@127.0.0.1:7000",
+        "redis-cluster://127.0.0.1:7000,127.0.0.1:7001",
+        "redis-cluster://u:p@[::1]:7000,127.0.0.1:7001",
+        "mem://",
+        "mem://shared",
+    };
+    static const char *queries[] = {"", "?timeout_ms=100",
+                                    "?timeout_ms=100&prefix=x:", "?"};
+    size_t i, q, s;
+
+    (void)state;
+    for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+        sl_url plain = parse_ok(forms[i]);
+
+        for (q = 1; q < sizeof(queries) / sizeof(queries[0]); q++) {
+            char text[256];
+            sl_url u;
+
+            snprintf(text, sizeof(text), "%s%s", forms[i], queries[q]);
+            u = parse_ok(text);
+            assert_string_equal(u.host, plain.host);
+            assert_int_equal(u.port, plain.port);
+            assert_string_equal(u.user, plain.user);
+            assert_string_equal(u.password, plain.password);
+            assert_int_equal(u.db, plain.db);
+            assert_string_equal(u.name, plain.name);
+            assert_int_equal(u.nseeds, plain.nseeds);
+            for (s = 0; s < u.nseeds; s++) {
+                assert_string_equal(u.seeds[s].host, plain.seeds[s].host);
+                assert_int_equal(u.seeds[s].port, plain.seeds[s].port);
+            }
+            if (q != 3)
+                assert_int_equal(u.opts.command_timeout_ms, 100);
+        }
+    }
+    assert_int_equal(
+        parse_ok("redis-cluster://127.0.0.1:7000?timeout_ms=100").seeds[0].port,
+        7000);
+    parse_bad("redis-cluster://127.0.0.1:7000?bogus=1", "unknown option");
+    parse_bad("redis-cluster://127.0.0.1:x?timeout_ms=1", "bad port \":x\"");
+}
+
+/* A message that shows a URL never shows its password. */
+static void messages_hide_passwords(void **state)
+{
+    static const char *urls[] = {
+        "redis://svc:TopSecret123@127.0.0.1:6379?fail=x",
+        "redis://TopSecret123@127.0.0.1:6379?fail=x",
+        "redis+multi://svc:TopSecret123@127.0.0.1:6379?fail=x",
+        "twemproxy://TopSecret123@127.0.0.1:6379?fail=x",
+        "redis-cluster://svc:TopSecret123@127.0.0.1:1,127.0.0.1:2?fail=x",
+        "redis://svc:TopSecret123@127.0.0.1:99999",
+        "redis://svc:Top@Secret123@127.0.0.1:6379?fail=x",
+        "redis://svc:TopSecret123@127.0.0.1:6379/x",
+        "redis-cluster://svc:TopSecret123@127.0.0.1:1/0",
+    };
+    char err[512], shown[256];
+    size_t i;
+    sl_url u;
+
+    (void)state;
+    for (i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
+        err[0] = '\0';
+        assert_int_equal(sl_url_parse(urls[i], NULL, &u, err, sizeof(err)),
+                         SLUICE_EURL);
+        if (strstr(err, "Secret") != NULL || strstr(err, "***") == NULL)
+            fail_msg("message for \"%s\" shows the password: %s", urls[i], err);
+    }
+    sl_url_redact("redis://svc:pw@h:1/2?x=1", shown, sizeof(shown));
+    assert_string_equal(shown, "redis://svc:***@h:1/2?x=1");
+    sl_url_redact("twemproxy://pw@h:1", shown, sizeof(shown));
+    assert_string_equal(shown, "twemproxy://***@h:1");
+    sl_url_redact("redis://h:1?prefix=a@b", shown, sizeof(shown));
+    assert_string_equal(shown, "redis://h:1?prefix=a@b");
+    sl_url_redact("redis://h:1", shown, sizeof(shown));
+    assert_string_equal(shown, "redis://h:1");
+}
+
+/* Credentials can stay out of the URL; the URL's own win. */
+static void credentials_come_from_options_when_the_url_has_none(void **state)
+{
+    sluice_options o;
+    char err[512] = "";
+    sl_url u;
+
+    (void)state;
+    memset(&o, 0, sizeof(o));
+    o.user = "svc";
+    o.password = "from-options";
+    assert_int_equal(sl_url_parse("redis://h:1", &o, &u, err, sizeof(err)),
+                     SLUICE_OK);
+    assert_string_equal(u.user, "svc");
+    assert_string_equal(u.password, "from-options");
+    assert_int_equal(
+        sl_url_parse("redis://me:in-url@h:1", &o, &u, err, sizeof(err)),
+        SLUICE_OK);
+    assert_string_equal(u.user, "me");
+    assert_string_equal(u.password, "in-url");
+    o.user = NULL;
+    assert_int_equal(sl_url_parse("twemproxy://h:1", &o, &u, err, sizeof(err)),
+                     SLUICE_OK);
+    assert_string_equal(u.user, "");
+    assert_string_equal(u.password, "from-options");
+    o.user = "svc";
+    assert_int_equal(sl_url_parse("twemproxy://h:1", &o, &u, err, sizeof(err)),
+                     SLUICE_EURL);
+    assert_int_equal(sl_url_parse("mem://", &o, &u, err, sizeof(err)),
+                     SLUICE_OK);
+    assert_string_equal(u.password, "");
+}
+
 static void null_url_is_misuse(void **state)
 {
     sl_url u;
@@ -186,6 +314,9 @@ int main(void)
         cmocka_unit_test(defaults_are_filled_and_query_overrides_them),
         cmocka_unit_test(bad_urls_are_refused_with_the_reason),
         cmocka_unit_test(null_url_is_misuse),
+        cmocka_unit_test(every_url_form_parses_alike_with_and_without_a_query),
+        cmocka_unit_test(messages_hide_passwords),
+        cmocka_unit_test(credentials_come_from_options_when_the_url_has_none),
         cmocka_unit_test(open_reports_bad_urls_and_unreachable_servers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
