@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* sluice.c - the command line: check one request, replay JSON Lines on a
+/* main.c - the command line: check one request, replay JSON Lines on a
  * virtual clock, or show a burst being limited. */
 #include "sluice.h"
 
