@@ -4,7 +4,9 @@
 #include "redis.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 
 static struct timeval ms_to_tv(uint32_t ms)
@@ -22,6 +24,7 @@ void sl_conn_init(sl_conn *cn, const sl_url *url, const char *who)
     cn->url = url;
     cn->who = who;
     cn->round_trips = 0;
+    cn->reopened = 0;
 }
 
 void sl_conn_close(sl_conn *cn)
@@ -76,12 +79,39 @@ static sluice_status setup_command(sl_conn *cn, int argc, const char **argv,
     return SLUICE_OK;
 }
 
+/* Whether an idle connection is still fit for a request: the server may
+ * have closed it (its idle timeout, a restart, CLIENT KILL), and anything
+ * readable on a connection that owes us nothing (a late reply, EOF, an
+ * error) means it is out of step. Checked before anything is written, so
+ * a connection found dead is reopened and the request sent on the new one:
+ * nothing of it had gone out. */
+static bool idle_connection_is_sound(const redisContext *c)
+{
+    struct pollfd pfd = {c->fd, POLLIN, 0};
+    char byte;
+
+    if (c->reader->len > c->reader->pos)
+        return false; /* bytes of a reply nobody asked for */
+    if (poll(&pfd, 1, 0) == 0)
+        return true;
+    if (pfd.revents & (POLLERR | POLLHUP | POLLNVAL))
+        return false;
+    /* Readable: EOF (0), an error (-1), or stray bytes; all unsound. */
+    return recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
+           (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
 sluice_status sl_conn_ensure(sl_conn *cn, char *err, size_t err_len)
 {
     const sl_url *u = cn->url;
     sluice_status st;
     char db[16];
 
+    if (cn->c != NULL && sdslen(cn->c->obuf) == 0 &&
+        !idle_connection_is_sound(cn->c)) {
+        cn->reopened++;
+        sl_conn_close(cn);
+    }
     if (cn->c != NULL)
         return SLUICE_OK;
     cn->c = redisConnectWithTimeout(u->host, u->port,
@@ -168,13 +198,38 @@ sluice_status sl_conn_append(sl_conn *cn, int argc, const char **argv,
     return SLUICE_OK;
 }
 
+/* Writes the whole output buffer. Our own send() with MSG_NOSIGNAL, not
+ * hiredis's write(): a write on a connection the server has closed raises
+ * SIGPIPE, whose default action kills the host process. */
 sluice_status sl_conn_flush(sl_conn *cn, char *err, size_t err_len)
 {
-    int done = 0;
+    redisContext *c = cn->c;
+    size_t len = sdslen(c->obuf), off = 0;
 
-    while (!done)
-        if (redisBufferWrite(cn->c, &done) != REDIS_OK)
-            return transport_error(cn, "sending", err, err_len);
+    while (off < len) {
+        ssize_t n = send(c->fd, c->obuf + off, len - off, MSG_NOSIGNAL);
+
+        if (n >= 0) {
+            off += (size_t)n;
+            continue;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            sl_errf(err, err_len,
+                    "%s: %s:%d did not take the request within %u ms; the "
+                    "next call reconnects",
+                    cn->who, cn->url->host, cn->url->port,
+                    cn->url->opts.command_timeout_ms);
+            sl_conn_close(cn);
+            return SLUICE_ETIMEOUT;
+        }
+        sl_errf(err, err_len, "%s: %s:%d sending: %s; the next call reconnects",
+                cn->who, cn->url->host, cn->url->port, strerror(errno));
+        sl_conn_close(cn);
+        return SLUICE_EIO;
+    }
+    sdsclear(c->obuf);
     return SLUICE_OK;
 }
 
@@ -189,6 +244,13 @@ sluice_status sl_conn_read(sl_conn *cn, redisReply **rep, char *err,
         return SLUICE_OK;
     }
     cn->round_trips++;
+    /* Written by us (see sl_conn_flush), so redisGetReply only reads. */
+    if (sdslen(cn->c->obuf) > 0) {
+        sluice_status st = sl_conn_flush(cn, err, err_len);
+
+        if (st != SLUICE_OK)
+            return st;
+    }
     if (redisGetReply(cn->c, &r) != REDIS_OK || r == NULL)
         return transport_error(cn, "reading a reply", err, err_len);
     *rep = r;

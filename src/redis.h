@@ -13,6 +13,7 @@ typedef struct sl_conn {
     const sl_url *url;    /* host, port, credentials, timeouts */
     const char *who;      /* backend name, for messages */
     uint64_t round_trips; /* replies that had to wait for the network */
+    uint64_t reopened;    /* idle connections found closed and reopened */
 } sl_conn;
 
 void sl_conn_init(sl_conn *cn, const sl_url *url, const char *who);

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_faults.c - a real Redis that stops answering, loses its script
- * cache or its keys: clear statuses within the timeout, the fail policy,
- * and recovery:
- *   test_faults URL|@file */
+ * cache or its keys, closes idle connections or drops one mid-write: clear
+ * statuses within the timeout, the fail policy, recovery, and never a
+ * SIGPIPE in the host process:
+ *   test_faults URL|@file     (redis:// or redis+multi://) */
 #include "testutil.h"
 
 #include <hiredis/hiredis.h>
 
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <sys/wait.h>
@@ -18,6 +20,7 @@
 static const char *url;
 static char host[256];
 static int port;
+static bool lua; /* redis://: the script cache exists */
 
 /* Sends one command on a fresh connection of our own. */
 static void admin(const char *cmd)
@@ -29,6 +32,21 @@ static void admin(const char *cmd)
     assert_int_equal(c->err, 0);
     r = redisCommand(c, cmd);
     assert_non_null(r);
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+/* CONFIG SET name value, value being one argument. */
+static void admin_set(const char *name, const char *value)
+{
+    redisContext *c = redisConnect(host, port);
+    redisReply *r;
+
+    assert_non_null(c);
+    assert_int_equal(c->err, 0);
+    r = redisCommand(c, "CONFIG SET %s %s", name, value);
+    assert_non_null(r);
+    assert_int_not_equal(r->type, REDIS_REPLY_ERROR);
     freeReplyObject(r);
     redisFree(c);
 }
@@ -178,13 +196,143 @@ static void foreign_data_under_a_key_is_a_clear_server_error(void **state)
     sluice_close(sl);
 }
 
+/* Runs body in a child process with SIGPIPE at its default action, so that
+ * a SIGPIPE reaching the host kills the child, not the test; returns the
+ * child's exit code and fails the test if a signal ended it. */
+static int in_child(int (*body)(void))
+{
+    pid_t pid = fork();
+    int status;
+
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGPIPE, SIG_DFL);
+        int rc = body();
+
+        fflush(stdout);
+        _exit(rc);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status))
+        fail_msg("the process was killed by signal %d (%s)", WTERMSIG(status),
+                 WTERMSIG(status) == SIGPIPE ? "SIGPIPE" : "?");
+    return WEXITSTATUS(status);
+}
+
+/* 2000 requests of a three-rule composite in one batch, keys of this
+ * process; out[i].status of each must be want (or any failure if want is
+ * not SLUICE_OK). Returns the number of requests that did not match. */
+static int big_batch(sluice *sl, size_t n, sluice_status want)
+{
+    static sluice_request reqs[20000];
+    static sluice_result outs[20000];
+    static char keys[20000][16];
+    sluice_ruleset rs;
+    sluice_status st;
+    size_t i;
+    int bad = 0;
+
+    if (sluice_ruleset_parse("fixed:100/1m+sliding:100/1m+log:100/1m", &rs,
+                             NULL, 0) != SLUICE_OK)
+        return -1;
+    for (i = 0; i < n; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "b%zu", i % 500);
+        reqs[i] = (sluice_request){keys[i], strlen(keys[i]), &rs, 1};
+    }
+    st = sluice_acquire_many(sl, reqs, n, outs);
+    for (i = 0; i < n; i++)
+        if (want == SLUICE_OK ? outs[i].status != SLUICE_OK
+                              : outs[i].status == SLUICE_OK)
+            bad++;
+    printf("# batch of %zu: status %s, %d requests not %s%s%s\n", n,
+           sluice_strerror(st), bad, want == SLUICE_OK ? "OK" : "failed",
+           st != SLUICE_OK ? ": " : "",
+           st != SLUICE_OK ? sluice_errmsg(sl) : "");
+    if (want == SLUICE_OK && st != SLUICE_OK)
+        bad++;
+    return bad;
+}
+
+static int idle_then_batch(void)
+{
+    sluice *sl = open_with("&timeout_ms=2000");
+    sluice_ruleset rs;
+    sluice_result r;
+    int bad;
+
+    if (sluice_ruleset_parse("fixed:10/1s", &rs, NULL, 0) != SLUICE_OK ||
+        sluice_acquire(sl, "i", 1, &rs, 1, &r) != SLUICE_OK)
+        return 10;
+    /* The server closes connections idle for over a second. */
+    tu_sleep_ms(2600);
+    bad = big_batch(sl, 2000, SLUICE_OK);
+    /* And a single call after another idle spell. */
+    tu_sleep_ms(2600);
+    if (sluice_acquire(sl, "i", 1, &rs, 1, &r) != SLUICE_OK) {
+        printf("# single call after idle: %s\n", sluice_errmsg(sl));
+        bad++;
+    }
+    sluice_close(sl);
+    return bad > 0 ? 1 : 0;
+}
+
+/* Nothing of the request was written on a connection the server had
+ * closed, so it is reopened and the request sent (once). */
+static void a_connection_the_server_closed_while_idle_is_reopened(void **state)
+{
+    (void)state;
+    admin_set("timeout", "1");
+    assert_int_equal(in_child(idle_then_batch), 0);
+}
+
+static int dropped_mid_write(void)
+{
+    sluice *sl = open_with("&timeout_ms=2000");
+    int bad = big_batch(sl, 20000, SLUICE_EIO);
+    sigset_t pending;
+
+    sluice_close(sl);
+    /* No SIGPIPE left pending for the host either. */
+    sigpending(&pending);
+    if (sigismember(&pending, SIGPIPE))
+        return 3;
+    return bad > 0 ? 1 : 0;
+}
+
+/* The server drops a client whose replies pile up past a small limit,
+ * while megabytes of the batch are still being written: the writes meet
+ * EPIPE, which must come back as a status, not as a signal. */
+static void
+a_connection_dropped_mid_write_is_an_error_not_a_signal(void **state)
+{
+    (void)state;
+    admin_set("client-output-buffer-limit", "normal 4kb 0 0");
+    assert_int_equal(in_child(dropped_mid_write), 0);
+}
+
+static int restore_server(void **state)
+{
+    (void)state;
+    admin_set("timeout", "0");
+    admin_set("client-output-buffer-limit", "normal 0 0 0");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    char server[300];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_frozen_server_times_out_then_recovers),
         cmocka_unit_test(fail_policies_answer_when_the_server_does_not),
-        cmocka_unit_test(an_emptied_script_cache_falls_back_to_eval),
         cmocka_unit_test(foreign_data_under_a_key_is_a_clear_server_error),
+        cmocka_unit_test_teardown(
+            a_connection_the_server_closed_while_idle_is_reopened,
+            restore_server),
+        cmocka_unit_test_teardown(
+            a_connection_dropped_mid_write_is_an_error_not_a_signal,
+            restore_server),
+        /* Last: only redis:// has a script cache. */
+        cmocka_unit_test(an_emptied_script_cache_falls_back_to_eval),
     };
 
     if (argc < 2) {
@@ -192,9 +340,15 @@ int main(int argc, char **argv)
         return 2;
     }
     url = tu_url(argv[1]);
-    if (sscanf(url, "redis://%255[^:]:%d", host, &port) != 2) {
-        fprintf(stderr, "test_faults needs a redis:// URL\n");
+    lua = strncmp(url, "redis://", 8) == 0;
+    tu_servers_of(url, server, sizeof(server));
+    if ((!lua && strncmp(url, "redis+multi://", 14) != 0) ||
+        sscanf(server, "%255[^:]:%d", host, &port) != 2) {
+        fprintf(stderr, "test_faults needs a redis:// or redis+multi:// "
+                        "URL\n");
         return 2;
     }
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return _cmocka_run_group_tests("test_faults", tests,
+                                   sizeof(tests) / sizeof(tests[0]) - !lua,
+                                   NULL, NULL);
 }
