@@ -7,12 +7,19 @@
  * Per rule, an optimistic acquire sends:
  *   fixed    SET w 0 NX PX ttl; INCRBY w c; PEXPIRE w ttl
  *   sliding  SET w 0 NX PX ttl; INCRBY w c; PEXPIRE w ttl; GET w-1
- *   log      ZADD l t m; ZREMRANGEBYSCORE l -inf t-P; ZRANGE l 0 -1
- *            WITHSCORES; PEXPIRE l ttl
+ *   log      ZADD l t m; ZRANGE l 0 -1 WITHSCORES; PEXPIRE l ttl
  * where w is the window-stamped key of t's window, so a window ending
  * between two commands never reuses a counter, and every key gets its TTL
  * from the command that creates it (SET NX PX) or right after (ZADD). A
- * denial sends DECRBY w c; PEXPIRE w ttl or ZREM l m. */
+ * denial sends DECRBY w c; PEXPIRE w ttl or ZREM l m.
+ *
+ * A log is pruned only below the newest stamp minus P, never below the
+ * request's own t minus P: a request from a clock ahead that is then
+ * denied must leave no trace, and entries it would have pruned still count
+ * for the requests after it. Pruning rides on a follow-up that is sent
+ * anyway (a denial, a late stamp), or on its own once dead entries are as
+ * many as the live ones (and at least PRUNE_MIN), so a log holds at most
+ * about twice its live entries. */
 #include "plain.h"
 
 #include "algo.h"
@@ -25,6 +32,7 @@
 
 #define KEYBUF        (SLUICE_MAX_KEY_LEN + 160)
 #define WATCH_RETRIES 16
+#define PRUNE_MIN     16 /* dead log entries worth a round trip */
 
 typedef enum job_mode {
     JOB_OPTIMISTIC = 1, /* acquire of windows and logs */
@@ -188,11 +196,9 @@ static size_t append_block(sl_plain *p, job *j)
             io->ttl = with_floor(p, 2 * per);
             log_member(p, t, rq->cost, io->member, sizeof(io->member));
             APPEND(p, "ZADD %b %lld %s", key, kl, (long long)t, io->member);
-            APPEND(p, "ZREMRANGEBYSCORE %b -inf %lld", key, kl,
-                   (long long)(t - per));
             APPEND(p, "ZRANGE %b 0 -1 WITHSCORES", key, kl);
             APPEND(p, "PEXPIRE %b %lld", key, kl, (long long)io->ttl);
-            n += 4;
+            n += 3;
             break;
         case SLUICE_TOKEN:
         case SLUICE_GCRA:
@@ -376,9 +382,9 @@ static sluice_status parse_views(sl_plain *p, job *j, char *err, size_t err_len)
             }
             break;
         case SLUICE_LOG:
-            ok = read_log(io, rep[j->mode == JOB_READ ? 0 : 2], &s->n);
+            ok = read_log(io, rep[j->mode == JOB_READ ? 0 : 1], &s->n);
             s->entries = io->entries;
-            at += j->mode == JOB_READ ? 1 : 4;
+            at += j->mode == JOB_READ ? 1 : 3;
             break;
         case SLUICE_TOKEN:
         case SLUICE_GCRA:
@@ -402,6 +408,24 @@ static sluice_status parse_views(sl_plain *p, job *j, char *err, size_t err_len)
     return SLUICE_OK;
 }
 
+/* Log entries (others', oldest first) stamped at or before upto. */
+static size_t log_dead(const sl_state_view *s, int64_t upto)
+{
+    size_t n = 0;
+
+    while (n < s->n && s->entries[n].x <= upto)
+        n++;
+    return n;
+}
+
+/* Appends the removal of the log's entries stamped at or before upto. */
+static size_t append_prune(sl_plain *p, const char *key, size_t kl,
+                           int64_t upto)
+{
+    APPEND(p, "ZREMRANGEBYSCORE %b -inf %lld", key, kl, (long long)upto);
+    return 1;
+}
+
 /* Appends what takes back an optimistic charge that was denied. */
 static size_t append_compensation(sl_plain *p, job *j)
 {
@@ -421,8 +445,16 @@ static size_t append_compensation(sl_plain *p, job *j)
             APPEND(p, "PEXPIRE %b %lld", key, kl, (long long)io->ttl);
             n += 2;
         } else if (r->algorithm == SLUICE_LOG) {
+            const sl_state_view *s = &j->views[i];
+
             APPEND(p, "ZREM %b %s", key, kl, io->member);
             n++;
+            /* Dead for everyone: below the newest charge minus P. Not
+             * below t - P: this request charged nothing. */
+            if (s->n > 0 &&
+                log_dead(s, s->entries[s->n - 1].x - r->period_ms) > 0)
+                n += append_prune(p, key, kl,
+                                  s->entries[s->n - 1].x - r->period_ms);
         }
     }
     return n;
@@ -440,24 +472,36 @@ static void append_log_entry(sl_plain *p, const char *key, size_t kl, int64_t x,
     APPEND(p, "PEXPIRE %b %lld", key, kl, ttl);
 }
 
-/* A late log entry is stamped with the newest time: re-stamp ours. */
+/* After an admitted charge: a late log entry is stamped with the newest
+ * time, so ours is re-stamped; and entries that died before our stamp are
+ * pruned when that is due (see the top of the file). */
 static size_t append_restamp(sl_plain *p, job *j)
 {
     const sluice_ruleset *rs = j->rq->rules;
     char key[KEYBUF];
-    size_t i, n = 0, kl;
+    size_t i, n = 0, kl, dead;
 
     for (i = 0; i < rs->count; i++) {
         const sluice_rule *r = &rs->rules[i];
+        const sl_state_view *s = &j->views[i];
+        int64_t upto = j->ch[i].x - r->period_ms;
+        bool late = j->ch[i].x != j->rq->now_ms;
 
-        if (r->algorithm != SLUICE_LOG || j->ch[i].x == j->rq->now_ms)
+        if (r->algorithm != SLUICE_LOG)
+            continue;
+        dead = log_dead(s, upto);
+        if (!late && (dead < PRUNE_MIN || dead < s->n - dead))
             continue;
         kl = rule_key(p, j->rq, r, false, 0, key);
-        APPEND(p, "ZREM %b %s", key, kl, j->io[i].member);
-        append_log_entry(
-            p, key, kl, j->ch[i].x, j->rq->cost,
-            (long long)with_floor(p, sl_ttl_after_charge(r, &j->v[i])));
-        n += 3;
+        if (late) {
+            APPEND(p, "ZREM %b %s", key, kl, j->io[i].member);
+            append_log_entry(
+                p, key, kl, j->ch[i].x, j->rq->cost,
+                (long long)with_floor(p, sl_ttl_after_charge(r, &j->v[i])));
+            n += 3;
+        }
+        if (dead > 0)
+            n += append_prune(p, key, kl, upto);
     }
     return n;
 }
