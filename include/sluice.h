@@ -73,8 +73,13 @@ typedef struct sluice_ruleset {
     sluice_rule rules[SLUICE_MAX_RULES];
 } sluice_ruleset;
 
-/* What the backend does when it cannot answer (connection refused, lost,
- * timed out). The result's status tells which failure was papered over. */
+/* What a handle answers when its backend cannot decide a request: the
+ * server unreachable, lost or too slow (ECONNECT, EIO, ETIMEOUT), an error
+ * reply such as READONLY, OOM, LOADING, BUSY, MASTERDOWN or CLUSTERDOWN
+ * (ESERVER), an unreadable reply (EPROTO), a key too hot for WATCH
+ * (ECONTENDED). The result's status tells which failure was papered over
+ * and sluice_errmsg() quotes the reply. Bad input, EUNSUPPORTED and ENOMEM
+ * are always returned as errors. */
 typedef enum sluice_fail_policy {
     SLUICE_FAIL_ERROR = 0, /* return the error status (default) */
     SLUICE_FAIL_OPEN,      /* admit, out->status names the failure */

@@ -109,11 +109,36 @@ const char *sluice_backend_name(const sluice *sl)
     return sl == NULL ? "none" : sl->backend->name;
 }
 
-/* The backend could not answer: the fail policy may decide instead. */
+/* The backend could not decide: unreachable, too slow, or its server
+ * answered with an error (READONLY on a replica, OOM under maxmemory,
+ * LOADING, BUSY, MASTERDOWN, a cluster still down after its retries), an
+ * unreadable reply, or a key too hot for WATCH. The fail policy answers
+ * instead. Never for bad input, an unsupported request or our own memory:
+ * those are the caller's to fix, and an open policy would hide them. */
 static bool policy_answers(const sluice *sl, sluice_status st)
 {
-    return sl->url.opts.fail != SLUICE_FAIL_ERROR &&
-           (st == SLUICE_ECONNECT || st == SLUICE_ETIMEOUT || st == SLUICE_EIO);
+    if (sl->url.opts.fail == SLUICE_FAIL_ERROR)
+        return false;
+    switch (st) {
+    case SLUICE_ECONNECT:
+    case SLUICE_ETIMEOUT:
+    case SLUICE_EIO:
+    case SLUICE_ESERVER:
+    case SLUICE_EPROTO:
+    case SLUICE_ECONTENDED:
+        return true;
+    case SLUICE_OK:
+    case SLUICE_EINVAL:
+    case SLUICE_EKEY:
+    case SLUICE_ERULE:
+    case SLUICE_ECOST:
+    case SLUICE_EURL:
+    case SLUICE_ETIME:
+    case SLUICE_ENOMEM:
+    case SLUICE_EUNSUPPORTED:
+        return false;
+    }
+    return false;
 }
 
 static void policy_result(const sluice *sl, const sluice_ruleset *rs,

@@ -196,6 +196,53 @@ static void foreign_data_under_a_key_is_a_clear_server_error(void **state)
     sluice_close(sl);
 }
 
+/* Expects the three policies' answers to a server that refuses writes
+ * with reply `word`, and bad input never papered over. */
+static void expect_policies(const char *word)
+{
+    sluice *open = open_with("&fail=open");
+    sluice *closed = open_with("&fail=closed");
+    sluice *error = open_with("");
+    sluice_ruleset rs;
+    sluice_result r;
+
+    assert_int_equal(
+        sluice_ruleset_parse("fixed:5/1h+token:5/1s", &rs, NULL, 0), SLUICE_OK);
+    assert_int_equal(sluice_acquire(open, "ro", 2, &rs, 1, &r), SLUICE_OK);
+    assert_true(r.allowed);
+    assert_int_equal(r.status, SLUICE_ESERVER);
+    if (strstr(sluice_errmsg(open), word) == NULL)
+        fail_msg("message should quote %s: %s", word, sluice_errmsg(open));
+    printf("# fail=open on %s: allowed, status %s: %s\n", word,
+           sluice_strerror(r.status), sluice_errmsg(open));
+    assert_int_equal(sluice_acquire(closed, "ro", 2, &rs, 1, &r), SLUICE_OK);
+    assert_false(r.allowed);
+    assert_int_equal(r.status, SLUICE_ESERVER);
+    assert_int_equal(sluice_acquire(error, "ro", 2, &rs, 1, &r),
+                     SLUICE_ESERVER);
+    assert_non_null(strstr(sluice_errmsg(error), word));
+    /* Bad input is the caller's to fix, whatever the policy. */
+    assert_int_equal(sluice_acquire(open, "", 0, &rs, 1, &r), SLUICE_EKEY);
+    assert_int_equal(sluice_acquire(open, "ro", 2, &rs, 0, &r), SLUICE_ECOST);
+    sluice_close(open);
+    sluice_close(closed);
+    sluice_close(error);
+}
+
+/* A replica, or a server out of memory, cannot decide: the fail policy
+ * answers, with the real status and the reply in the message. */
+static void server_error_replies_get_the_fail_policy(void **state)
+{
+    (void)state;
+    /* A replica of a master that does not exist: reads only. */
+    admin("REPLICAOF 127.0.0.1 1");
+    expect_policies("READONLY");
+    admin("REPLICAOF NO ONE");
+    admin_set("maxmemory", "1");
+    expect_policies("OOM");
+    admin_set("maxmemory", "0");
+}
+
 /* Runs body in a child process with SIGPIPE at its default action, so that
  * a SIGPIPE reaching the host kills the child, not the test; returns the
  * child's exit code and fails the test if a signal ended it. */
@@ -315,6 +362,8 @@ static int restore_server(void **state)
     (void)state;
     admin_set("timeout", "0");
     admin_set("client-output-buffer-limit", "normal 0 0 0");
+    admin_set("maxmemory", "0");
+    admin("REPLICAOF NO ONE");
     return 0;
 }
 
@@ -325,6 +374,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(a_frozen_server_times_out_then_recovers),
         cmocka_unit_test(fail_policies_answer_when_the_server_does_not),
         cmocka_unit_test(foreign_data_under_a_key_is_a_clear_server_error),
+        cmocka_unit_test_teardown(server_error_replies_get_the_fail_policy,
+                                  restore_server),
         cmocka_unit_test_teardown(
             a_connection_the_server_closed_while_idle_is_reopened,
             restore_server),
