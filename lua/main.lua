@@ -4,13 +4,15 @@
 -- Contract (docs/DESIGN.md, "The Lua script contract"):
 --   KEYS[i]   the key of rule i, i = 1..n, all with the hash tag {K}
 --   ARGV[1]   now in ms, or -1: read the server's TIME
---   ARGV[2]   1 = acquire (charge when admitted), 0 = peek
+--   ARGV[2]   1 = acquire (charge when admitted), 0 = peek, 2 = reset
+--             (forget every rule's state: the key, and for windows the
+--             windows k - 2 .. k + 1 around now)
 --   ARGV[3]   cost
 --   ARGV[4]   TTL floor in ms
 --   ARGV[5 + 5*(i-1) ..]  rule i: algo (1 fixed, 2 sliding, 3 log,
 --             4 token, 5 gcra), limit, period_ms, burst (= limit for
 --             windows), off_ms
---   return    a flat array, 6 integers per rule:
+--   return    reset: {tag}; otherwise a flat array, 6 integers per rule:
 --             admitted (1/0), never_fits (1/0), remaining,
 --             retry_ms (-1 unless denying and fitting; from u),
 --             reset_ms (from u), gap (u - t; 0 for windows)
@@ -75,7 +77,7 @@ local function parse()
             limit = tonumber(ARGV[b + 1]), period = tonumber(ARGV[b + 2]),
             burst = tonumber(ARGV[b + 3]), off = tonumber(ARGV[b + 4]),
             t = 0, gap = 0, cur = 0, prev = 0, e = 0, te = 0, k = false,
-            khi = 0, klo = 0, field = false, admit = false, never = false,
+            khi = 0, klo = 0, wkey = false, admit = false, never = false,
             u = 0, du = 0, sum = 0, newest = 0, xs = false, cs = false,
         }
         if c == nil or r.algo == nil or r.algo < 1 or r.algo > 5 or
@@ -87,7 +89,7 @@ local function parse()
         rules[i] = r
     end
     return {
-        t = ARGV[1], acquire = ARGV[2] == '1',
+        t = ARGV[1], acquire = ARGV[2] == '1', op = ARGV[2],
         floor = tonumber(ARGV[4]) or 0, rules = rules,
     }
 end
@@ -99,6 +101,18 @@ end
 
 local t = now_ms(req.t)
 local rules = req.rules
+
+if req.op == '2' then
+    for i = 1, #rules do
+        local r = rules[i]
+        r.t = t
+        redis.call('DEL', r.key)
+        if r.algo <= 2 then
+            window_reset(r)
+        end
+    end
+    return {ARGV[#ARGV]}
+end
 
 -- Phase 1: does each rule admit? Reads only.
 local all = true

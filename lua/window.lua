@@ -1,18 +1,23 @@
 -- window.lua - fixed and sliding window counters (docs/DESIGN.md, "Window
 -- counters"); part of the one sluice script, after common.lua.
 --
--- Key: a hash, field = window index k in decimal, value = amount charged in
--- window k. A rule is a table s with key, t (ms), c (cost), limit, period,
+-- Keys: one string key per window, KEYS[i] .. ':' .. k (k = the window
+-- index in decimal), holding the amount charged in window k: the layout of
+-- the plain backends, so that every backend counts in the same keys. The
+-- window keys share the hash tag of KEYS[i], so they live in its slot.
+-- A rule is a table s with key, t (ms), c (cost), limit, period,
 -- off (tz offset in ms), algo (1 fixed, 2 sliding).
---   window_read(s)          phase 1, reads only: sets s.khi, s.klo (the
---                           window index k), s.e, s.te,
+--   window_read(s)          phase 1, reads only: sets s.k (or s.khi,
+--                           s.klo), s.e, s.te, s.wkey (t's window),
 --                           s.cur, s.prev, s.never, s.admit
 --   fixed_outputs(s, charged), sliding_outputs(s, charged)
 --                           remaining, retry (-1 unless denying and
 --                           fitting), reset; charged says whether the
 --                           composite charges this request
---   window_charge(s, floor) HINCRBY window k, drop fields no longer needed,
---                           raise the TTL (te + P fixed, te + 2P sliding)
+--   window_charge(s, floor) INCRBY the window's key; its first charge sets
+--                           the TTL (te + P fixed, te + 2P sliding)
+--   window_reset(s)         DEL of windows k - 2 .. k + 1, as the plain
+--                           backends do
 -- Late requests count in the window their own t falls in; gap is always 0.
 
 -- A window index k is kept as two base-1e8 digits (hi, lo), k = hi * 1e8 +
@@ -34,18 +39,6 @@ local function wfield(hi, lo)
     return fmt(hi) .. string.format('%08.0f', lo)
 end
 
--- hi, lo of a field written by wfield, or nil for anything else.
-local function wparse(f)
-    if #f > 8 and string.match(f, '^[1-9]%d*$') then
-        return tonumber(string.sub(f, 1, -9)), tonumber(string.sub(f, -8))
-    end
-    local v = tonumber(f)
-    if v == nil or v ~= math.floor(v) then
-        return nil
-    end
-    return wstep(0, 0, v)
-end
-
 -- t + off can pass 2^53, so k and e are derived from fmod(t, P), which is
 -- exact, and never from t + off itself: k = (t - fmod(t, P)) / P +
 -- floor((fmod(t, P) + off) / P).
@@ -58,31 +51,36 @@ local function window_locate(t, p, off)
     return hi, lo, e
 end
 
-local function window_read(s)
+-- Sets s.k (or s.khi, s.klo), s.e and s.te for t's window.
+local function window_locate_rule(s)
     local shifted = s.t + s.off
     if shifted >= 0 and shifted < 4503599627370496 then
         -- The common case: t + off is exact (below 2^52), and so are e,
         -- k and k - 1 as plain numbers.
         local e = math.fmod(shifted, s.period)
-        local k = (shifted - e) / s.period
-        s.k, s.e, s.te = k, e, s.period - e
-        s.field = fmt(k)
+        s.k, s.e, s.te = (shifted - e) / s.period, e, s.period - e
     else
         local hi, lo, e = window_locate(s.t, s.period, s.off)
-        s.khi, s.klo, s.e, s.te = hi, lo, e, s.period - e
-        s.field = wfield(hi, lo)
+        s.k, s.khi, s.klo, s.e, s.te = false, hi, lo, e, s.period - e
     end
+end
+
+-- The key of window k + d.
+local function window_key(s, d)
+    if s.k then
+        return s.key .. ':' .. fmt(s.k + d)
+    end
+    return s.key .. ':' .. wfield(wstep(s.khi, s.klo, d))
+end
+
+local function window_read(s)
+    window_locate_rule(s)
+    s.wkey = window_key(s, 0)
     if s.algo == 1 then
-        s.cur = tonumber(redis.call('HGET', s.key, s.field)) or 0
+        s.cur = tonumber(redis.call('GET', s.wkey)) or 0
         s.prev = 0
     else
-        local pfield
-        if s.k then
-            pfield = fmt(s.k - 1)
-        else
-            pfield = wfield(wstep(s.khi, s.klo, -1))
-        end
-        local v = redis.call('HMGET', s.key, s.field, pfield)
+        local v = redis.call('MGET', s.wkey, window_key(s, -1))
         s.cur = tonumber(v[1]) or 0
         s.prev = tonumber(v[2]) or 0
     end
@@ -148,29 +146,24 @@ local function sliding_outputs(s, charged)
 end
 
 local function window_charge(s, floor)
-    local n = redis.call('HINCRBY', s.key, s.field, fmt(s.c))
-    -- Only the first charge of a window needs the rest: the window's end,
-    -- and so the TTL it needs, is the same for every later charge in it
-    -- (TTLs only grow, and keep_for raises them from the first).
-    if n ~= s.c then
-        return
-    end
-    -- fixed needs window k only, sliding k and k - 1; keep one more window
-    -- for late requests that still fall in it. Later windows stay.
-    local back, ttl = -1, s.te + s.period
-    if s.algo == 2 then
-        back, ttl = -2, s.te + 2 * s.period
-    end
-    if s.k then
-        s.khi, s.klo = wstep(0, 0, s.k)
-    end
-    local ohi, olo = wstep(s.khi, s.klo, back)
-    local fields = redis.call('HKEYS', s.key)
-    for _, f in ipairs(fields) do
-        local hi, lo = wparse(f)
-        if hi ~= nil and (hi < ohi or (hi == ohi and lo < olo)) then
-            redis.call('HDEL', s.key, f)
+    local n = redis.call('INCRBY', s.wkey, fmt(s.c))
+    -- Only the first charge of a window sets its TTL: the window's end,
+    -- and so the TTL it needs, is the same for every later charge in it.
+    -- fixed needs window k until its end, sliding also while it weighs as
+    -- the previous window; one more period of grace for late requests.
+    -- A plain PEXPIRE: the key is new, or was left at 0 by a plain
+    -- backend's taken-back charge with a TTL of the same formula.
+    if n == s.c then
+        local ttl = s.te + s.period
+        if s.algo == 2 then
+            ttl = ttl + s.period
         end
+        redis.call('PEXPIRE', s.wkey, fmt(math.max(ttl, floor)))
     end
-    keep_for(s.key, ttl, floor)
+end
+
+local function window_reset(s)
+    window_locate_rule(s)
+    redis.call('DEL', window_key(s, -2), window_key(s, -1), window_key(s, 0),
+        window_key(s, 1))
 end

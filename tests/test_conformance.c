@@ -3,7 +3,12 @@
  * tests/conformance, written from the semantics, not from the code) on one
  * backend: test_conformance URL|@urlfile FILE.scn... Every scenario is one
  * cmocka test on a fresh key prefix. On Redis backends it also checks
- * afterwards that no key was left without a TTL. */
+ * afterwards that no key was left without a TTL.
+ *
+ * With --alternate URL (repeatable), the steps of each scenario go to the
+ * backends in turn, on the same keys: backends sharing a server must share
+ * their state, or the counts split and the tables fail. Steps that the
+ * first backend refuses (--unsupported) go to the next one. */
 #include "testutil.h"
 
 #include <hiredis/hiredis.h>
@@ -36,7 +41,12 @@ typedef struct scenario {
     step steps[MAX_STEPS];
 } scenario;
 
+#define MAX_URLS 4
+
 static const char *url;
+static const char *urls[MAX_URLS]; /* urls[0] = url, then --alternate */
+static char *owned[MAX_URLS];      /* copies of the alternates */
+static size_t nurls;
 static char servers[1024];    /* host:port,... whose keys must have TTLs */
 static char unsupported[128]; /* algorithms the backend refuses */
 static scenario *scenarios;
@@ -182,13 +192,15 @@ static void run_scenario(void **state)
 {
     const scenario *sc = *state;
     tu_clock clk = {0};
-    sluice *sl;
-    size_t i;
+    sluice *handles[MAX_URLS], *sl;
+    size_t i, h;
     char tag[64], prefix[96];
 
     snprintf(tag, sizeof(tag), "%zu", (size_t)(sc - scenarios));
-    sl = tu_open(url, &clk, tag);
-    assert_non_null(sl);
+    for (h = 0; h < nurls; h++) {
+        handles[h] = tu_open(urls[h], &clk, tag);
+        assert_non_null(handles[h]);
+    }
     snprintf(prefix, sizeof(prefix), "t%ld-%s:", (long)getpid(), tag);
     for (i = 0; i < sc->nsteps; i++) {
         const step *s = &sc->steps[i];
@@ -196,7 +208,13 @@ static void run_scenario(void **state)
         sluice_result got;
         sluice_status st;
         char err[512];
+        bool first;
 
+        h = i % nurls;
+        if (h == 0 && nurls > 1 && !s->expect_error && refused(s))
+            h = 1;
+        first = h == 0;
+        sl = handles[h];
         memset(&got, 0, sizeof(got));
         clk.t = s->t;
         st = sluice_ruleset_parse(s->rule, &rs, err, sizeof(err));
@@ -209,7 +227,8 @@ static void run_scenario(void **state)
                 st = sluice_acquire(sl, s->key, s->key_len, &rs, s->cost, &got);
             snprintf(err, sizeof(err), "%s", sluice_errmsg(sl));
         }
-        if (!s->expect_error && strcmp(s->op, "reset") != 0 && refused(s)) {
+        if (first && !s->expect_error && strcmp(s->op, "reset") != 0 &&
+            refused(s)) {
             /* A backend that cannot do an algorithm exactly says so. */
             if (st != SLUICE_EUNSUPPORTED)
                 fail_msg("%s:%d (%s): %s should be refused with "
@@ -239,11 +258,11 @@ static void run_scenario(void **state)
             got.remaining != s->want.remaining ||
             got.retry_after_ms != s->want.retry_after_ms ||
             got.reset_after_ms != s->want.reset_after_ms)
-            fail_msg("%s:%d (%s) t=%lld %s cost %lld rule %s:\n"
+            fail_msg("%s:%d (%s) on %s, t=%lld %s cost %lld rule %s:\n"
                      "   want %d %lld %lld %lld %lld\n"
                      "   got  %d %lld %lld %lld %lld",
-                     sc->file, s->line, sc->name, (long long)s->t, s->op,
-                     (long long)s->cost, s->rule, s->want.allowed,
+                     sc->file, s->line, sc->name, urls[h], (long long)s->t,
+                     s->op, (long long)s->cost, s->rule, s->want.allowed,
                      (long long)s->want.limit, (long long)s->want.remaining,
                      (long long)s->want.retry_after_ms,
                      (long long)s->want.reset_after_ms, got.allowed,
@@ -251,7 +270,8 @@ static void run_scenario(void **state)
                      (long long)got.retry_after_ms,
                      (long long)got.reset_after_ms);
     }
-    sluice_close(sl);
+    for (h = 0; h < nurls; h++)
+        sluice_close(handles[h]);
     {
         char missing[256];
         long checked = tu_check_ttls(servers, prefix, missing, sizeof(missing));
@@ -274,9 +294,15 @@ int main(int argc, char **argv)
         return 2;
     }
     url = tu_url(argv[1]);
+    urls[nurls++] = url;
     tu_servers_of(url, servers, sizeof(servers));
     for (i = 2; i < (size_t)argc; i++) {
-        if (strcmp(argv[i], "--servers") == 0 && i + 1 < (size_t)argc) {
+        if (strcmp(argv[i], "--alternate") == 0 && i + 1 < (size_t)argc &&
+            nurls < MAX_URLS) {
+            owned[nurls] = strdup(tu_url(argv[++i]));
+            urls[nurls] = owned[nurls];
+            nurls++;
+        } else if (strcmp(argv[i], "--servers") == 0 && i + 1 < (size_t)argc) {
             snprintf(servers, sizeof(servers), "%s", tu_url(argv[++i]));
         } else if (strcmp(argv[i], "--unsupported") == 0 &&
                    i + 1 < (size_t)argc) {
@@ -293,8 +319,12 @@ int main(int argc, char **argv)
     }
     printf("conformance on %s: %zu scenarios%s%s\n", url, nscenarios,
            unsupported[0] ? ", refusing " : "", unsupported);
+    for (i = 1; i < nurls; i++)
+        printf("  alternating step by step with %s\n", urls[i]);
     rc = _cmocka_run_group_tests(url, tests, nscenarios, NULL, NULL);
     free(tests);
     free(scenarios);
+    for (i = 1; i < nurls; i++)
+        free(owned[i]);
     return rc;
 }

@@ -313,8 +313,6 @@ static int64_t read_node(cluster *c, int i, const sl_request *reqs, route *rt,
             rt[k].pending = true;
         } else if (r->type == REDIS_REPLY_ERROR) {
             out[k].status = sl_conn_reply_status(&nd->conn, r, err, err_len);
-        } else if (reqs[k].op == SL_OP_RESET) {
-            out[k].status = SLUICE_OK;
         } else {
             out[k].status = sl_evalsha_result(&reqs[k], r, rt[k].tag, &out[k],
                                               err, err_len);

@@ -59,7 +59,9 @@ static void evalsha_close(void *p)
     sl_free(s);
 }
 
-/* Appends one request: EVALSHA (or EVAL) with every rule's key, or DEL. */
+/* Appends one request: EVALSHA (or EVAL) with every rule's key. A reset
+ * runs the script too: a window's keys are found from the time, which
+ * only the script knows on the server's clock. */
 sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
                                 const sl_request *rq, bool as_eval,
                                 uint64_t tag, char *err, size_t err_len)
@@ -72,27 +74,22 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
     char numkeys[24];
     size_t i, a = 0, k = 0;
 
-    if (rq->op == SL_OP_RESET) {
-        argv[a] = "DEL";
-        lens[a++] = 3;
-    } else {
-        argv[a] = as_eval ? "EVAL" : "EVALSHA";
-        lens[a++] = strlen(argv[0]);
-        argv[a] = as_eval ? sl_lua_script : sl_lua_sha1;
-        lens[a++] = as_eval ? sl_lua_script_len : 40;
-        lens[a] = sl_i64toa((int64_t)rs->count, numkeys);
-        argv[a++] = numkeys;
-    }
+    argv[a] = as_eval ? "EVAL" : "EVALSHA";
+    lens[a++] = strlen(argv[0]);
+    argv[a] = as_eval ? sl_lua_script : sl_lua_sha1;
+    lens[a++] = as_eval ? sl_lua_script_len : 40;
+    lens[a] = sl_i64toa((int64_t)rs->count, numkeys);
+    argv[a++] = numkeys;
     for (i = 0; i < rs->count; i++) {
         lens[a] = sl_key_build(keys[i], sizeof(keys[i]), url->prefix, rq->key,
                                rq->key_len, &rs->rules[i]);
         argv[a++] = keys[i];
     }
-    if (rq->op != SL_OP_RESET) {
+    {
         int64_t v[FIXED_ARGS + SLUICE_MAX_RULES * ARGS_PER_RULE + 1];
 
         v[k++] = rq->now_ms;
-        v[k++] = rq->op == SL_OP_ACQUIRE ? 1 : 0;
+        v[k++] = rq->op == SL_OP_ACQUIRE ? 1 : rq->op == SL_OP_PEEK ? 0 : 2;
         v[k++] = rq->cost;
         v[k++] = url->opts.ttl_floor_ms;
         for (i = 0; i < rs->count; i++) {
@@ -124,7 +121,9 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
     char want[24];
     size_t i;
 
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 6 * rs->count + 1) {
+    size_t nvals = rq->op == SL_OP_RESET ? 0 : 6 * rs->count;
+
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != nvals + 1) {
         sl_errf(err, err_len,
                 "evalsha: unexpected script reply (type %d, "
                 "%zu elements); is another program using the key prefix?",
@@ -133,7 +132,7 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
     }
     /* The script echoes the request's tag: a reply meant for another
      * request (a connection out of step) is never taken for this one. */
-    echo = rep->element[6 * rs->count];
+    echo = rep->element[nvals];
     want[sl_i64toa((int64_t)(tag & INT64_MAX), want)] = '\0';
     if (echo->type != REDIS_REPLY_STRING || strcmp(echo->str, want) != 0) {
         sl_errf(err, err_len,
@@ -142,12 +141,21 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
                 echo->type == REDIS_REPLY_STRING ? echo->str : "?", want);
         return SLUICE_EPROTO;
     }
-    for (i = 0; i < 6 * rs->count; i++) {
-        if (rep->element[i]->type != REDIS_REPLY_INTEGER) {
+    if (rq->op == SL_OP_RESET)
+        return SLUICE_OK;
+    /* Flags are 0 or 1, waits at least -1, the rest at least 0; nothing
+     * reaches 2^53 (so retry + gap cannot overflow). */
+    for (i = 0; i < nvals; i++) {
+        const redisReply *e = rep->element[i];
+        long long lo = i % 6 < 2 ? 0 : i % 6 == 3 ? -1 : 0;
+        long long hi = i % 6 < 2 ? 1 : SL_EXACT_BOUND;
+
+        if (e->type != REDIS_REPLY_INTEGER || e->integer < lo ||
+            e->integer > hi) {
             sl_errf(err, err_len,
-                    "evalsha: script reply element %zu is not "
-                    "an integer",
-                    i);
+                    "evalsha: script reply element %zu is not an integer in "
+                    "%lld..%lld",
+                    i, lo, hi);
             return SLUICE_EPROTO;
         }
     }
@@ -189,8 +197,6 @@ static sluice_status read_replies(state *s, const sl_request *reqs, size_t n,
             (*nresend)++;
         } else if (rep->type == REDIS_REPLY_ERROR) {
             out[i].status = sl_conn_reply_status(&s->conn, rep, err, err_len);
-        } else if (reqs[i].op == SL_OP_RESET) {
-            out[i].status = SLUICE_OK;
         } else {
             out[i].status = sl_evalsha_result(&reqs[i], rep, base + i, &out[i],
                                               err, err_len);
