@@ -20,4 +20,8 @@ const char sl_lua_script[] = {\n    ${bytes}0x00};
 const size_t sl_lua_script_len = ${size};
 const char sl_lua_sha1[] = \"${digest}\";
 ")
-file(COPY_FILE "${OUT}.tmp" "${OUT}" ONLY_IF_DIFFERENT)
+# copy_if_different (not file(COPY_FILE), which needs CMake 3.21): an
+# unchanged script does not rebuild the library.
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT}.tmp"
+                "${OUT}")
+file(REMOVE "${OUT}.tmp")

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# test.sh - installs what is missing, builds with warnings as errors, and runs
-# every test three times: plain, under AddressSanitizer and UBSan, and under
-# valgrind. The tests start their own servers on free loopback ports and stop
-# them afterwards, also when a test fails.
+# test.sh - installs what is missing, builds with warnings as errors (gcc and
+# clang), and runs every test three times: plain, under AddressSanitizer and
+# UBSan, and under valgrind; the tests without a server once more with
+# clang, and the threaded ones under ThreadSanitizer. The tests start their
+# own servers on free loopback ports and stop them afterwards, also when a
+# test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
@@ -12,20 +14,29 @@ jobs=$(nproc)
 echo "== format"
 clang-format --dry-run -Werror src/*.c src/*.h src/backends/*.c src/cli/*.c \
     include/*.h tests/*.c tests/*.h examples/*.c bench/*.c
-run() { # NAME CMAKE_ARGS...
-    local name=$1
-    shift
+run() { # NAME CTEST_FILTER CMAKE_ARGS...
+    local name=$1 filter=$2
+    shift 2
     echo "== $name"
     cmake -S . -B "build-$name" -DSLUICE_WERROR=ON "$@" >/dev/null
     cmake --build "build-$name" -j "$jobs" >/dev/null
     # Servers are per build directory; stop them whatever happens.
     trap 'tests/servers/stop-all.sh "build-'"$name"'/servers"' EXIT
-    ctest --test-dir "build-$name" --output-on-failure
+    # shellcheck disable=SC2086 # the filter is several words, or none
+    ctest --test-dir "build-$name" --output-on-failure $filter
     tests/servers/stop-all.sh "build-$name/servers"
     trap - EXIT
 }
 
-run plain -DCMAKE_BUILD_TYPE=RelWithDebInfo
-run sanitize -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=address,undefined
-run valgrind -DCMAKE_BUILD_TYPE=Debug -DSLUICE_VALGRIND=ON
+# gcc: every test, then again under ASan+UBSan and under valgrind.
+run plain "" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# clang with its own warnings as errors: everything that needs no server.
+CC=clang run clang "-LE redis" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+run sanitize "" -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=address,undefined
+run valgrind "" -DCMAKE_BUILD_TYPE=Debug -DSLUICE_VALGRIND=ON
+# ThreadSanitizer over the tests that run threads: handles of one
+# mem://NAME store in several threads, the cluster client under a load
+# from several threads.
+run tsan "-R unit\.test_memory|faults\.cluster" -DCMAKE_BUILD_TYPE=Debug \
+    -DSLUICE_SANITIZE=thread
 echo "== all test runs passed"

@@ -175,9 +175,7 @@ static void sliding_counter_keeps_the_weighted_bound(void **state)
 static void buckets_never_admit_more_than_burst_plus_refill(void **state)
 {
     static const char *const texts[] = {"token:5/1s,burst=8",
-                                        "gcra:5/1s,"
-                                        "burst=8",
-                                        "token:3/1s"};
+                                        "gcra:5/1s,burst=8", "token:3/1s"};
     size_t k;
 
     (void)state;
