@@ -343,12 +343,25 @@ static bool read_log(rule_io *io, const redisReply *r, size_t *count)
             return false;
         io->entries[n].x = strtoll(s->str, NULL, 10);
         io->entries[n].cost = strtoll(colon + 1, NULL, 10);
-        if (io->entries[n].cost < 1)
+        /* Stamps are times, costs within the accepted range: sums and
+         * differences of them stay exact. */
+        if (io->entries[n].x < 0 || io->entries[n].x > SL_MAX_TIME_MS ||
+            io->entries[n].cost < 1 || io->entries[n].cost > SL_MAX_LIMIT)
             return false;
         n++;
     }
     *count = n;
     return true;
+}
+
+/* A window count read back: a taken-back charge whose key expired
+ * meanwhile leaves a negative count, which is an empty window; a count
+ * whose product with the period could overflow is not ours. */
+static bool window_count(int64_t *v, const sluice_rule *r)
+{
+    if (*v < 0)
+        *v = 0;
+    return *v <= INT64_MAX / 4 / r->period_ms;
 }
 
 /* Turns a job's replies into views of the state before the request. */
@@ -374,12 +387,14 @@ static sluice_status parse_views(sl_plain *p, job *j, char *err, size_t err_len)
                 ok = ok && reply_int(*rep, &s->cur);
                 at += r->algorithm == SLUICE_SLIDING ? 2 : 1;
             } else {
-                ok = reply_int(rep[1], &s->cur);
-                s->cur -= j->rq->cost;
+                ok = reply_int(rep[1], &s->cur) &&
+                     s->cur > INT64_MIN + j->rq->cost;
+                s->cur -= ok ? j->rq->cost : 0;
                 if (r->algorithm == SLUICE_SLIDING)
                     ok = ok && reply_int(rep[3], &s->prev);
                 at += r->algorithm == SLUICE_SLIDING ? 4 : 3;
             }
+            ok = ok && window_count(&s->cur, r) && window_count(&s->prev, r);
             break;
         case SLUICE_LOG:
             ok = read_log(io, rep[j->mode == JOB_READ ? 0 : 1], &s->n);
@@ -391,8 +406,11 @@ static sluice_status parse_views(sl_plain *p, job *j, char *err, size_t err_len)
             ok = rep[0]->type == REDIS_REPLY_ARRAY && rep[0]->elements == 2;
             if (ok && rep[0]->element[0]->type != REDIS_REPLY_NIL) {
                 s->has = true;
+                /* A time, and a backlog below capacity * period. */
                 ok = reply_int(rep[0]->element[0], &s->x) &&
-                     reply_int(rep[0]->element[1], &s->d);
+                     reply_int(rep[0]->element[1], &s->d) && s->x >= 0 &&
+                     s->x <= SL_MAX_TIME_MS && s->d >= 0 &&
+                     s->d < SL_EXACT_BOUND;
             }
             at += 1;
             break;
@@ -877,4 +895,72 @@ void sl_plain_close(void *state)
 uint64_t sl_plain_round_trips(void *state)
 {
     return ((sl_plain *)state)->conn.round_trips;
+}
+
+/* The number of replies of one request's block (see append_block). */
+static size_t block_replies(const sl_request *rq, bool read_mode)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < rq->rules->count; i++) {
+        switch (rq->rules->rules[i].algorithm) {
+        case SLUICE_FIXED:
+            n += read_mode ? 1 : 3;
+            break;
+        case SLUICE_SLIDING:
+            n += read_mode ? 2 : 4;
+            break;
+        case SLUICE_LOG:
+            n += read_mode ? 1 : 3;
+            break;
+        case SLUICE_TOKEN:
+        case SLUICE_GCRA:
+            n += 1; /* HMGET, read mode only */
+            break;
+        }
+    }
+    return n;
+}
+
+sluice_status sl_plain_decode(const sl_request *rq, bool read_mode,
+                              redisReply **reps, size_t n, char *err,
+                              size_t err_len)
+{
+    static const sl_url url = {.prefix = "sluice:"};
+    sl_plain p = {.url = &url, .name = "decode"};
+    job *j;
+    sluice_status st;
+    size_t i;
+
+    if (!read_mode && has_bucket(rq->rules)) {
+        sl_errf(err, err_len, "decode: buckets are never charged blindly");
+        return SLUICE_EINVAL;
+    }
+    if (n != block_replies(rq, read_mode)) {
+        sl_errf(err, err_len, "decode: %zu replies for a block of %zu", n,
+                block_replies(rq, read_mode));
+        return SLUICE_EINVAL;
+    }
+    if ((j = sl_calloc(1, sizeof(*j))) == NULL)
+        return SLUICE_ENOMEM;
+    j->rq = rq;
+    j->mode = read_mode ? JOB_READ : JOB_OPTIMISTIC;
+    j->reps = reps;
+    j->ncmds = n;
+    if (!read_mode)
+        for (i = 0; i < rq->rules->count; i++)
+            snprintf(j->io[i].member, sizeof(j->io[i].member), "%lld:%lld:0",
+                     (long long)rq->now_ms, (long long)rq->cost);
+    st = parse_views(&p, j, err, err_len);
+    if (st == SLUICE_OK) {
+        sluice_result out;
+
+        j->all =
+            sl_decide(rq->rules, j->views, rq->now_ms, rq->cost, j->v, j->ch);
+        sl_combine(rq->rules, j->v, &out);
+    }
+    for (i = 0; i < SLUICE_MAX_RULES; i++)
+        sl_free(j->io[i].entries);
+    sl_free(j);
+    return st;
 }

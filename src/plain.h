@@ -24,4 +24,11 @@ uint64_t sl_plain_round_trips(void *state);
 sluice_status sl_plain_decide(void *state, const sl_request *reqs, size_t n,
                               sluice_result *out, char *err, size_t err_len);
 
+/* For the fuzzer: reads the n replies of one request's block (a peek's
+ * when read_mode, else an optimistic acquire's) into state views and
+ * decides on them, as a decision does. The caller keeps reps. */
+sluice_status sl_plain_decode(const sl_request *rq, bool read_mode,
+                              redisReply **reps, size_t n, char *err,
+                              size_t err_len);
+
 #endif /* SL_PLAIN_H */
