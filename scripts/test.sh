@@ -12,7 +12,7 @@ scripts/install-deps.sh --test
 jobs=$(nproc)
 
 echo "== format"
-clang-format --dry-run -Werror src/*.c src/*.h src/backends/*.c src/cli/*.c \
+clang-format --dry-run -Werror src/*.c src/*.h src/backends/*.c src/cli/*.[ch] \
     include/*.h tests/*.c tests/*.h examples/*.c bench/*.c
 run() { # NAME CTEST_FILTER CMAKE_ARGS...
     local name=$1 filter=$2

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_cli.sh - the sluice CLI end to end on one backend: exit statuses of
-# check and replay, JSON Lines in and out, bad lines answered and skipped.
+# check and replay, JSON Lines in and out, bad lines answered and skipped,
+# every error named by its status, credentials from the environment.
 #   test_cli.sh SLUICE_BINARY URL|@urlfile TESTS_DIR
 set -u
 bin=$1
@@ -46,9 +47,39 @@ expect_text() { # NAME FILE PATTERN
     fi
 }
 
+expect_no_text() { # NAME TEXT FILE...
+    local name=$1 text=$2
+    shift 2
+    if ! grep -q -F -- "$text" "$@"; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL $name: '$text' printed:"
+        cat "$@"
+    fi
+}
+
+# Replays the given event lines; the output must equal the expected lines.
+expect_replay() { # NAME EXPECTED_LINES EVENT_LINES
+    printf '%s\n' "$3" >"$tmp/in"
+    printf '%s\n' "$2" >"$tmp/want"
+    "$bin" replay --url "$url" <"$tmp/in" >"$tmp/out" 2>"$tmp/err"
+    local got=$?
+    if [[ $got == 0 ]] && diff "$tmp/out" "$tmp/want" >"$tmp/diff"; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL $1: exit $got; diff of the output against the expected:"
+        diff "$tmp/out" "$tmp/want"
+        cat "$tmp/err"
+    fi
+}
+
 # check: 0 allowed, 3 denied, 2 bad arguments, 1 backend failure.
+expect_exit check_peek_first 0 "$bin" check --url "$url" --rule fixed:1/1h --key c1 --peek
+expect_text check_peek_says_would "$tmp/out" "^would be allowed: 0 of 1 left"
 expect_exit check_allowed 0 "$bin" check --url "$url" --rule fixed:1/1h --key c1
-expect_text check_allowed_says_allowed "$tmp/out" "allowed: 0 of 1 left"
+expect_text check_allowed_says_allowed "$tmp/out" "^allowed: 0 of 1 left"
 if [[ $url == mem://* ]]; then
     # Each process has its own mem:// store: deny by a cost that never fits.
     expect_exit check_denied 3 "$bin" check --url "$url" --rule fixed:1/1h --key c1 --cost 2
@@ -62,23 +93,55 @@ else
     expect_exit check_peek 0 "$bin" check --url "$url" --rule log:2/1h --key c2 --peek --cost 2
     expect_exit check_peek_charged_nothing 0 "$bin" check --url "$url" --rule log:2/1h --key c2 --cost 2
     expect_exit check_peek_after_charge 3 "$bin" check --url "$url" --rule log:2/1h --key c2 --peek
+    expect_text check_peek_denied_says_would "$tmp/out" "^would be denied: retry in"
 fi
+expect_exit check_peek_never_fits 3 "$bin" check --url "$url" --rule fixed:2/1s --key c3 --cost 3 --peek
+expect_text check_peek_never_fits_says_would "$tmp/out" "^would be denied: a cost of 3 can never fit"
+
 expect_exit check_never_fits 3 "$bin" check --url "$url" --rule fixed:2/1s --key c3 --cost 3
 expect_text check_never_fits_says_so "$tmp/out" "can never fit"
 expect_exit check_bad_rule 2 "$bin" check --url "$url" --rule fixed:0/1s --key c1
 expect_text check_bad_rule_quotes "$tmp/err" 'limit 0'
+# Every message names its status first: "sluice: NAME: ...".
+expect_text check_bad_rule_named "$tmp/err" '^sluice: rule: rule "fixed:0/1s"'
 expect_exit check_bad_cost 2 "$bin" check --url "$url" --rule fixed:1/1s --key c1 --cost 0
+expect_text check_bad_cost_named "$tmp/err" '^sluice: cost: --cost "0"'
 expect_exit check_fraction_cost 2 "$bin" check --url "$url" --rule fixed:1/1s --key c1 --cost 1.5
 expect_exit check_empty_key 2 "$bin" check --url "$url" --rule fixed:1/1s --key ""
+expect_text check_empty_key_named "$tmp/err" '^sluice: key: '
 expect_exit check_long_key 2 "$bin" check --url "$url" --rule fixed:1/1s --key "$(printf 'k%.0s' $(seq 1025))"
+expect_text check_long_key_named "$tmp/err" '^sluice: key: '
 expect_exit check_missing_rule 2 "$bin" check --url "$url" --key c1
+expect_text check_missing_rule_named "$tmp/err" '^sluice: input: check: --rule is required'
 expect_exit check_bad_url 2 "$bin" check --url "nope://x" --rule fixed:1/1s --key c1
+expect_text check_bad_url_named "$tmp/err" '^sluice: url: '
 expect_exit check_bad_port 2 "$bin" check --url "redis://127.0.0.1:99999" --rule fixed:1/1s --key c1
 expect_exit check_unknown_option 2 "$bin" check --url "$url" --rule fixed:1/1s --key c1 --colour
+expect_text check_unknown_option_named "$tmp/err" '^sluice: input: '
 expect_exit check_unreachable 1 "$bin" check --url "redis://127.0.0.1:1" --rule fixed:1/1s --key c1
 expect_text check_unreachable_says_where "$tmp/err" "127.0.0.1:1"
+expect_text check_unreachable_named "$tmp/err" '^sluice: connect: '
 expect_exit check_fail_open 0 "$bin" check --url "redis://127.0.0.1:1?fail=open" --rule fixed:1/1s --key c1
 expect_text check_fail_open_reported "$tmp/err" "fail policy"
+expect_text check_fail_open_named "$tmp/err" '^sluice: connect: '
+# A password never shows, whether in the URL or in the environment.
+expect_exit check_url_password_hidden 2 "$bin" check --url 'redis://svc:TopSecret123@127.0.0.1:1?fail=x' --rule fixed:1/1s --key k
+expect_no_text check_url_password_not_printed TopSecret123 "$tmp/out" "$tmp/err"
+expect_exit check_url_password_hidden_unreachable 1 "$bin" check --url 'redis://svc:TopSecret123@127.0.0.1:1' --rule fixed:1/1s --key k
+expect_no_text check_url_password_not_printed_unreachable TopSecret123 "$tmp/out" "$tmp/err"
+expect_exit check_env_password_hidden 1 env SLUICE_USER=svc SLUICE_PASSWORD=TopSecret123 "$bin" check --url 'redis://127.0.0.1:1' --rule fixed:1/1s --key k
+expect_no_text check_env_password_not_printed TopSecret123 "$tmp/out" "$tmp/err"
+if [[ $url == *://*:*@* ]]; then
+    # The same server with the URL's credentials given in the environment.
+    creds=${url#*://}
+    creds=${creds%%@*}
+    bare=${url/"$creds@"/}
+    expect_exit check_env_credentials 0 env SLUICE_USER="${creds%%:*}" SLUICE_PASSWORD="${creds#*:}" "$bin" check --url "$bare" --rule fixed:5/1h --key env1
+    expect_exit check_env_wrong_password 1 env SLUICE_USER="${creds%%:*}" SLUICE_PASSWORD=Wrong-pw-77 "$bin" check --url "$bare" --rule fixed:5/1h --key env1
+    expect_no_text check_env_wrong_password_not_printed Wrong-pw-77 "$tmp/out" "$tmp/err"
+    expect_exit check_url_credentials_win 0 env SLUICE_USER=nobody SLUICE_PASSWORD=Wrong-pw-77 "$bin" check --url "$url" --rule fixed:5/1h --key env1
+    expect_exit check_empty_env_ignored 0 env SLUICE_USER= SLUICE_PASSWORD= "$bin" check --url "$url" --rule fixed:5/1h --key env1
+fi
 expect_exit unknown_command 2 "$bin" frobnicate
 expect_exit help 0 "$bin" --help
 
@@ -87,7 +150,7 @@ expect_exit replay_runs 0 "$bin" replay --url "$url" --rule fixed:10/1s <"$dir/c
 cp "$dir/cli/replay.expected" "$tmp/expected"
 if [[ $url == twemproxy://* ]]; then
     # Lines 7 and 8 use a token bucket, which twemproxy:// refuses.
-    refusal='{"error": "twemproxy: token and gcra need an atomic read-modify-write that a proxy'"'"'s plain commands cannot give; use redis:// through the proxy (the Lua backend, one EVAL per decision)"}'
+    refusal='{"error": "unsupported: twemproxy: token and gcra need an atomic read-modify-write that a proxy'"'"'s plain commands cannot give; use redis:// through the proxy (the Lua backend, one EVAL per decision)"}'
     awk -v r="$refusal" 'NR == 7 || NR == 8 { print r; next } { print }' \
         "$dir/cli/replay.expected" >"$tmp/expected"
 fi
@@ -99,12 +162,86 @@ else
     cat "$tmp/diff"
 fi
 expect_exit replay_bad_rule 2 "$bin" replay --url "$url" --rule "fixed:1/1s+" </dev/null
+expect_text replay_bad_rule_named "$tmp/err" '^sluice: rule: '
 expect_exit replay_bad_url 2 "$bin" replay --url "redis://:1" </dev/null
 expect_exit replay_unreachable 1 "$bin" replay --url "redis://127.0.0.1:1" </dev/null
 printf '{"t": 5, "key": "k"}\n' >"$tmp/norule"
 expect_exit replay_no_rule 0 "$bin" replay --url "$url" <"$tmp/norule"
-expect_text replay_no_rule_says_so "$tmp/out" '{"error": "no rule'
+expect_text replay_no_rule_says_so "$tmp/out" '{"error": "input: no rule'
 expect_exit replay_empty_input 0 "$bin" replay --url "$url" </dev/null
+
+# Keys are binary-safe: "\u0000" is a byte of the key, not its end.
+expect_replay replay_nul_key \
+    '{"allowed": true, "limit": 1, "remaining": 0, "retry_after_ms": -1, "reset_after_ms": 1000}
+{"allowed": false, "limit": 1, "remaining": 0, "retry_after_ms": 1000, "reset_after_ms": 1000}
+{"allowed": true, "limit": 1, "remaining": 0, "retry_after_ms": -1, "reset_after_ms": 1000}
+{"allowed": true, "limit": 1, "remaining": 0, "retry_after_ms": -1, "reset_after_ms": 1000}' \
+    '{"t": 0, "key": "nul\u0000a", "rule": "fixed:1/1s"}
+{"t": 0, "key": "nul\u0000a", "rule": "fixed:1/1s"}
+{"t": 0, "key": "nul\u0000b", "rule": "fixed:1/1s"}
+{"t": 0, "key": "nul", "rule": "fixed:1/1s"}'
+# The cap counts UTF-8 bytes: 512 two-byte characters fit, 513 do not.
+e512=$(printf '\303\251%.0s' $(seq 512))
+printf '{"t": 0, "key": "%s", "rule": "fixed:1/1s"}\n' "$e512" "${e512}é" >"$tmp/in"
+expect_exit replay_utf8_key_cap 0 "$bin" replay --url "$url" <"$tmp/in"
+expect_text replay_utf8_key_fits "$tmp/out" '^{"allowed": true, "limit": 1, "remaining": 0,'
+expect_text replay_utf8_key_over "$tmp/out" '^{"error": "key: key \\".*1026 bytes, above the cap of 1024'
+# A NUL byte cannot hide trailing text in a rule or an op.
+expect_replay replay_nul_in_rule_and_op \
+    '{"error": "rule: rule \"fixed:1/1s\\u0000+junk\" holds a NUL byte"}
+{"error": "input: unknown op \"peek\\u0000\" (use acquire, peek or reset)"}' \
+    '{"t": 0, "key": "r", "rule": "fixed:1/1s\u0000+junk"}
+{"t": 0, "key": "r", "rule": "fixed:1/1s", "op": "peek\u0000"}'
+# Integers beyond 64 bits: a reset ignores its cost, an acquire or peek
+# names the cost, "t" names the time; fractions stay bad input.
+big=1180591620717411303424
+expect_replay replay_big_numbers \
+    '{"reset": true}
+{"error": "cost: cost '$big' is out of range 1..1000000000"}
+{"error": "cost: cost -'$big' is out of range 1..1000000000"}
+{"error": "time: \"t\" '$big' is outside 0..9007199254740991 ms"}
+{"error": "input: \"cost\" must be a JSON integer"}
+{"reset": true}
+{"error": "input: \"t\" must be a JSON integer (ms), not a string, fraction or exponent"}
+{"allowed": true, "limit": 3, "remaining": 2, "retry_after_ms": -1, "reset_after_ms": 1000}' \
+    '{"t": 0, "key": "big", "rule": "fixed:3/1s", "op": "reset", "cost": '$big'}
+{"t": 0, "key": "big", "rule": "fixed:3/1s", "cost": '$big'}
+{"t": 0, "key": "big", "rule": "fixed:3/1s", "op": "peek", "cost": -'$big'}
+{"t": '$big', "key": "big", "rule": "fixed:3/1s"}
+{"t": 0, "key": "big", "rule": "fixed:3/1s", "cost": 2.0}
+{"t": 0, "key": "big", "rule": "fixed:3/1s", "op": "reset", "cost": 1e999}
+{"t": 1e999, "key": "big", "rule": "fixed:3/1s"}
+{"t": 0, "key": "big", "rule": "fixed:3/1s", "cost": 1}'
+if [[ $url == twemproxy://* ]]; then
+    expect_replay replay_unsupported_named \
+        '{"error": "unsupported: twemproxy: token and gcra need an atomic read-modify-write that a proxy'"'"'s plain commands cannot give; use redis:// through the proxy (the Lua backend, one EVAL per decision)"}' \
+        '{"t": 0, "key": "u", "rule": "token:1/1s"}'
+fi
+
+# Each answer is flushed as soon as it is written, so that a program can
+# drive replay line by line through pipes.
+coproc REPLAY { "$bin" replay --url "$url" --rule fixed:10/1s 2>/dev/null; }
+# Bash forgets the coprocess's variables once it ends: keep them.
+replay_pid=$REPLAY_PID
+replay_in=${REPLAY[1]}
+replay_out=${REPLAY[0]}
+printf '{"t": 1, "key": "live"}\n' >&"$replay_in"
+if read -r -t 60 answer <&"$replay_out" &&
+    [[ $answer == '{"allowed": true, "limit": 10, "remaining": 9, '* ]]; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1))
+    echo "FAIL replay_answers_before_end_of_input: got '${answer:-nothing}'"
+fi
+printf '{"t": 2, "key": "live", "cost": 0}\n' >&"$replay_in"
+if read -r -t 60 answer <&"$replay_out" && [[ $answer == '{"error": "cost: '* ]]; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1))
+    echo "FAIL replay_answers_errors_before_end_of_input: got '${answer:-nothing}'"
+fi
+exec {replay_in}>&-
+wait "$replay_pid"
 
 echo "cli on $2: $pass passed, $fail failed"
 [[ $fail == 0 ]]

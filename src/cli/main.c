@@ -3,9 +3,10 @@
  * virtual clock, or show a burst being limited. */
 #include "sluice.h"
 
+#include "jsonl.h"
+
 #include <errno.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,25 +41,101 @@ static const char usage_text[] =
     "      for an all-or-nothing composite: fixed:1000/1d,tz=+08:00+"
     "fixed:100/1h\n"
     "\n"
+    "Environment: SLUICE_USER and SLUICE_PASSWORD, when set and not empty, "
+    "are the\n"
+    "credentials for AUTH (so that a password need not sit in argv); "
+    "credentials in\n"
+    "the URL win over them. Messages never show a password.\n"
+    "\n"
     "check exits 0 when allowed, 3 when denied, 2 for bad arguments, 1 when "
     "the\n"
-    "backend fails. replay reads one JSON event a line:\n"
+    "backend fails; --peek charges nothing and says \"would be allowed\" or "
+    "\"would\n"
+    "be denied\". replay reads one JSON event a line:\n"
     "  {\"t\": 1400, \"key\": \"user:1\", \"rule\": \"fixed:10/1s\", "
     "\"cost\": 1, \"op\": \"acquire\"}\n"
-    "and writes one JSON result a line.\n";
+    "and writes one JSON result a line, flushed at once. Every error message "
+    "starts\n"
+    "with a name: input (a malformed line or argument), or the status "
+    "without its E\n"
+    "in lower case: rule, key, cost, time, url, connect, timeout, io, server,"
+    "\n"
+    "unsupported, ... (\"invalid\" for EINVAL), as in\n"
+    "  {\"error\": \"cost: cost 0 is out of range 1..1000000000\"}\n";
 
-static int usage_error(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
+/* The name that starts every error message: the status without its E, in
+ * lower case; "input" (not a status) names a malformed line or argument. */
+static const char *status_name(sluice_status st)
+{
+    switch (st) {
+    case SLUICE_OK:
+        return "ok";
+    case SLUICE_EINVAL:
+        return "invalid";
+    case SLUICE_EKEY:
+        return "key";
+    case SLUICE_ERULE:
+        return "rule";
+    case SLUICE_ECOST:
+        return "cost";
+    case SLUICE_EURL:
+        return "url";
+    case SLUICE_ETIME:
+        return "time";
+    case SLUICE_ENOMEM:
+        return "nomem";
+    case SLUICE_ECONNECT:
+        return "connect";
+    case SLUICE_ETIMEOUT:
+        return "timeout";
+    case SLUICE_EIO:
+        return "io";
+    case SLUICE_ESERVER:
+        return "server";
+    case SLUICE_EPROTO:
+        return "proto";
+    case SLUICE_EUNSUPPORTED:
+        return "unsupported";
+    case SLUICE_ECONTENDED:
+        return "contended";
+    }
+    return "unknown";
+}
 
-static int usage_error(const char *fmt, ...)
+/* Writes "NAME: msg" into dst, unless msg already starts with "NAME: ". */
+static void named(char *dst, size_t dst_len, const char *name, const char *msg)
+{
+    size_t n = strlen(name);
+
+    if (strncmp(msg, name, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+        snprintf(dst, dst_len, "%s", msg);
+    else
+        snprintf(dst, dst_len, "%s: %s", name, msg);
+}
+
+/* "sluice: NAME: msg" on stderr. */
+static void report(const char *name, const char *msg)
+{
+    char line[1024];
+
+    named(line, sizeof(line), name, msg);
+    fprintf(stderr, "sluice: %s\n", line);
+}
+
+static int usage_error(const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Reports bad arguments, named, and returns the exit status for them. */
+static int usage_error(const char *name, const char *fmt, ...)
 {
     va_list ap;
+    char msg[768];
 
-    fprintf(stderr, "sluice: ");
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n(see sluice --help)\n");
+    report(name, msg);
+    fprintf(stderr, "(see sluice --help)\n");
     return EXIT_USAGE;
 }
 
@@ -93,14 +170,30 @@ static void print_result_json(FILE *f, const sluice_result *r)
             (long long)r->reset_after_ms);
 }
 
-static void print_error_json(FILE *f, const char *msg)
+/* {"error": "NAME: msg"}, valid JSON whatever bytes msg holds; name NULL:
+ * msg is named already. */
+static void print_error_json(FILE *f, const char *name, const char *msg)
 {
-    json_t *s = json_string(msg);
-    char *txt = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+    char line[1024], quoted[6 * sizeof(line) + 16];
 
-    fprintf(f, "{\"error\": %s}\n", txt ? txt : "\"(unprintable message)\"");
-    free(txt);
-    json_decref(s);
+    if (name != NULL)
+        named(line, sizeof(line), name, msg);
+    else
+        snprintf(line, sizeof(line), "%s", msg);
+    jsonl_quote(quoted, sizeof(quoted), line, strlen(line));
+    fprintf(f, "{\"error\": %s}\n", quoted);
+}
+
+/* Credentials from the environment, so that no password sits in argv. */
+static void env_credentials(sluice_options *opts)
+{
+    const char *user = getenv("SLUICE_USER");
+    const char *password = getenv("SLUICE_PASSWORD");
+
+    if (user != NULL && user[0] != '\0')
+        opts->user = user;
+    if (password != NULL && password[0] != '\0')
+        opts->password = password;
 }
 
 /* Options of every command; each command accepts a subset. */
@@ -127,12 +220,16 @@ static int parse_args(int argc, char **argv, const char *cmd,
         {NULL, 0, NULL, 0}};
     int c;
 
+    opterr = 0; /* our own message, named like every other */
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (c == '?')
-            return usage_error("%s: bad option", cmd);
+            return usage_error("input",
+                               "%s: unknown option, or one missing its "
+                               "value: \"%s\"",
+                               cmd, argv[optind - 1]);
         if (strchr(allowed, c) == NULL && c != 'h')
             return usage_error(
-                "%s: option --%s does not apply", cmd,
+                "input", "%s: option --%s does not apply", cmd,
                 longopts[strchr("urkcnpjh", c) - "urkcnpjh"].name);
         switch (c) {
         case 'u':
@@ -146,14 +243,15 @@ static int parse_args(int argc, char **argv, const char *cmd,
             break;
         case 'c':
             if (parse_int(optarg, 1, 1000000000, &a->cost) != 0)
-                return usage_error("--cost \"%s\": expected a whole number "
+                return usage_error("cost",
+                                   "--cost \"%s\": expected a whole number "
                                    "in 1..1000000000",
                                    optarg);
             break;
         case 'n':
             if (parse_int(optarg, 1, 1000, &a->requests) != 0)
-                return usage_error("--requests \"%s\": expected 1..1000",
-                                   optarg);
+                return usage_error(
+                    "input", "--requests \"%s\": expected 1..1000", optarg);
             break;
         case 'p':
             a->peek = 1;
@@ -167,21 +265,24 @@ static int parse_args(int argc, char **argv, const char *cmd,
         }
     }
     if (optind < argc)
-        return usage_error("%s: unexpected argument \"%s\"", cmd, argv[optind]);
+        return usage_error("input", "%s: unexpected argument \"%s\"", cmd,
+                           argv[optind]);
     return -1;
 }
 
-/* Opens the handle of a.url; on failure prints why and returns NULL with
- * the exit status in *exit_status. */
-static sluice *open_or_report(const char *url, const sluice_options *opts,
+/* Opens the handle of url with the environment's credentials; on failure
+ * prints why and returns NULL with the exit status in *exit_status. */
+static sluice *open_or_report(const char *url, sluice_options *opts,
                               int *exit_status)
 {
     char err[512];
     sluice *sl;
-    sluice_status st = sluice_open(url, opts, &sl, err, sizeof(err));
+    sluice_status st;
 
+    env_credentials(opts);
+    st = sluice_open(url, opts, &sl, err, sizeof(err));
     if (st != SLUICE_OK) {
-        fprintf(stderr, "sluice: %s\n", err);
+        report(status_name(st), err);
         *exit_status = backend_exit(st);
         return NULL;
     }
@@ -193,10 +294,11 @@ static sluice *open_or_report(const char *url, const sluice_options *opts,
 static int cmd_check(int argc, char **argv)
 {
     cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0};
-    const char *rule, *key;
+    const char *rule, *key, *would;
     long long cost;
     int rc;
     char err[512];
+    sluice_options opts;
     sluice_ruleset rs;
     sluice_result res;
     sluice *sl;
@@ -208,39 +310,46 @@ static int cmd_check(int argc, char **argv)
     key = a.key;
     cost = a.cost;
     if (rule == NULL)
-        return usage_error("%s", "check: --rule is required");
+        return usage_error("input", "%s", "check: --rule is required");
     if (key == NULL)
-        return usage_error("%s", "check: --key is required");
-    if (sluice_ruleset_parse(rule, &rs, err, sizeof(err)) != SLUICE_OK)
-        return usage_error("%s", err);
-    if ((sl = open_or_report(a.url, NULL, &rc)) == NULL)
+        return usage_error("input", "%s", "check: --key is required");
+    if ((st = sluice_ruleset_parse(rule, &rs, err, sizeof(err))) != SLUICE_OK)
+        return usage_error(status_name(st), "%s", err);
+    memset(&opts, 0, sizeof(opts));
+    if ((sl = open_or_report(a.url, &opts, &rc)) == NULL)
         return rc;
     st = a.peek ? sluice_peek(sl, key, strlen(key), &rs, cost, &res)
                 : sluice_acquire(sl, key, strlen(key), &rs, cost, &res);
     if (st != SLUICE_OK) {
-        fprintf(stderr, "sluice: %s\n", sluice_errmsg(sl));
+        report(status_name(st), sluice_errmsg(sl));
         sluice_close(sl);
         return st == SLUICE_EKEY || st == SLUICE_ECOST || st == SLUICE_ERULE
                    ? EXIT_USAGE
                    : EXIT_BACKEND;
     }
+    /* A peek charged nothing: it says what an acquire would have met. */
+    would = a.peek ? "would be " : "";
     if (a.json) {
         print_result_json(stdout, &res);
     } else if (res.allowed) {
-        printf("allowed: %lld of %lld left, full again in %lld ms\n",
+        printf("%sallowed: %lld of %lld left, full again in %lld ms\n", would,
                (long long)res.remaining, (long long)res.limit,
                (long long)res.reset_after_ms);
     } else if (res.retry_after_ms < 0) {
-        printf("denied: a cost of %lld can never fit a limit of %lld\n", cost,
-               (long long)res.limit);
+        printf("%sdenied: a cost of %lld can never fit a limit of %lld\n",
+               would, cost, (long long)res.limit);
     } else {
-        printf("denied: retry in %lld ms (%lld of %lld left)\n",
+        printf("%sdenied: retry in %lld ms (%lld of %lld left)\n", would,
                (long long)res.retry_after_ms, (long long)res.remaining,
                (long long)res.limit);
     }
-    if (res.status != SLUICE_OK)
-        fprintf(stderr, "sluice: decided by the fail policy: %s\n",
-                sluice_errmsg(sl));
+    if (res.status != SLUICE_OK) {
+        char msg[700];
+
+        snprintf(msg, sizeof(msg), "decided by the fail policy: %s",
+                 sluice_errmsg(sl));
+        report(status_name(res.status), msg);
+    }
     sluice_close(sl);
     return res.allowed ? EXIT_ALLOWED : EXIT_DENIED;
 }
@@ -256,147 +365,62 @@ static int64_t vclock_now(void *ctx)
     return ((vclock *)ctx)->t;
 }
 
-/* JSON white space other than newline: the line holds nothing. */
-static int blank_line(const char *s, size_t n)
+/* Answers one event line with one output line: a result, {"reset": true}
+ * or an error. default_rules is NULL without --rule. */
+static void replay_line(sluice *sl, vclock *clk,
+                        const sluice_ruleset *default_rules, const char *line,
+                        size_t len)
 {
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n')
-            return 0;
-    return 1;
-}
-
-/* Answers one event line; writes the result or an error line. */
-static void replay_line(sluice *sl, vclock *clk, const char *default_rule,
-                        const char *line, size_t len)
-{
-    json_error_t jerr;
-    json_t *ev = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-    json_t *jt, *jkey, *jrule, *jcost, *jop;
-    const char *op = "acquire", *rule_text = default_rule, *name;
     char msg[700];
-    long long cost = 1;
+    const sluice_ruleset *rules = default_rules;
+    jsonl_event ev;
     sluice_ruleset rs;
     sluice_result res;
-    sluice_status st;
-    json_t *val;
+    sluice_status st = SLUICE_EINVAL;
 
-    if (ev == NULL) {
-        snprintf(msg, sizeof(msg), "line is not JSON: %s", jerr.text);
-        print_error_json(stdout, msg);
+    if (jsonl_parse(line, len, &ev, msg, sizeof(msg)) != 0) {
+        print_error_json(stdout, NULL, msg); /* named by jsonl_parse */
         return;
     }
-    if (!json_is_object(ev)) {
-        print_error_json(stdout, "event must be a JSON object");
-        goto done;
-    }
-    json_object_foreach(ev, name, val)
-    {
-        if (strcmp(name, "t") != 0 && strcmp(name, "key") != 0 &&
-            strcmp(name, "rule") != 0 && strcmp(name, "cost") != 0 &&
-            strcmp(name, "op") != 0) {
-            snprintf(msg, sizeof(msg),
-                     "unknown field \"%.64s\" (known: t, "
-                     "key, rule, cost, op)",
-                     name);
-            print_error_json(stdout, msg);
+    if (ev.rule != NULL) {
+        if ((st = sluice_ruleset_parse(ev.rule, &rs, msg, sizeof(msg))) !=
+            SLUICE_OK) {
+            print_error_json(stdout, status_name(st), msg);
             goto done;
         }
+        rules = &rs;
     }
-    jt = json_object_get(ev, "t");
-    jkey = json_object_get(ev, "key");
-    jrule = json_object_get(ev, "rule");
-    jcost = json_object_get(ev, "cost");
-    jop = json_object_get(ev, "op");
-    if (jt == NULL || !json_is_integer(jt)) {
-        print_error_json(stdout, jt == NULL ? "missing \"t\" (virtual time "
-                                              "in ms)"
-                                            : "\"t\" must be a JSON integer "
-                                              "(ms), not a string, fraction "
-                                              "or exponent");
+    if (rules == NULL) {
+        print_error_json(stdout, "input",
+                         "no rule: give \"rule\" in the event or --rule on "
+                         "the command line");
         goto done;
     }
-    if (jkey == NULL || !json_is_string(jkey)) {
-        print_error_json(stdout, jkey == NULL ? "missing \"key\""
-                                              : "\"key\" must be a string");
-        goto done;
-    }
-    if (jop != NULL) {
-        if (!json_is_string(jop)) {
-            print_error_json(stdout, "\"op\" must be \"acquire\", \"peek\" "
-                                     "or \"reset\"");
-            goto done;
-        }
-        op = json_string_value(jop);
-        if (strcmp(op, "acquire") != 0 && strcmp(op, "peek") != 0 &&
-            strcmp(op, "reset") != 0) {
-            snprintf(msg, sizeof(msg),
-                     "unknown op \"%.64s\" (use acquire, "
-                     "peek or reset)",
-                     op);
-            print_error_json(stdout, msg);
-            goto done;
-        }
-    }
-    if (jrule != NULL) {
-        if (!json_is_string(jrule)) {
-            print_error_json(stdout, "\"rule\" must be a string");
-            goto done;
-        }
-        rule_text = json_string_value(jrule);
-    }
-    if (rule_text == NULL) {
-        print_error_json(stdout, "no rule: give \"rule\" in the event or "
-                                 "--rule on the command line");
-        goto done;
-    }
-    /* A reset ignores cost entirely. */
-    if (jcost != NULL && strcmp(op, "reset") != 0) {
-        if (!json_is_integer(jcost)) {
-            print_error_json(stdout, "\"cost\" must be a JSON integer");
-            goto done;
-        }
-        cost = json_integer_value(jcost);
-    }
-    if (sluice_ruleset_parse(rule_text, &rs, msg, sizeof(msg)) != SLUICE_OK) {
-        print_error_json(stdout, msg);
-        goto done;
-    }
-    if (json_integer_value(jt) < 0 ||
-        json_integer_value(jt) > 9007199254740991LL) {
-        snprintf(msg, sizeof(msg),
-                 "\"t\" %lld is outside "
-                 "0..9007199254740991 ms",
-                 (long long)json_integer_value(jt));
-        print_error_json(stdout, msg);
-        goto done;
-    }
-    clk->t = json_integer_value(jt);
-    if (strcmp(op, "reset") == 0) {
-        st = sluice_reset(sl, json_string_value(jkey), json_string_length(jkey),
-                          &rs);
-        if (st == SLUICE_OK)
-            fputs("{\"reset\": true}\n", stdout);
-    } else if (strcmp(op, "peek") == 0) {
-        st = sluice_peek(sl, json_string_value(jkey), json_string_length(jkey),
-                         &rs, cost, &res);
-    } else {
-        st = sluice_acquire(sl, json_string_value(jkey),
-                            json_string_length(jkey), &rs, cost, &res);
+    clk->t = ev.t;
+    switch (ev.op) {
+    case JSONL_RESET:
+        st = sluice_reset(sl, ev.key, ev.key_len, rules);
+        break;
+    case JSONL_PEEK:
+        st = sluice_peek(sl, ev.key, ev.key_len, rules, ev.cost, &res);
+        break;
+    case JSONL_ACQUIRE:
+        st = sluice_acquire(sl, ev.key, ev.key_len, rules, ev.cost, &res);
+        break;
     }
     if (st != SLUICE_OK)
-        print_error_json(stdout, sluice_errmsg(sl));
-    else if (strcmp(op, "reset") != 0)
+        print_error_json(stdout, status_name(st), sluice_errmsg(sl));
+    else if (ev.op == JSONL_RESET)
+        fputs("{\"reset\": true}\n", stdout);
+    else
         print_result_json(stdout, &res);
 done:
-    json_decref(ev);
+    jsonl_event_free(&ev);
 }
 
 static int cmd_replay(int argc, char **argv)
 {
     cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0};
-    const char *rule;
     sluice_options opts;
     sluice_ruleset rs;
     vclock clk = {0};
@@ -404,27 +428,35 @@ static int cmd_replay(int argc, char **argv)
     size_t cap = 0;
     ssize_t len;
     sluice *sl;
+    sluice_status st;
     int rc;
 
     if ((rc = parse_args(argc, argv, "replay", "ur", &a)) >= 0)
         return rc;
-    rule = a.rule;
-    if (rule != NULL &&
-        sluice_ruleset_parse(rule, &rs, err, sizeof(err)) != SLUICE_OK)
-        return usage_error("%s", err);
+    if (a.rule != NULL &&
+        (st = sluice_ruleset_parse(a.rule, &rs, err, sizeof(err))) != SLUICE_OK)
+        return usage_error(status_name(st), "%s", err);
     memset(&opts, 0, sizeof(opts));
     opts.clock = vclock_now;
     opts.clock_ctx = &clk;
     if ((sl = open_or_report(a.url, &opts, &rc)) == NULL)
         return rc;
+    rc = 0;
     while ((len = getline(&line, &cap, stdin)) >= 0) {
-        if (blank_line(line, (size_t)len))
+        if (jsonl_blank(line, (size_t)len))
             continue;
-        replay_line(sl, &clk, rule, line, (size_t)len);
+        replay_line(sl, &clk, a.rule != NULL ? &rs : NULL, line, (size_t)len);
+        /* At once: a program may be waiting for this answer before it
+         * writes the next event. */
+        if (fflush(stdout) != 0) {
+            report("io", "cannot write the answers");
+            rc = EXIT_BACKEND;
+            break;
+        }
     }
     free(line);
     sluice_close(sl);
-    return fflush(stdout) == 0 ? 0 : EXIT_BACKEND;
+    return rc;
 }
 
 /* ---- demo ---- */
@@ -452,8 +484,10 @@ static int cmd_demo(int argc, char **argv)
     cli_args a = {"mem://", "token:5/1s", NULL, 1, 8, 0, 0};
     const char *key = "demo:user:42", *rule;
     long long n;
+    sluice_options opts;
     sluice_ruleset rs;
     sluice_result r;
+    sluice_status st;
     char err[512];
     sluice *sl;
     int i, allowed = 0, rc;
@@ -462,16 +496,18 @@ static int cmd_demo(int argc, char **argv)
         return rc;
     rule = a.rule;
     n = a.requests;
-    if (sluice_ruleset_parse(rule, &rs, err, sizeof(err)) != SLUICE_OK)
-        return usage_error("%s", err);
-    if ((sl = open_or_report(a.url, NULL, &rc)) == NULL)
+    if ((st = sluice_ruleset_parse(rule, &rs, err, sizeof(err))) != SLUICE_OK)
+        return usage_error(status_name(st), "%s", err);
+    memset(&opts, 0, sizeof(opts));
+    if ((sl = open_or_report(a.url, &opts, &rc)) == NULL)
         return rc;
     sluice_reset(sl, key, strlen(key), &rs);
     printf("sluice demo: a burst of %lld requests from %s, rule %s, "
            "backend %s\n",
            n, key, rule, sluice_backend_name(sl));
     for (i = 1; i <= n; i++) {
-        if (sluice_acquire(sl, key, strlen(key), &rs, 1, &r) != SLUICE_OK)
+        if ((st = sluice_acquire(sl, key, strlen(key), &rs, 1, &r)) !=
+            SLUICE_OK)
             goto fail;
         allowed += r.allowed;
         demo_line(i, &r);
@@ -482,7 +518,8 @@ static int cmd_demo(int argc, char **argv)
                (long long)r.retry_after_ms);
         fflush(stdout);
         sleep_ms(r.retry_after_ms);
-        if (sluice_acquire(sl, key, strlen(key), &rs, 1, &r) != SLUICE_OK)
+        if ((st = sluice_acquire(sl, key, strlen(key), &rs, 1, &r)) !=
+            SLUICE_OK)
             goto fail;
         demo_line(i, &r);
     } else {
@@ -491,7 +528,7 @@ static int cmd_demo(int argc, char **argv)
     sluice_close(sl);
     return 0;
 fail:
-    fprintf(stderr, "sluice: %s\n", sluice_errmsg(sl));
+    report(status_name(st), sluice_errmsg(sl));
     sluice_close(sl);
     return EXIT_BACKEND;
 }
@@ -499,7 +536,8 @@ fail:
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        return usage_error("%s", "missing command: check, replay or demo");
+        return usage_error("input", "%s",
+                           "missing command: check, replay or demo");
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0 ||
         strcmp(argv[1], "-h") == 0) {
         fputs(usage_text, stdout);
@@ -515,6 +553,6 @@ int main(int argc, char **argv)
         return cmd_replay(argc - 1, argv + 1);
     if (strcmp(argv[1], "demo") == 0)
         return cmd_demo(argc - 1, argv + 1);
-    return usage_error("unknown command \"%s\": use check, replay or demo",
-                       argv[1]);
+    return usage_error(
+        "input", "unknown command \"%s\": use check, replay or demo", argv[1]);
 }

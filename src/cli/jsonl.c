@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* jsonl.c - reads one event line of `sluice replay` into a struct; no I/O,
+ * so that the fuzzer can drive it alone. */
+#include "jsonl.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_T    9007199254740991LL /* 2^53 - 1 */
+#define MAX_COST 1000000000LL
+
+/* jansson fails a whole line on an integer beyond 64 bits, yet a reset
+ * must ignore its cost, and an acquire must name the cost as the culprit.
+ * So a line that overflows is read again from a copy in which every
+ * integer of magnitude BIG or more stands as a sentinel of the same sign,
+ * INT64_MAX minus the offset of its literal in the line (so a message can
+ * quote the literal), and every fraction or exponent as 0.5 (no field takes
+ * one). Both are never longer than what they replace, and no accepted
+ * value comes near BIG. */
+#define SENTINEL_SPAN 4294967296LL /* offsets below 2^32: 4 GiB lines */
+#define BIG           (INT64_MAX - SENTINEL_SPAN + 1)
+#define BIG_DIGITS    "9223372032559808512" /* BIG in decimal */
+
+#define LOAD_FLAGS (JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL)
+
+typedef enum number_kind {
+    NOT_A_NUMBER,
+    INTEGER,
+    REAL
+} number_kind;
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* What the n bytes at s are under JSON's grammar of numbers. */
+static number_kind number_kind_of(const char *s, size_t n)
+{
+    size_t i = 0;
+    bool real = false;
+
+    if (i < n && s[i] == '-')
+        i++;
+    if (i < n && s[i] == '0') {
+        i++;
+    } else if (i < n && s[i] >= '1' && s[i] <= '9') {
+        while (i < n && is_digit(s[i]))
+            i++;
+    } else {
+        return NOT_A_NUMBER;
+    }
+    if (i < n && s[i] == '.') {
+        if (++i >= n || !is_digit(s[i]))
+            return NOT_A_NUMBER;
+        while (i < n && is_digit(s[i]))
+            i++;
+        real = true;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-'))
+            i++;
+        if (i >= n || !is_digit(s[i]))
+            return NOT_A_NUMBER;
+        while (i < n && is_digit(s[i]))
+            i++;
+        real = true;
+    }
+    if (i != n)
+        return NOT_A_NUMBER;
+    return real ? REAL : INTEGER;
+}
+
+/* True when the integer literal (grammar already checked) is BIG or more
+ * in magnitude. */
+static bool is_big(const char *s, size_t n)
+{
+    size_t d = s[0] == '-' ? n - 1 : n;
+    size_t w = sizeof(BIG_DIGITS) - 1;
+
+    return d > w || (d == w && memcmp(s + (n - d), BIG_DIGITS, w) >= 0);
+}
+
+/* Copies line into out (len + 1 bytes) with the numbers rewritten as above;
+ * returns the length written. Strings are copied untouched, so the copy
+ * has the same tokens as the line, valid or not; only values change. */
+static size_t tame_numbers(const char *line, size_t len, char *out)
+{
+    size_t i = 0, o = 0;
+    bool in_string = false;
+
+    while (i < len) {
+        char c = line[i];
+        size_t n;
+
+        if (in_string) {
+            out[o++] = line[i++];
+            if (c == '\\' && i < len)
+                out[o++] = line[i++];
+            else if (c == '"')
+                in_string = false;
+            continue;
+        }
+        if (c != '-' && !is_digit(c)) {
+            in_string = c == '"';
+            out[o++] = line[i++];
+            continue;
+        }
+        /* A number token runs as far as these characters do. */
+        n = 0;
+        while (i + n < len && line[i + n] != '\0' &&
+               strchr("0123456789+-.eE", line[i + n]) != NULL)
+            n++;
+        switch (number_kind_of(line + i, n)) {
+        case INTEGER:
+            if (is_big(line + i, n)) {
+                o += (size_t)sprintf(out + o, "%s%lld", c == '-' ? "-" : "",
+                                     (long long)(INT64_MAX - (int64_t)i));
+                break;
+            }
+            memcpy(out + o, line + i, n);
+            o += n;
+            break;
+        case REAL:
+            memcpy(out + o, "0.5", 3);
+            o += 3;
+            break;
+        case NOT_A_NUMBER:
+            memcpy(out + o, line + i, n);
+            o += n;
+            break;
+        }
+        i += n;
+    }
+    out[o] = '\0';
+    return o;
+}
+
+/* Shows n bytes of a value (valid UTF-8, as jansson hands them over) in
+ * double quotes for a message: control bytes as \u00XX, at most about 64
+ * bytes, cut between characters. dst_len must be at least 8. */
+static void show(char *dst, size_t dst_len, const char *s, size_t n)
+{
+    size_t i = 0, o = 0;
+
+    dst[o++] = '"';
+    while (i < n) {
+        unsigned char c = (unsigned char)s[i];
+        size_t len = 1, w;
+
+        while (i + len < n && ((unsigned char)s[i + len] & 0xC0) == 0x80)
+            len++;
+        w = c < 0x20 ? 6 : c == '"' || c == '\\' ? 2 : len;
+        /* Room for the character, then "...", the quote and the end. */
+        if (i >= 64 || o + w + 5 > dst_len)
+            break;
+        if (c < 0x20) {
+            snprintf(dst + o, dst_len - o, "\\u%04X", c);
+        } else if (c == '"' || c == '\\') {
+            dst[o] = '\\';
+            dst[o + 1] = (char)c;
+        } else {
+            memcpy(dst + o, s + i, len);
+        }
+        o += w;
+        i += len;
+    }
+    if (i < n) {
+        memcpy(dst + o, "...", 3);
+        o += 3;
+    }
+    dst[o++] = '"';
+    dst[o] = '\0';
+}
+
+/* The decimal text of an integer field as the line wrote it. */
+static void int_text(char *dst, size_t dst_len, json_int_t v, bool tamed,
+                     const char *line, size_t len)
+{
+    if (tamed && (v >= BIG || v <= -BIG)) {
+        size_t off = (size_t)(INT64_MAX - (v < 0 ? -v : v)), n = 0;
+
+        while (off + n < len &&
+               (is_digit(line[off + n]) || line[off + n] == '-'))
+            n++;
+        if (n > 0) {
+            snprintf(dst, dst_len, "%.*s%s", (int)(n > 40 ? 40 : n), line + off,
+                     n > 40 ? "..." : "");
+            return;
+        }
+    }
+    snprintf(dst, dst_len, "%lld", (long long)v);
+}
+
+static int fail(jsonl_event *ev, char *err, size_t err_len, const char *name,
+                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Writes "NAME: message" and empties the event. */
+static int fail(jsonl_event *ev, char *err, size_t err_len, const char *name,
+                const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    jsonl_event_free(ev);
+    if (err == NULL || err_len == 0)
+        return -1;
+    n = snprintf(err, err_len, "%s: ", name);
+    if (n >= 0 && (size_t)n < err_len) {
+        va_start(ap, fmt);
+        vsnprintf(err + n, err_len - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
+                size_t err_len)
+{
+    static const char *const ops[] = {"acquire", "peek", "reset"};
+    json_error_t jerr;
+    json_t *jt, *jkey, *jrule, *jcost, *jop, *val;
+    const char *name;
+    char q[96];
+    bool tamed = false;
+    size_t i;
+
+    memset(ev, 0, sizeof(*ev));
+    ev->op = JSONL_ACQUIRE;
+    ev->cost = 1;
+    ev->doc = json_loadb(line, len, LOAD_FLAGS, &jerr);
+    if (ev->doc == NULL &&
+        json_error_code(&jerr) == json_error_numeric_overflow) {
+        char *copy;
+
+        if ((long long)len >= SENTINEL_SPAN)
+            return fail(ev, err, err_len, "input",
+                        "a line of %zu bytes with a number beyond 64 bits",
+                        len);
+        if ((copy = malloc(len + 1)) == NULL)
+            return fail(ev, err, err_len, "input",
+                        "out of memory for a line of %zu bytes", len);
+        ev->doc =
+            json_loadb(copy, tame_numbers(line, len, copy), LOAD_FLAGS, &jerr);
+        free(copy);
+        tamed = true;
+    }
+    if (ev->doc == NULL)
+        return fail(ev, err, err_len, "input", "line is not JSON: %s",
+                    jerr.text);
+    if (!json_is_object(ev->doc))
+        return fail(ev, err, err_len, "input", "event must be a JSON object");
+    json_object_foreach(ev->doc, name, val)
+    {
+        if (strcmp(name, "t") != 0 && strcmp(name, "key") != 0 &&
+            strcmp(name, "rule") != 0 && strcmp(name, "cost") != 0 &&
+            strcmp(name, "op") != 0) {
+            show(q, sizeof(q), name, strlen(name));
+            return fail(ev, err, err_len, "input",
+                        "unknown field %s (known: t, key, rule, cost, op)", q);
+        }
+    }
+    jt = json_object_get(ev->doc, "t");
+    jkey = json_object_get(ev->doc, "key");
+    jrule = json_object_get(ev->doc, "rule");
+    jcost = json_object_get(ev->doc, "cost");
+    jop = json_object_get(ev->doc, "op");
+    if (jt == NULL)
+        return fail(ev, err, err_len, "input",
+                    "missing \"t\" (virtual time in ms)");
+    if (!json_is_integer(jt))
+        return fail(ev, err, err_len, "input",
+                    "\"t\" must be a JSON integer (ms), not a string, "
+                    "fraction or exponent");
+    if (jkey == NULL)
+        return fail(ev, err, err_len, "input", "missing \"key\"");
+    if (!json_is_string(jkey))
+        return fail(ev, err, err_len, "input", "\"key\" must be a string");
+    ev->key = json_string_value(jkey);
+    ev->key_len = json_string_length(jkey);
+    if (jop != NULL) {
+        const char *op;
+        size_t op_len;
+
+        if (!json_is_string(jop))
+            return fail(ev, err, err_len, "input",
+                        "\"op\" must be \"acquire\", \"peek\" or \"reset\"");
+        op = json_string_value(jop);
+        op_len = json_string_length(jop);
+        ev->op = 0;
+        /* By length: "peek\u0000x" is not "peek". */
+        for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+            if (op_len == strlen(ops[i]) && memcmp(op, ops[i], op_len) == 0)
+                ev->op = (jsonl_op)(JSONL_ACQUIRE + (int)i);
+        if (ev->op == 0) {
+            show(q, sizeof(q), op, op_len);
+            return fail(ev, err, err_len, "input",
+                        "unknown op %s (use acquire, peek or reset)", q);
+        }
+    }
+    if (jrule != NULL) {
+        if (!json_is_string(jrule))
+            return fail(ev, err, err_len, "input", "\"rule\" must be a string");
+        ev->rule = json_string_value(jrule);
+        /* A NUL would end the text early and hide what follows. */
+        if (strlen(ev->rule) != json_string_length(jrule)) {
+            show(q, sizeof(q), ev->rule, json_string_length(jrule));
+            return fail(ev, err, err_len, "rule", "rule %s holds a NUL byte",
+                        q);
+        }
+    }
+    /* A reset ignores cost entirely, whatever it holds. */
+    if (jcost != NULL && ev->op != JSONL_RESET) {
+        if (!json_is_integer(jcost))
+            return fail(ev, err, err_len, "input",
+                        "\"cost\" must be a JSON integer");
+        if (json_integer_value(jcost) < 1 ||
+            json_integer_value(jcost) > MAX_COST) {
+            int_text(q, sizeof(q), json_integer_value(jcost), tamed, line, len);
+            return fail(ev, err, err_len, "cost",
+                        "cost %s is out of range 1..1000000000", q);
+        }
+        ev->cost = json_integer_value(jcost);
+    }
+    if (json_integer_value(jt) < 0 || json_integer_value(jt) > MAX_T) {
+        int_text(q, sizeof(q), json_integer_value(jt), tamed, line, len);
+        return fail(ev, err, err_len, "time",
+                    "\"t\" %s is outside 0..9007199254740991 ms", q);
+    }
+    ev->t = json_integer_value(jt);
+    return 0;
+}
+
+void jsonl_event_free(jsonl_event *ev)
+{
+    json_decref(ev->doc);
+    memset(ev, 0, sizeof(*ev));
+}
+
+bool jsonl_blank(const char *line, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++)
+        if (line[i] != ' ' && line[i] != '\t' && line[i] != '\r' &&
+            line[i] != '\n')
+            return false;
+    return true;
+}
+
+/* Length of the UTF-8 character at s (at most n bytes), or 0 when the
+ * bytes there are not one (overlong forms and surrogates included). */
+static size_t utf8_char(const unsigned char *s, size_t n)
+{
+    size_t len, i;
+    unsigned char lo = 0x80, hi = 0xBF;
+
+    if (s[0] < 0x80)
+        return 1;
+    if (s[0] >= 0xC2 && s[0] <= 0xDF)
+        len = 2;
+    else if (s[0] >= 0xE0 && s[0] <= 0xEF)
+        len = 3;
+    else if (s[0] >= 0xF0 && s[0] <= 0xF4)
+        len = 4;
+    else
+        return 0;
+    if (s[0] == 0xE0)
+        lo = 0xA0;
+    else if (s[0] == 0xED)
+        hi = 0x9F;
+    else if (s[0] == 0xF0)
+        lo = 0x90;
+    else if (s[0] == 0xF4)
+        hi = 0x8F;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return len;
+}
+
+size_t jsonl_quote(char *dst, size_t dst_len, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, o = 0;
+
+    dst[o++] = '"';
+    while (i < n) {
+        char unit[8];
+        size_t ulen = utf8_char(u + i, n - i), take = ulen;
+
+        if (ulen == 0) {
+            ulen = (size_t)snprintf(unit, sizeof(unit), "\\\\x%02x", u[i]);
+            take = 1;
+        } else if (u[i] == '"' || u[i] == '\\') {
+            unit[0] = '\\';
+            unit[1] = (char)u[i];
+            ulen = 2;
+        } else if (u[i] < 0x20) {
+            const char *short_form = strchr("\b\f\n\r\t", u[i]);
+
+            if (u[i] != 0 && short_form != NULL) {
+                unit[0] = '\\';
+                unit[1] = "bfnrt"[short_form - "\b\f\n\r\t"];
+                ulen = 2;
+            } else {
+                ulen = (size_t)snprintf(unit, sizeof(unit), "\\u%04X", u[i]);
+            }
+        } else {
+            memcpy(unit, u + i, ulen);
+        }
+        /* Room for the unit, then "...", the quote and the terminator. */
+        if (o + ulen + 5 > dst_len) {
+            memcpy(dst + o, "...", 3);
+            o += 3;
+            break;
+        }
+        memcpy(dst + o, unit, ulen);
+        o += ulen;
+        i += take;
+    }
+    dst[o++] = '"';
+    dst[o] = '\0';
+    return o;
+}
