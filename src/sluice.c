@@ -267,11 +267,12 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
                 reqs == NULL ? "reqs" : "out");
         return SLUICE_EINVAL;
     }
+    /* calloc's overflow check: n comes from the caller. */
     if (n > 64) {
-        rs = sl_malloc(n * sizeof(*rs));
-        res = sl_malloc(n * sizeof(*res));
+        rs = sl_calloc(n, sizeof(*rs));
+        res = sl_calloc(n, sizeof(*res));
     }
-    map = sl_malloc(n * sizeof(*map));
+    map = sl_calloc(n, sizeof(*map));
     if (rs == NULL || res == NULL || map == NULL) {
         st = SLUICE_ENOMEM;
         sl_errf(sl->errmsg, SL_ERR_LEN,

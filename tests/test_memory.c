@@ -225,6 +225,22 @@ static void allocation_failures_return_enomem_and_leak_nothing(void **state)
     assert_true(n > 5);
 }
 
+/* A batch size whose arrays would pass SIZE_MAX bytes is refused before
+ * anything is read from the caller's arrays. */
+static void a_batch_too_large_to_allocate_is_refused(void **state)
+{
+    sluice *sl = NULL;
+    sluice_request req = {0};
+    sluice_result out;
+
+    (void)state;
+    assert_int_equal(sluice_open("mem://", NULL, &sl, NULL, 0), SLUICE_OK);
+    assert_int_equal(sluice_acquire_many(sl, &req, SIZE_MAX / 8 + 1, &out),
+                     SLUICE_ENOMEM);
+    assert_non_null(strstr(sluice_errmsg(sl), "out of memory"));
+    sluice_close(sl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -232,6 +248,7 @@ int main(void)
         cmocka_unit_test(threads_on_one_store_admit_exactly_the_limit),
         cmocka_unit_test(memory_is_bounded_by_expiry),
         cmocka_unit_test(allocation_failures_return_enomem_and_leak_nothing),
+        cmocka_unit_test(a_batch_too_large_to_allocate_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
