@@ -14,6 +14,7 @@ jobs=$(nproc)
 echo "== format"
 clang-format --dry-run -Werror src/*.c src/*.h src/backends/*.c src/cli/*.[ch] \
     include/*.h tests/*.c tests/*.h examples/*.c bench/*.c
+scripts/check-readme.sh # the README's API listing is examples/quickstart.c
 run() { # NAME CTEST_FILTER CMAKE_ARGS...
     local name=$1 filter=$2
     shift 2
