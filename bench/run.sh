@@ -43,7 +43,8 @@ if [[ ! -d bench/peers/node_modules/rate-limiter-flexible ]]; then
     (cd bench/peers && npm install --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 
-cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSLUICE_TESTS=OFF >/dev/null
+cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS=OFF \
+    -DSLUICE_BUILD_BENCH=ON >/dev/null
 cmake --build build-bench -j "$(nproc)" >/dev/null
 
 # Servers on CPU 0, the load on the others (when there are two or more).

@@ -18,7 +18,18 @@ extern "C" {
 #define SLUICE_API
 #endif
 
-#define SLUICE_VERSION "0.1.0"
+/* The version of this header. CMake's configure step fails if these differ
+ * from project(VERSION), so the header, the library, sluice.pc and the CMake
+ * package always agree. SLUICE_VERSION_NUMBER is (major << 16) | (minor << 8)
+ * | patch, for #if: 0.1.0 is 0x000100. The library's own version, which may
+ * be newer than the header a program was built with, is sluice_version(). */
+#define SLUICE_VERSION_MAJOR 0
+#define SLUICE_VERSION_MINOR 1
+#define SLUICE_VERSION_PATCH 0
+#define SLUICE_VERSION       "0.1.0"
+#define SLUICE_VERSION_NUMBER                                     \
+    ((SLUICE_VERSION_MAJOR << 16) | (SLUICE_VERSION_MINOR << 8) | \
+     SLUICE_VERSION_PATCH)
 
 /* Documented caps. */
 #define SLUICE_MAX_KEY_LEN 1024 /* bytes; keys are binary-safe */
@@ -127,6 +138,12 @@ typedef struct sluice_request {
 } sluice_request;
 
 typedef struct sluice sluice; /* opaque handle */
+
+/* The library's version, e.g. "0.1.0", and its SLUICE_VERSION_NUMBER: those
+ * of the library the program runs with, which may be newer than the header
+ * it was built with. Static; never NULL. */
+SLUICE_API const char *sluice_version(void);
+SLUICE_API unsigned sluice_version_number(void);
 
 /* Static text for a status; never NULL, never to be freed. */
 SLUICE_API const char *sluice_strerror(sluice_status st);

@@ -19,7 +19,9 @@ run() { # NAME CTEST_FILTER CMAKE_ARGS...
     local name=$1 filter=$2
     shift 2
     echo "== $name"
-    cmake -S . -B "build-$name" -DSLUICE_WERROR=ON "$@" >/dev/null
+    # sluice-bench too, so that it keeps building with warnings as errors.
+    cmake -S . -B "build-$name" -DSLUICE_WERROR=ON -DSLUICE_BUILD_BENCH=ON \
+        "$@" >/dev/null
     cmake --build "build-$name" -j "$jobs" >/dev/null
     # Servers are per build directory; stop them whatever happens.
     trap 'tests/servers/stop-all.sh "build-'"$name"'/servers"' EXIT
