@@ -99,8 +99,12 @@ typedef enum sluice_fail_policy {
 
 typedef int64_t (*sluice_clock_fn)(void *ctx); /* ms since the epoch */
 
-/* Zero-initialise; a zero field means the default shown. Everything kept is
- * copied at open. Options given in the URL's query override these. */
+/* Zero-initialise, or better call sluice_options_init(); a zero field means
+ * the default shown. Everything kept is copied at open. Options given in the
+ * URL's query override these. The struct grows at its end only (see
+ * docs/ABI.md): fields added by later versions go after struct_size, and the
+ * library reads them only when struct_size says the caller's struct has
+ * them, so a newer library never reads past an older program's struct. */
 typedef struct sluice_options {
     sluice_clock_fn clock;       /* default: CLOCK_REALTIME */
     void *clock_ctx;             /* passed to clock */
@@ -116,6 +120,12 @@ typedef struct sluice_options {
      * with the password alone (the default user, or twemproxy). */
     const char *user;     /* default none */
     const char *password; /* default none: no AUTH */
+    /* sizeof(sluice_options) as the caller compiled it, stamped by
+     * sluice_options_init(). 0 (a struct zeroed by hand) means the fields
+     * above only. A value larger than this library knows is accepted when
+     * the unknown fields are all zero, else sluice_open() returns
+     * SLUICE_EINVAL. */
+    size_t struct_size;
 } sluice_options;
 
 /* A decision. status is SLUICE_OK when the backend decided; with a fail
@@ -144,6 +154,9 @@ typedef struct sluice sluice; /* opaque handle */
  * it was built with. Static; never NULL. */
 SLUICE_API const char *sluice_version(void);
 SLUICE_API unsigned sluice_version_number(void);
+
+/* Zeroes *opts (every field its default) and stamps struct_size. */
+SLUICE_API void sluice_options_init(sluice_options *opts);
 
 /* Static text for a status; never NULL, never to be freed. */
 SLUICE_API const char *sluice_strerror(sluice_status st);

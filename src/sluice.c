@@ -22,6 +22,14 @@ static int64_t realtime_ms(void *ctx)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void sluice_options_init(sluice_options *opts)
+{
+    if (opts == NULL)
+        return;
+    memset(opts, 0, sizeof(*opts));
+    opts->struct_size = sizeof(*opts);
+}
+
 sluice_status sluice_open(const char *url, const sluice_options *opts,
                           sluice **out, char *err, size_t err_len)
 {

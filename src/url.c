@@ -327,6 +327,47 @@ static sluice_status parse_cluster(const char *url, const char *rest, size_t n,
     return parse_redis(url, rest, first, u, err, err_len);
 }
 
+/* Copies the caller's options as long as the caller's header made them
+ * (struct_size): a struct from an older header is shorter than ours, and
+ * the fields it lacks stay zero, their defaults; one from a newer header is
+ * longer, and is accepted when every field we do not know is zero (as
+ * Linux's extensible system calls accept a newer struct). A struct_size of
+ * 0, a struct zeroed by hand, means the fields before struct_size. */
+static sluice_status copy_options(const sluice_options *in, sluice_options *out,
+                                  char *err, size_t err_len)
+{
+    const size_t base = offsetof(sluice_options, struct_size);
+    const size_t min = base + sizeof(in->struct_size);
+    size_t n = in->struct_size, i;
+
+    memset(out, 0, sizeof(*out));
+    if (n == 0) {
+        memcpy(out, in, base);
+        return SLUICE_OK;
+    }
+    if (n < min) {
+        sl_errf(err, err_len,
+                "options: struct_size %zu is below the smallest layout "
+                "(%zu); call sluice_options_init() before setting fields",
+                n, min);
+        return SLUICE_EINVAL;
+    }
+    for (i = sizeof(*out); i < n; i++) {
+        if (((const unsigned char *)in)[i] != 0) {
+            sl_errf(err, err_len,
+                    "options: byte %zu is set, a field that libsluice %s "
+                    "does not know (struct_size %zu, its own %zu); run "
+                    "with the libsluice the program was built against, "
+                    "or a newer one",
+                    i, SLUICE_VERSION, n, sizeof(*out));
+            return SLUICE_EINVAL;
+        }
+    }
+    memcpy(out, in, n < sizeof(*out) ? n : sizeof(*out));
+    out->struct_size = sizeof(*out);
+    return SLUICE_OK;
+}
+
 /* Credentials given in the options, where the URL gave none. */
 static sluice_status credentials_from_options(const char *url,
                                               const sluice_options *opts,
@@ -368,8 +409,9 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
         return SLUICE_EINVAL;
     }
     memset(out, 0, sizeof(*out));
-    if (opts != NULL)
-        out->opts = *opts;
+    if (opts != NULL &&
+        (st = copy_options(opts, &out->opts, err, err_len)) != SLUICE_OK)
+        return st;
     for (i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
         size_t plen = strlen(schemes[i].prefix);
 
@@ -395,8 +437,8 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
         st = parse_redis(url, rest, n, out, err, err_len);
     if (st != SLUICE_OK)
         return st;
-    if ((st = credentials_from_options(url, opts, out, err, err_len)) !=
-        SLUICE_OK)
+    if ((st = credentials_from_options(url, opts ? &out->opts : NULL, out, err,
+                                       err_len)) != SLUICE_OK)
         return st;
     if (out->scheme == SL_SCHEME_TWEMPROXY && (out->user[0] || out->db))
         return bad(err, err_len, url,

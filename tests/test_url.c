@@ -217,6 +217,45 @@ static void messages_hide_passwords(void **state)
 }
 
 /* Credentials can stay out of the URL; the URL's own win. */
+/* A program built against a newer header passes a longer struct: what it
+ * adds must be zero (its defaults), or the library says it cannot honour
+ * it. */
+static void options_are_read_as_far_as_their_struct_size_says(void **state)
+{
+    struct {
+        sluice_options o;
+        unsigned char newer[16]; /* fields of a later version */
+    } big;
+    sluice_options o;
+    char err[512] = "";
+    sl_url u;
+
+    (void)state;
+    sluice_options_init(&o);
+    assert_int_equal(o.struct_size, sizeof(o));
+    assert_null(o.clock);
+    assert_int_equal(o.fail, SLUICE_FAIL_ERROR);
+    o.command_timeout_ms = 7;
+    assert_int_equal(sl_url_parse("mem://", &o, &u, err, sizeof(err)),
+                     SLUICE_OK);
+    assert_int_equal(u.opts.command_timeout_ms, 7);
+    o.struct_size = 8;
+    assert_int_equal(sl_url_parse("mem://", &o, &u, err, sizeof(err)),
+                     SLUICE_EINVAL);
+    assert_non_null(strstr(err, "sluice_options_init()"));
+    memset(&big, 0, sizeof(big));
+    sluice_options_init(&big.o);
+    big.o.struct_size = sizeof(big);
+    big.o.command_timeout_ms = 9;
+    assert_int_equal(sl_url_parse("mem://", &big.o, &u, err, sizeof(err)),
+                     SLUICE_OK);
+    assert_int_equal(u.opts.command_timeout_ms, 9);
+    big.newer[3] = 1;
+    assert_int_equal(sl_url_parse("mem://", &big.o, &u, err, sizeof(err)),
+                     SLUICE_EINVAL);
+    assert_non_null(strstr(err, "does not know"));
+}
+
 static void credentials_come_from_options_when_the_url_has_none(void **state)
 {
     sluice_options o;
@@ -317,6 +356,7 @@ int main(void)
         cmocka_unit_test(every_url_form_parses_alike_with_and_without_a_query),
         cmocka_unit_test(messages_hide_passwords),
         cmocka_unit_test(credentials_come_from_options_when_the_url_has_none),
+        cmocka_unit_test(options_are_read_as_far_as_their_struct_size_says),
         cmocka_unit_test(open_reports_bad_urls_and_unreachable_servers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
