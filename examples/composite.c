@@ -34,8 +34,8 @@ int main(int argc, char **argv)
     size_t i;
     int admitted = 0;
 
-    memset(&opts, 0, sizeof(opts));
-    opts.clock = virtual_now; /* a service keeps the default: real time */
+    sluice_options_init(&opts); /* every field its default */
+    opts.clock = virtual_now;   /* a service keeps the default: real time */
     opts.clock_ctx = &now;
     /* 4 a day (days start at midnight UTC) and 2 an hour. */
     if (sluice_ruleset_parse("fixed:4/1d+fixed:2/1h", &quota, err,

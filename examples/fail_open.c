@@ -23,7 +23,7 @@ static int ask(const char *url, const sluice_ruleset *rules)
     sluice *sl;
     int i, by_policy = 0;
 
-    memset(&opts, 0, sizeof(opts));
+    sluice_options_init(&opts);   /* every field its default */
     opts.fail = SLUICE_FAIL_OPEN; /* or ?fail=open in the URL */
     opts.connect_timeout_ms = 200;
     opts.command_timeout_ms = 100;
