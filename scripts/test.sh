@@ -13,7 +13,8 @@ jobs=$(nproc)
 
 echo "== format"
 clang-format --dry-run -Werror src/*.c src/*.h src/backends/*.c src/cli/*.[ch] \
-    include/*.h tests/*.c tests/*.h examples/*.c bench/*.c
+    include/*.h tests/*.c tests/*.h examples/*.c bench/*.c \
+    tests/consumers/*.c tests/consumers/*.cpp
 scripts/check-readme.sh # the README's API listing is examples/quickstart.c
 run() { # NAME CTEST_FILTER CMAKE_ARGS...
     local name=$1 filter=$2
@@ -33,6 +34,10 @@ run() { # NAME CTEST_FILTER CMAKE_ARGS...
 
 # gcc: every test, then again under ASan+UBSan and under valgrind.
 run plain "" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# That build installed, and used from C and C++ through pkg-config,
+# find_package and add_subdirectory, linked shared and static.
+echo "== consumers"
+tests/consumers/run.sh build-plain
 # clang with its own warnings as errors: everything that needs no server.
 CC=clang run clang "-LE redis" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 run sanitize "" -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=address,undefined
