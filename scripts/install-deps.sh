@@ -7,7 +7,7 @@ set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libhiredis-dev libjansson-dev)
 if [[ ${1:-} == --test ]]; then
-    pkgs+=(libcmocka-dev redis-server redis-tools nutcracker valgrind clang-format)
+    pkgs+=(libcmocka-dev redis-server redis-tools nutcracker valgrind clang-format clang libfuzzer-14-dev)
 fi
 
 missing=()

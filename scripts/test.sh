@@ -14,7 +14,9 @@ jobs=$(nproc)
 echo "== format"
 clang-format --dry-run -Werror src/*.c src/*.h src/backends/*.c src/cli/*.[ch] \
     include/*.h tests/*.c tests/*.h examples/*.c bench/*.c \
-    tests/consumers/*.c tests/consumers/*.cpp
+    tests/consumers/*.c tests/consumers/*.cpp tests/fuzz/*.c
+echo "== fuzz"
+scripts/fuzz.sh 60 # each libFuzzer target a minute, clang, ASan+UBSan
 scripts/check-readme.sh # the README's API listing is examples/quickstart.c
 run() { # NAME CTEST_FILTER CMAKE_ARGS...
     local name=$1 filter=$2

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* fuzz_url.c - sl_url_parse on arbitrary bytes, without options and with
+ * options that carry credentials and a prefix: what it accepts names a
+ * host and a port in range for every Redis scheme and a prefix without
+ * braces; what it refuses gets a message, and no message shows a
+ * password. */
+#include "sluice.h"
+
+#include "internal.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OPTS_PASSWORD "OptionsSecret-9f3b"
+#define CANARY        "CanaryPw7"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void broken(const char *what, const char *url, const char *detail)
+{
+    fprintf(stderr, "fuzz_url: %s\n  url: \"%s\"\n  %s\n", what, url, detail);
+    abort();
+}
+
+static bool terminated(const char *s, size_t cap)
+{
+    return memchr(s, '\0', cap) != NULL;
+}
+
+static void check_endpoint(const char *url, const char *host, size_t cap,
+                           int port)
+{
+    if (!terminated(host, cap) || host[0] == '\0')
+        broken("accepted an empty or unterminated host", url, host);
+    if (port < 1 || port > 65535)
+        broken("accepted a port outside 1..65535", url, "");
+}
+
+static void check_accepted(const char *url, const sl_url *u,
+                           const sluice_options *opts)
+{
+    size_t i;
+
+    if (u->scheme < SL_SCHEME_MEM || u->scheme > SL_SCHEME_CLUSTER)
+        broken("accepted without a scheme", url, "");
+    if (!terminated(u->name, sizeof(u->name)) ||
+        !terminated(u->user, sizeof(u->user)) ||
+        !terminated(u->password, sizeof(u->password)) ||
+        !terminated(u->prefix, sizeof(u->prefix)))
+        broken("a field is not terminated", url, "");
+    if (u->scheme != SL_SCHEME_MEM)
+        check_endpoint(url, u->host, sizeof(u->host), u->port);
+    if (u->scheme == SL_SCHEME_CLUSTER) {
+        if (u->nseeds < 1 || u->nseeds > SL_MAX_SEEDS)
+            broken("a cluster URL with a bad number of seeds", url, "");
+        for (i = 0; i < u->nseeds; i++)
+            check_endpoint(url, u->seeds[i].host, sizeof(u->seeds[i].host),
+                           u->seeds[i].port);
+        if (strcmp(u->seeds[0].host, u->host) != 0 ||
+            u->seeds[0].port != u->port)
+            broken("the first seed is not the host", url, u->host);
+    } else if (u->nseeds != 0) {
+        broken("seeds outside a cluster URL", url, "");
+    }
+    if (u->db < 0)
+        broken("a negative database", url, "");
+    if (u->scheme == SL_SCHEME_TWEMPROXY && (u->user[0] != '\0' || u->db != 0))
+        broken("twemproxy with a user or a database", url, "");
+    if (u->opts.key_prefix != u->prefix)
+        broken("the prefix does not point into the URL", url, "");
+    if (strpbrk(u->prefix, "{}") != NULL)
+        broken("a prefix with braces", url, u->prefix);
+    if (u->opts.connect_timeout_ms == 0 || u->opts.command_timeout_ms == 0 ||
+        u->opts.ttl_floor_ms == 0)
+        broken("a default left at zero", url, "");
+    if (u->opts.fail != SLUICE_FAIL_ERROR && u->opts.fail != SLUICE_FAIL_OPEN &&
+        u->opts.fail != SLUICE_FAIL_CLOSED)
+        broken("a fail policy out of range", url, "");
+    /* Credentials given in options fill only what the URL left empty. */
+    if (opts != NULL && u->scheme != SL_SCHEME_MEM && u->password[0] == '\0')
+        broken("the options' password was dropped", url, "");
+}
+
+/* True when CANARY stands where a password goes: in the userinfo (from
+ * "://" to the last '@' before any '?') after its first ':', or anywhere in
+ * it when it has no ':'. Every Redis scheme reads its password from there
+ * (a cluster's from the first seed's part of it). */
+static bool canary_is_password(const char *url)
+{
+    static const char *const schemes[] = {"redis://", "redis+multi://",
+                                          "twemproxy://", "redis-cluster://"};
+    const char *s = NULL, *at = NULL, *colon, *c, *p;
+    size_t i;
+
+    for (i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
+        if (strncmp(url, schemes[i], strlen(schemes[i])) == 0)
+            s = url + strlen(schemes[i]);
+    if (s == NULL || (c = strstr(s, CANARY)) == NULL ||
+        strstr(c + 1, CANARY) != NULL)
+        return false;
+    for (p = s; *p != '\0' && *p != '?'; p++)
+        if (*p == '@')
+            at = p;
+    if (at == NULL || c + strlen(CANARY) > at)
+        return false;
+    colon = memchr(s, ':', (size_t)(at - s));
+    return colon == NULL || colon < c;
+}
+
+static void parse_once(const char *url, const sluice_options *opts)
+{
+    char err[SL_ERR_LEN];
+    sl_url u;
+    sluice_status st;
+
+    memset(err, 0x55, sizeof(err));
+    st = sl_url_parse(url, opts, &u, err, sizeof(err));
+    if (st == SLUICE_OK) {
+        check_accepted(url, &u, opts);
+        return;
+    }
+    if (st != SLUICE_EURL)
+        broken("refused with a status other than SLUICE_EURL", url,
+               sluice_strerror(st));
+    if (!terminated(err, sizeof(err)) || err[0] == '\0')
+        broken("refused without a terminated message", url, "");
+    if (strstr(url, OPTS_PASSWORD) == NULL &&
+        strstr(err, OPTS_PASSWORD) != NULL)
+        broken("a message shows the options' password", url, err);
+    if (canary_is_password(url) && strstr(err, CANARY) != NULL)
+        broken("a message shows the URL's password", url, err);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *url = malloc(size + 1);
+    sluice_options opts;
+
+    if (url == NULL)
+        return 0;
+    memcpy(url, data, size);
+    url[size] = '\0';
+    parse_once(url, NULL);
+    memset(&opts, 0, sizeof(opts));
+    opts.user = "svc";
+    opts.password = OPTS_PASSWORD;
+    opts.key_prefix = "app:";
+    opts.command_timeout_ms = 100;
+    parse_once(url, &opts);
+    free(url);
+    return 0;
+}
