@@ -51,7 +51,10 @@ executions() {
 }
 
 for t in "${targets[@]}"; do
-    bin=$PWD/build-fuzz/tests/fuzz/fuzz_$t
+    built=$PWD/build-fuzz/tests/fuzz/fuzz_$t
+    # A copy runs, so that a rebuild meanwhile finds its file free.
+    bin=$work/fuzz_$t
+    cp "$built" "$bin"
     corpus=$work/$t
     cp -r "tests/fuzz/corpus/$t" "$corpus"
     before=$(find "$corpus" -type f | wc -l)
@@ -87,7 +90,7 @@ for t in "${targets[@]}"; do
         grep -E -A30 '^==[0-9]+==ERROR|runtime error:|^fuzz_|deadly signal|ERROR: libFuzzer' \
             "$work/$t.log" | head -60 || tail -40 "$work/$t.log"
         ls "$artifacts" | grep "^$t-" | sed "s|^|  artifact: $artifacts/|" || true
-        echo "  reproduce: $bin ARTIFACT"
+        echo "  reproduce: $built ARTIFACT"
     fi
 done
 exit $failed
