@@ -116,6 +116,7 @@ if [[ $install_check -eq 1 ]]; then
     test "$(pkg-config --modversion sluice)" = "${version%%-*}"
     man -w 3 sluice
     man 3 sluice | grep -q 'sluice_acquire_many'
+    man -w 3 sluice_acquire_many # one link per function
     man -w 1 sluice
     man 1 sluice | grep -q 'SLUICE_PASSWORD'
     sluice --version
