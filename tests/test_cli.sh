@@ -107,6 +107,9 @@ expect_text check_bad_rule_named "$tmp/err" '^sluice: rule: rule "fixed:0/1s"'
 expect_exit check_bad_cost 2 "$bin" check --url "$url" --rule fixed:1/1s --key c1 --cost 0
 expect_text check_bad_cost_named "$tmp/err" '^sluice: cost: --cost "0"'
 expect_exit check_fraction_cost 2 "$bin" check --url "$url" --rule fixed:1/1s --key c1 --cost 1.5
+expect_text check_fraction_cost_named "$tmp/err" '^sluice: input: --cost "1.5"'
+expect_exit check_negative_cost 2 "$bin" check --url "$url" --rule fixed:1/1s --key c1 --cost -5
+expect_text check_negative_cost_named "$tmp/err" '^sluice: cost: --cost "-5"'
 expect_exit check_empty_key 2 "$bin" check --url "$url" --rule fixed:1/1s --key ""
 expect_text check_empty_key_named "$tmp/err" '^sluice: key: '
 expect_exit check_long_key 2 "$bin" check --url "$url" --rule fixed:1/1s --key "$(printf 'k%.0s' $(seq 1025))"

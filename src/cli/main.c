@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,14 @@ static int parse_int(const char *s, long long lo, long long hi, long long *out)
     return 0;
 }
 
+/* True for an optional '-' and one digit or more, and nothing else. */
+static bool whole_number(const char *s)
+{
+    if (*s == '-')
+        s++;
+    return *s != '\0' && s[strspn(s, "0123456789")] == '\0';
+}
+
 static int backend_exit(sluice_status st)
 {
     return st == SLUICE_EURL || st == SLUICE_EINVAL ? EXIT_USAGE : EXIT_BACKEND;
@@ -242,8 +251,10 @@ static int parse_args(int argc, char **argv, const char *cmd,
             a->key = optarg;
             break;
         case 'c':
+            /* A whole number out of range is a bad cost; anything else
+             * (1.5, "x") is malformed, as in a replay line. */
             if (parse_int(optarg, 1, 1000000000, &a->cost) != 0)
-                return usage_error("cost",
+                return usage_error(whole_number(optarg) ? "cost" : "input",
                                    "--cost \"%s\": expected a whole number "
                                    "in 1..1000000000",
                                    optarg);
