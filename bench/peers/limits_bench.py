@@ -12,6 +12,7 @@ import sys
 import time
 
 import limits
+import redis
 from limits import parse, storage, strategies
 
 port, strategy, pattern, seconds = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
@@ -57,6 +58,7 @@ def pct(p):
 
 print(json.dumps({
     "peer": "limits %s" % limits.__version__,
+    "client": "redis-py %s" % redis.__version__,
     "what": "%s window 1000/1s" % strategy, "pattern": pattern, "mode": "seq",
     "decisions_per_s": len(lat) / secs, "p50_us": pct(0.5), "p99_us": pct(0.99),
     "p999_us": pct(0.999), "decisions": len(lat), "admitted": admitted,

@@ -58,8 +58,10 @@ async function main() {
   lat.sort((a, b) => a - b);
   const pct = (p) => lat.length ? lat[Math.min(lat.length - 1, Math.floor(lat.length * p))] : 0;
   const version = require('rate-limiter-flexible/package.json').version;
+  const client_version = require('ioredis/package.json').version;
   console.log(JSON.stringify({
-    peer: 'rate-limiter-flexible ' + version, what: 'RateLimiterRedis fixed 1000/1s',
+    peer: 'rate-limiter-flexible ' + version, client: 'ioredis ' + client_version,
+    what: 'RateLimiterRedis fixed 1000/1s',
     pattern, mode, decisions_per_s: decisions / secs, p50_us: pct(0.5),
     p99_us: pct(0.99), p999_us: pct(0.999), decisions, admitted, errors,
   }));
