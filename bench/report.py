@@ -1,132 +1,456 @@
 #!/usr/bin/python3
-"""report.py - turns one run of bench/run.sh into the table, the JSON and
-the charts: ratios to the floor (same client, same connection pattern, same
-run) and to the peers.
-    report.py OUT_DIR CPUS CPU_MODEL"""
+"""report.py - turns one run of bench/run.sh into bench/out/summary.md,
+table.txt, results.json and the charts: every figure set beside the floor
+measured in the same run (same client, same connection pattern, same key
+pattern), and each target of the issue "Lean server-side decisions" beside
+its measure, met or missed.
+    report.py OUT_DIR"""
 import json
 import os
 import subprocess
 import sys
 
-out, cpus, model = sys.argv[1], sys.argv[2], sys.argv[3].strip()
-cells = json.load(open(os.path.join(out, "sluice.json")))["cells"]
+out = sys.argv[1]
+run = json.load(open(os.path.join(out, "sluice.json")))
+cells = run["cells"]
 peers = [json.loads(l) for l in open(os.path.join(out, "peers.jsonl")) if l.strip()]
+versions = json.load(open(os.path.join(out, "versions.json")))
 instr = {}
 for line in open(os.path.join(out, "instructions.txt")):
     url, n = line.split()
     instr["mem" if url.startswith("mem") else "redis"] = int(n)
 
-# The floor each backend is held to: a Lua backend to EVALSHA of a trivial
-# script, a plain-command backend to INCR, through the same server or proxy.
-FLOOR = {"redis": ("redis", "EVALSHA"), "cluster": ("redis", "EVALSHA"),
-         "lua-proxy": ("twemproxy", "EVALSHA"), "multi": ("redis", "INCR"),
-         "twemproxy": ("twemproxy", "INCR")}
+RULES = ["fixed:1000/1s", "sliding:1000/1s", "log:100/1s", "token:1000/1s",
+         "gcra:1000/1s", "fixed:1000/1s+token:1000/1s"]
+COMPOSITE = RULES[5]
+BACKENDS = ["redis", "lua-proxy", "cluster", "multi", "twemproxy"]
+LUA = {"redis", "lua-proxy", "cluster"}
+# Where each backend's floors are measured: the same server, or the same
+# servers through the same proxy. The cluster is held to plain Redis: an
+# EVALSHA costs a cluster node what it costs a lone server.
+FLOOR_AT = {"redis": "redis", "multi": "redis", "cluster": "redis",
+            "lua-proxy": "twemproxy", "twemproxy": "twemproxy"}
+# Redis CPU per decision, at most this many times the floor's.
+CPU_TARGET = {"fixed": 1.5, "sliding": 1.5, "token": 2.5, "gcra": 2.5, "log": 3.0}
 
 
-def floor_of(c):
-    if c["target"] not in FLOOR:
-        return None
-    tgt, what = FLOOR[c["target"]]
-    for f in cells:
-        if (f["kind"] == "floor" and f["target"] == tgt and f["what"] == what
-                and f["mode"] == c["mode"] and f["pattern"] == "uniform"):
-            return f
-    return None
+def algo(rule):
+    return rule.split(":")[0]
 
 
-rows = []
-for c in cells:
-    f = floor_of(c) if c["kind"] == "sluice" else None
-    c["floor"] = f["what"] + "@" + f["target"] if f else None
-    c["ratio_to_floor"] = c["decisions_per_s"] / f["decisions_per_s"] if f else None
-    rows.append(c)
-
-
-def find(target, what, pattern, mode):
+def find(target, what, pattern, mode, section=None):
     for c in cells:
-        if (c["target"] == target and c["what"] == what
-                and c["pattern"] == pattern and c["mode"] == mode):
+        if (c["target"] == target and c["what"] == what and c["pattern"] == pattern
+                and c["mode"] == mode and (section is None or c["section"] == section)):
             return c
     return None
 
 
-def peer(name, what, pattern, mode):
-    for p in peers:
-        if p["peer"].startswith(name) and what in p["what"] and \
-                p["pattern"] == pattern and p["mode"] == mode:
-            return p
-    return None
+for i, c in enumerate(cells):
+    c["index"] = i
 
 
-lines = []
-lines.append("Machine: %s CPUs (%s); Redis and nutcracker pinned to CPU 0, "
-             "the load to the rest; %.2f s a cell." % (
-                 cpus, model, json.load(open(os.path.join(out, "sluice.json")))["seconds_per_cell"]))
-lines.append("")
-lines.append("%-10s %-18s %-8s %-7s %11s %8s %8s %6s %6s %8s %7s %7s" % (
-    "backend", "rule", "keys", "mode", "decisions/s", "floor", "p99 us",
-    "cmds", "rtts", "usec/dec", "bytes", "admit"))
-for c in rows:
-    ratio = "%.2f" % c["ratio_to_floor"] if c["ratio_to_floor"] else "-"
-    lines.append("%-10s %-18s %-8s %-7s %11.0f %8s %8.0f %6.2f %6.2f %8.2f %7.0f %7s" % (
-        c["target"], c["what"], c["pattern"], c["mode"], c["decisions_per_s"],
-        ratio if c["kind"] == "sluice" else "(floor)", c["p99_us"],
-        c["commands_per_decision"], c["round_trips_per_decision"],
-        c["redis_usec_per_decision"], c["memory_bytes_per_key"],
-        "%.3f" % c["accuracy"] if c["accuracy"] else "-"))
-lines.append("")
-lines.append("Peers (same Redis, same key patterns):")
+def floor_cells(target, what, pattern, mode):
+    at = FLOOR_AT.get(target, target)
+    return [c for c in cells if c["kind"] == "floor" and c["target"] == at
+            and c["what"] == what and c["pattern"] == pattern and c["mode"] == mode]
+
+
+def floor_cell(target, what, pattern, mode, near=None):
+    """The floor for a cell of target: the mean of the floor measurements
+    nearest before and after the cell `near` in the run (the machine
+    drifts), or of all of them."""
+    fs = floor_cells(target, what, pattern, mode)
+    if not fs:
+        return None
+    if near is not None:
+        before = [f for f in fs if f["index"] < near["index"]]
+        after = [f for f in fs if f["index"] > near["index"]]
+        fs = before[-1:] + after[:1]
+    avg = dict(fs[0])
+    for k in ("decisions_per_s", "redis_usec_per_decision", "usec_per_call",
+              "cpu_usec_per_decision", "cpu_usec_per_decision_masters"):
+        avg[k] = sum(f[k] for f in fs) / len(fs)
+    avg["measurements"] = [f["redis_usec_per_decision"] for f in fs]
+    return avg
+
+
+def cpu_of(c):
+    """Whole-process CPU per decision; a cluster's counts its masters, the
+    node a key lives on, as a lone server counts itself."""
+    return c["cpu_usec_per_decision_masters"] if c["target"] == "cluster" \
+        else c["cpu_usec_per_decision"]
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+# Ratios of every cell to its floors.
+for c in cells:
+    c["ratio_to_floor"] = None
+    if c["kind"] != "sluice" or c["target"] not in FLOOR_AT:
+        continue
+    if c["section"] == "rcpu":
+        f = floor_cell(c["target"], "EVALSHA", c["pattern"], c["mode"], c)
+        fi = floor_cell(c["target"], "INCR", c["pattern"], c["mode"], c)
+        if f:
+            c["floor"] = "EVALSHA@" + FLOOR_AT[c["target"]]
+            c["redis_usec_ratio_to_floor"] = ratio(c["redis_usec_per_decision"],
+                                                   f["redis_usec_per_decision"])
+            c["cpu_ratio_to_floor"] = ratio(cpu_of(c), f["cpu_usec_per_decision"])
+        if fi:
+            c["redis_usec_ratio_to_incr"] = ratio(c["redis_usec_per_decision"],
+                                                  fi["redis_usec_per_decision"])
+    else:
+        what = "EVALSHA" if c["target"] in LUA else "INCR"
+        f = floor_cell(c["target"], what, "uniform", c["mode"], c)
+        fe = floor_cell(c["target"], "EVALSHA", "uniform", c["mode"], c)
+        if f and c["pattern"] == "uniform":
+            c["floor"] = what + "@" + FLOOR_AT[c["target"]]
+            c["ratio_to_floor"] = ratio(c["decisions_per_s"], f["decisions_per_s"])
+        if fe and c["pattern"] == "uniform":
+            c["cpu_ratio_to_floor"] = ratio(cpu_of(c), fe["cpu_usec_per_decision"])
+            c["redis_usec_ratio_to_floor"] = ratio(c["redis_usec_per_decision"],
+                                                   fe["redis_usec_per_decision"])
+
+
+def fmt(v, spec="%.2f"):
+    return "-" if v is None else spec % v
+
+
+# ---- the targets ----
+targets = []
+
+
+def target(backend, rule, what, measured, limit, kind, note="", judged=None):
+    """kind "max": every measured value (of those named in judged, if
+    given) at most limit; "min": at least."""
+    vals = [v for k, v in measured if v is not None and (judged is None or k in judged)]
+    if not vals:
+        met = None
+    elif kind == "max":
+        met = all(v <= limit for v in vals)
+    else:
+        met = all(v >= limit for v in vals)
+    targets.append({"backend": backend, "rule": rule, "target": what,
+                    "limit": limit, "kind": kind,
+                    "measured": {k: v for k, v in measured}, "met": met,
+                    "note": note})
+
+
+def rcpu(backend, rule, pattern, mode="pipe16"):
+    return find(backend, rule, pattern, mode, "rcpu")
+
+
+for b in BACKENDS:
+    for rule in RULES:
+        if rule == COMPOSITE:
+            parts = RULES[0], RULES[3]
+            ms = []
+            for pat in ("hot", "new"):
+                c, x, y = rcpu(b, rule, pat), rcpu(b, parts[0], pat), rcpu(b, parts[1], pat)
+                if c and x and y:
+                    ms.append((pat, ratio(c["redis_usec_per_decision"],
+                                          x["redis_usec_per_decision"] + y["redis_usec_per_decision"])))
+            if ms:
+                target(b, rule, "Redis µs/decision ≤ 0.9 × sum of its two rules alone",
+                       ms, 0.9, "max")
+            continue
+        ms = []
+        for pat in ("hot", "new"):
+            c = rcpu(b, rule, pat)
+            if c and c.get("redis_usec_ratio_to_floor") is not None:
+                ms.append((pat, c["redis_usec_ratio_to_floor"]))
+        if ms:
+            lim = CPU_TARGET[algo(rule)]
+            note, judged = "", None
+            if algo(rule) == "log":
+                # The target is set at 100 live entries: the hot key's.
+                hot = rcpu(b, rule, "hot")
+                note = "hot key: %d live entries; judged on it" % hot["log_entries"] if hot else ""
+                judged = ["hot"]
+            target(b, rule, "Redis µs/decision ≤ %.1f × floor (16 in flight)" % lim,
+                   ms, lim, "max", note, judged)
+
+for b in ("redis", "lua-proxy"):
+    for rule in RULES:
+        ms = {}
+        for mode in ("seq", "conc50", "pipe16"):
+            c = find(b, rule, "uniform", mode, "throughput")
+            ms[mode] = c["ratio_to_floor"] if c else None
+        if all(v is None for v in ms.values()):
+            continue
+        through = " through nutcracker" if b == "lua-proxy" else ""
+        target(b, rule, "decisions/s ≥ 0.9 × EVALSHA floor%s, one connection" % through,
+               [("seq", ms["seq"])], 0.9, "min")
+        target(b, rule, "decisions/s ≥ 0.9 × EVALSHA floor%s, 50 connections" % through,
+               [("conc50", ms["conc50"])], 0.9, "min")
+        target(b, rule, "decisions/s ≥ 0.7 × EVALSHA floor%s, 16 in flight" % through,
+               [("pipe16", ms["pipe16"])], 0.7, "min")
+
+for rule in RULES:
+    us, cpu = [], []
+    for pat in ("hot", "new"):
+        c, r = rcpu("cluster", rule, pat), rcpu("redis", rule, pat)
+        # Each set against the floor measured next to it, so that the
+        # machine's drift between the two does not count.
+        if c and r:
+            us.append((pat, ratio(c.get("redis_usec_ratio_to_floor"),
+                                  r.get("redis_usec_ratio_to_floor"))))
+            cpu.append((pat, ratio(c.get("cpu_ratio_to_floor"), r.get("cpu_ratio_to_floor"))))
+    if us:
+        target("cluster", rule, "Redis µs/decision ≤ 1.1 × redis:// (per node)",
+               us, 1.1, "max", "each as a ratio to its neighbouring floor")
+        target("cluster", rule, "whole-process CPU/decision of the masters ≤ 1.1 × redis://",
+               cpu, 1.1, "max", "each master also feeds its replica")
+
+for b in BACKENDS:
+    for rule in ("fixed:1000/1s", "gcra:1000/1s"):
+        c = find(b, rule, "uniform", "seq", "throughput")
+        if c and c["memory_bytes_per_key"]:
+            target(b, rule, "MEMORY USAGE per limited key ≤ 100 bytes",
+                   [("bytes", c["memory_bytes_per_key"])], 100, "max")
+
+
+def verdict(t):
+    return "-" if t["met"] is None else ("met" if t["met"] else "**missed**")
+
+
+def measured_text(t):
+    m = t["measured"]
+    if list(m) == ["bytes"]:
+        return "%.0f" % m["bytes"]
+    if len(m) == 1:
+        return fmt(list(m.values())[0])
+    return ", ".join("%s %s" % (k, fmt(v)) for k, v in m.items())
+
+
+# ---- the Markdown summary ----
+md = []
+v = versions
+md.append("# sluice bench: %s" % v.get("date", ""))
+md.append("")
+md.append("- Machine: %s CPUs (%s), %s; Redis and nutcracker pinned to CPU 0, "
+          "the load to the others; %.2f s a cell; whole run %s s." % (
+              v.get("cpus"), v.get("cpu_model"), v.get("os"), run["seconds_per_cell"],
+              v.get("wall_seconds", "?")))
+md.append("- Built from %s; Lua script %s." % (v.get("commit"), v.get("lua_sha")))
+md.append("- Servers: %s; %s." % (v.get("redis"), v.get("nutcracker")))
+md.append("- Peers: %s." % "; ".join(v.get("peers", [])))
+md.append("- Floors: `INCR`, and `EVALSHA` of `%s` (ARGV[1] = 2000), a fixed-window "
+          "counter itself. Ratios are to the floor measured in this run under the "
+          "same mode and key pattern: the mean of its measurements nearest before "
+          "and after the cell (each backend's Redis CPU cells sit between two, the "
+          "throughput cells between the first and the last)." % run.get("floor_script", ""))
+md.append("- Redis µs/decision: `INFO commandstats` usec of the outer command "
+          "(`cmdstat_evalsha`, `cmdstat_eval`) before and after, per decision: a "
+          "script's usec already holds the commands it calls, which Redis also lists "
+          "on their own, so these are not added. Plain backends (`redis+multi://`, "
+          "`twemproxy://`): the sum over their commands (`MULTI`, `EXEC`, `WATCH` "
+          "included). Whole-process CPU: `INFO cpu` used_cpu_sys + used_cpu_user "
+          "before and after, per decision (a cluster's masters only). Harness "
+          "commands (INFO, FLUSHALL, SCRIPT LOAD, ...) are never counted; every "
+          "server is flushed before each cell.")
+md.append("- Key patterns: `hot` one key; `new` a key never seen by each decision "
+          "(a new window or bucket: the first-charge path); `uniform` 10,000 keys.")
+md.append("")
+
+md.append("## Against the targets")
+md.append("")
+judged = [t for t in targets if t["met"] is not None]
+md.append("%d of %d met. Ratios to the floor measured in this run; Redis CPU with 16 in "
+          "flight on one connection, on a hot key and on new keys." % (
+              sum(1 for t in judged if t["met"]), len(judged)))
+md.append("")
+md.append("| backend | rule | target | measured | |")
+md.append("|---|---|---|---|---|")
+for t in targets:
+    md.append("| %s | %s | %s | %s%s | %s |" % (
+        t["backend"], t["rule"], t["target"], measured_text(t),
+        " (%s)" % t["note"] if t["note"] else "", verdict(t)))
+md.append("")
+
+md.append("## Redis CPU per decision, 16 in flight on one connection")
+md.append("")
+md.append("sluice-bench's own `pipe16` (`sluice_acquire_many` of 16): the library "
+          "sends what it sends in use, the clock runs, windows roll over and logs "
+          "prune. µs = Redis µs/decision (outer command); calls = outer calls per "
+          "decision; CPU = whole-process CPU µs/decision; × = ratio to the EVALSHA "
+          "floor's figure in the same mode and key pattern (× INCR: to the raw INCR "
+          "floor). conc50 CPU: 50 connections, uniform keys.")
+md.append("")
+md.append("| backend | rule | hot µs | × | new µs | × | × INCR (hot, new) | calls | "
+          "hot CPU | × | new CPU | × | conc50 CPU | × |")
+md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+for at in ("redis", "twemproxy"):
+    for what in ("EVALSHA", "INCR"):
+        h, n = floor_cell(at, what, "hot", "pipe16"), floor_cell(at, what, "new", "pipe16")
+        c50 = floor_cell(at, what, "uniform", "conc50")
+        if not h or not n:
+            continue
+        md.append("| %s | %s (floor) | %s | | %s | | | %.2f | %s | | %s | | %s | |" % (
+            at, what, "/".join("%.2f" % x for x in h["measurements"]),
+            "/".join("%.2f" % x for x in n["measurements"]),
+            h["outer_calls_per_decision"], fmt(h["cpu_usec_per_decision"]),
+            fmt(n["cpu_usec_per_decision"]),
+            fmt(c50["cpu_usec_per_decision"] if c50 else None)))
+for b in BACKENDS:
+    for rule in RULES:
+        h, n = rcpu(b, rule, "hot"), rcpu(b, rule, "new")
+        c50 = find(b, rule, "uniform", "conc50", "throughput")
+        if not h or not n:
+            continue
+        md.append("| %s | %s | %s | %s | %s | %s | %s, %s | %.2f | %s | %s | %s | %s | %s | %s |" % (
+            b, rule + (" (%d entries)" % h["log_entries"] if h["log_entries"] else ""),
+            fmt(h["redis_usec_per_decision"]), fmt(h.get("redis_usec_ratio_to_floor")),
+            fmt(n["redis_usec_per_decision"]), fmt(n.get("redis_usec_ratio_to_floor")),
+            fmt(h.get("redis_usec_ratio_to_incr"), "%.1f"),
+            fmt(n.get("redis_usec_ratio_to_incr"), "%.1f"),
+            n["outer_calls_per_decision"],
+            fmt(cpu_of(h)), fmt(h.get("cpu_ratio_to_floor")),
+            fmt(cpu_of(n)), fmt(n.get("cpu_ratio_to_floor")),
+            fmt(cpu_of(c50) if c50 else None),
+            fmt(c50.get("cpu_ratio_to_floor") if c50 else None)))
+md.append("")
+
+replays = [c for c in cells if c["mode"] == "replay16"]
+if replays:
+    md.append("## The same, replayed by redis-benchmark")
+    md.append("")
+    md.append("`redis-benchmark -c 1 -P 16 -n N` sends the exact command the library "
+              "wrote for one request (`sluice-bench --print-command RULE` shows it), "
+              "N times, as the issue measured; on new keys `-r` puts a random number "
+              "in place of `__rand_int__` in the key. The arguments are frozen, the "
+              "request's time among them: a hot key stays in one window (no roll-over, "
+              "no pruning, a token bucket never refills). A cross-check of the table "
+              "above on plain Redis, with a client that costs next to nothing.")
+    md.append("")
+    md.append("| rule | hot µs/call | × | new µs/call | × | hot CPU | × | new CPU | × | decisions/s hot, new |")
+    md.append("|---|---|---|---|---|---|---|---|---|---|")
+    for rule in ["EVALSHA"] + RULES:
+        h, n = find("redis", rule, "hot", "replay16"), find("redis", rule, "new", "replay16")
+        fh = floor_cell("redis", "EVALSHA", "hot", "replay16", None if rule == "EVALSHA" else h)
+        fn = floor_cell("redis", "EVALSHA", "new", "replay16", None if rule == "EVALSHA" else n)
+        if not h or not n or not fh or not fn:
+            continue
+        if rule == "EVALSHA":
+            h, n = fh, fn
+        md.append("| %s | %.2f | %s | %.2f | %s | %.2f | %s | %.2f | %s | %.0f, %.0f |" % (
+            rule + (" (floor)" if h["kind"] == "floor" else ""),
+            h["usec_per_call"], fmt(ratio(h["usec_per_call"], fh["usec_per_call"])),
+            n["usec_per_call"], fmt(ratio(n["usec_per_call"], fn["usec_per_call"])),
+            h["cpu_usec_per_decision"],
+            fmt(ratio(h["cpu_usec_per_decision"], fh["cpu_usec_per_decision"])),
+            n["cpu_usec_per_decision"],
+            fmt(ratio(n["cpu_usec_per_decision"], fn["cpu_usec_per_decision"])),
+            h["decisions_per_s"], n["decisions_per_s"]))
+    md.append("")
+
+md.append("## Throughput, uniform keys (10,000)")
+md.append("")
+md.append("× = ratio to the floor in the same mode: `EVALSHA` for the Lua backends "
+          "(`redis://`, through nutcracker, cluster), `INCR` for the plain ones. "
+          "Redis µs and bytes/key from the sequential cell.")
+md.append("")
+md.append("| backend | rule | seq /s (×) | pipe16 /s (×) | conc50 /s (×) | p99 seq µs | "
+          "Redis µs/decision | cmds | round trips | bytes/key |")
+md.append("|---|---|---|---|---|---|---|---|---|---|")
+rows = []
+for at in ("twemproxy", "redis"):
+    for what in ("EVALSHA", "INCR"):
+        if find(at, what, "uniform", "seq", "throughput"):
+            rows.append((at, what))
+for b in BACKENDS + ["mem"]:
+    for rule in RULES:
+        if find(b, rule, "uniform", "seq", "throughput"):
+            rows.append((b, rule))
+for tgt, what in rows:
+    cols = []
+    for mode in ("seq", "pipe16", "conc50"):
+        c = find(tgt, what, "uniform", mode, "throughput")
+        if c is None:
+            cols.append("-")
+        elif c["kind"] == "floor" or c.get("ratio_to_floor") is None:
+            cols.append("%.0f" % c["decisions_per_s"])
+        else:
+            cols.append("%.0f (%.2f)" % (c["decisions_per_s"], c["ratio_to_floor"]))
+    s = find(tgt, what, "uniform", "seq", "throughput")
+    md.append("| %s | %s | %s | %s | %s | %.0f | %.1f | %.1f | %.2f | %s |" % (
+        tgt, what if s["kind"] == "sluice" else what + " (floor)", cols[0], cols[1], cols[2],
+        s["p99_us"], s["redis_usec_per_decision"], s["commands_per_decision"],
+        s["round_trips_per_decision"],
+        "%.0f" % s["memory_bytes_per_key"] if s["memory_bytes_per_key"] else "-"))
+md.append("")
+
+md.append("## Peers, same Redis, same key patterns")
+md.append("")
+md.append("| peer | keys | mode | decisions/s | p99 µs | Redis µs/decision | CPU µs/decision | "
+          "cmds | sluice redis:// fixed (same keys and load) | ratio |")
+md.append("|---|---|---|---|---|---|---|---|---|---|")
 for p in peers:
-    lines.append("  %-30s %-24s %-8s %-10s %9.0f/s p99 %6.0f us, Redis %.1f us and %.1f commands a decision, admitted %d of %d" % (
-        p["peer"], p["what"], p["pattern"], p["mode"], p["decisions_per_s"],
-        p["p99_us"], p.get("redis_usec_per_decision", 0),
-        p.get("commands_per_decision", 0), p["admitted"], p["decisions"]))
+    if p["mode"] == "seq":
+        s = find("redis", "fixed:1000/1s", p["pattern"], "seq")
+    else:
+        s = find("redis", "fixed:1000/1s", p["pattern"], "pipe50")
+    md.append("| %s (%s) %s | %s | %s | %.0f | %.0f | %.1f | %.1f | %.1f | %s | %s |" % (
+        p["peer"], p.get("client", ""), p["what"], p["pattern"], p["mode"],
+        p["decisions_per_s"], p["p99_us"], p.get("redis_usec_per_decision", 0),
+        p.get("cpu_usec_per_decision", 0), p.get("commands_per_decision", 0),
+        ("%.0f /s, %.1f µs (%s)" % (s["decisions_per_s"], s["redis_usec_per_decision"],
+                                    s["mode"])) if s else "-",
+        ("%.2f" % (s["decisions_per_s"] / p["decisions_per_s"])) if s else "-"))
+md.append("")
+md.append("Client instructions per decision (callgrind, `fixed:1000/1s`, 10,000 keys): "
+          + ", ".join("%s %s" % (k, "{:,}".format(n)) for k, n in instr.items()) + ".")
+md.append("")
+open(os.path.join(out, "summary.md"), "w").write("\n".join(md))
+
+# ---- every cell, as text ----
+lines = ["%-10s %-28s %-7s %-8s %-10s %11s %7s %8s %6s %6s %8s %6s %8s %6s %6s %7s %7s" % (
+    "backend", "rule", "keys", "mode", "section", "decisions/s", "x floor", "p99 us",
+    "cmds", "calls", "us/dec", "x", "cpu/dec", "x", "rtts", "bytes", "admit")]
+for c in cells:
+    lines.append("%-10s %-28s %-7s %-8s %-10s %11.0f %7s %8.0f %6.2f %6.2f %8.2f %6s %8.2f %6s %6.2f %7.0f %7s" % (
+        c["target"], c["what"], c["pattern"], c["mode"], c["section"], c["decisions_per_s"],
+        fmt(c.get("ratio_to_floor")) if c["kind"] == "sluice" else "(floor)",
+        c["p99_us"], c["commands_per_decision"], c["outer_calls_per_decision"],
+        c["redis_usec_per_decision"], fmt(c.get("redis_usec_ratio_to_floor")),
+        cpu_of(c), fmt(c.get("cpu_ratio_to_floor")), c["round_trips_per_decision"],
+        c["memory_bytes_per_key"], "%.3f" % c["accuracy"] if c["accuracy"] else "-"))
 lines.append("")
-summary = {}
-s_seq = find("redis", "fixed:1000/1s", "uniform", "seq")
-s_p50 = find("redis", "fixed:1000/1s", "uniform", "pipe50")
-s_c50 = find("redis", "fixed:1000/1s", "uniform", "conc50")
-r_seq = peer("rate-limiter-flexible", "fixed", "uniform", "seq")
-r_50 = peer("rate-limiter-flexible", "fixed", "uniform", "inflight50")
-l_seq = peer("limits", "fixed", "uniform", "seq")
-if s_seq and r_seq:
-    summary["sluice_vs_rlf_sequential"] = s_seq["decisions_per_s"] / r_seq["decisions_per_s"]
-if s_p50 and r_50:
-    summary["sluice_pipelined50_vs_rlf_inflight50"] = s_p50["decisions_per_s"] / r_50["decisions_per_s"]
-if s_c50 and r_50:
-    summary["sluice_50threads_vs_rlf_inflight50"] = s_c50["decisions_per_s"] / r_50["decisions_per_s"]
-if s_seq and l_seq:
-    summary["sluice_vs_limits_sequential"] = s_seq["decisions_per_s"] / l_seq["decisions_per_s"]
-summary["client_instructions_per_decision"] = instr
-for k, v in summary.items():
-    lines.append("%-42s %s" % (k, ("%.2f" % v) if isinstance(v, float) else v))
-text = "\n".join(lines)
-print(text)
-open(os.path.join(out, "table.txt"), "w").write(text + "\n")
-json.dump({"machine": {"cpus": cpus, "model": model}, "cells": rows,
-           "peers": peers, "summary": summary},
+for p in peers:
+    lines.append("%-45s %-24s %-8s %-10s %9.0f/s p99 %6.0f us, Redis %.1f us, CPU %.1f us, %.1f commands a decision, admitted %d of %d" % (
+        p["peer"] + " (" + p.get("client", "") + ")", p["what"], p["pattern"], p["mode"],
+        p["decisions_per_s"], p["p99_us"], p.get("redis_usec_per_decision", 0),
+        p.get("cpu_usec_per_decision", 0), p.get("commands_per_decision", 0),
+        p["admitted"], p["decisions"]))
+open(os.path.join(out, "table.txt"), "w").write("\n".join(lines) + "\n")
+json.dump({"versions": versions, "seconds_per_cell": run["seconds_per_cell"],
+           "floor_script": run.get("floor_script"), "targets": targets,
+           "cells": cells, "peers": peers,
+           "client_instructions_per_decision": instr},
           open(os.path.join(out, "results.json"), "w"), indent=1)
 
-# Charts: decisions/s and p99 per backend and algorithm (uniform keys),
-# sequential and 50 at once, beside the floors (grey) and the peers (red).
-# mem:// is left out: it needs no network and would flatten the rest.
+# ---- charts ----
+# Decisions/s and p99 per backend and algorithm (uniform keys), sequential
+# and 50 at once, beside the floors (grey) and the peers (red); mem:// is
+# left out: it needs no network and would flatten the rest.
 for mode, pmode, title in (("seq", "seq", "one connection, sequential"),
                            ("conc50", "inflight50", "50 at once")):
     dat = os.path.join(out, "chart_%s.dat" % mode)
     with open(dat, "w") as f:
-        for c in rows:
-            if c["pattern"] == "uniform" and c["mode"] == mode and c["target"] != "mem":
-                label = c["target"] + " " + c["what"].split(":")[0]
+        for c in cells:
+            if (c["pattern"] == "uniform" and c["mode"] == mode and c["target"] != "mem"
+                    and c["section"] == "throughput"):
+                label = c["target"] + " " + "+".join(r.split(":")[0] for r in c["what"].split("+"))
                 color = 0x999999 if c["kind"] == "floor" else 0x3c78b4
-                f.write('"%s" %.0f %.0f %d\n' % (label, c["decisions_per_s"],
-                                                 c["p99_us"], color))
+                f.write('"%s" %.0f %.0f %d\n' % (label, c["decisions_per_s"], c["p99_us"], color))
         for p in peers:
             if p["pattern"] == "uniform" and p["mode"] == pmode:
                 label = p["peer"].split()[0] + " " + p["what"].split()[0]
-                f.write('"%s" %.0f %.0f %d\n' % (label, p["decisions_per_s"],
-                                                 p["p99_us"], 0xc83c3c))
-    for col, name, ylabel in ((2, "dps", "decisions per second"),
-                              (3, "p99", "p99 latency (us)")):
+                f.write('"%s" %.0f %.0f %d\n' % (label, p["decisions_per_s"], p["p99_us"], 0xc83c3c))
+    for col, name, ylabel in ((2, "dps", "decisions per second"), (3, "p99", "p99 latency (us)")):
         png = os.path.join(out, "%s_%s.png" % (name, mode))
         script = """
 set terminal pngcairo size 1400,560 font ',9'
@@ -146,50 +470,40 @@ plot '%s' using 0:%d:4:xtic(1) with boxes lc rgb variable
             subprocess.run(["gnuplot"], input=script.encode(), check=True)
         except (OSError, subprocess.CalledProcessError) as e:
             print("report.py: gnuplot failed for %s: %s" % (png, e), file=sys.stderr)
-print("\nwrote %s/table.txt, results.json, dps_seq.png, dps_conc50.png, p99_seq.png, p99_conc50.png" % out)
 
-# A Markdown summary for the README: one row per backend and algorithm on
-# uniform keys, each mode with its ratio to the floor.
-md = ["| backend | rule | seq /s (× floor) | pipe16 /s (× floor) | conc50 /s (× floor) "
-      "| p99 seq µs | Redis µs/decision | cmds | round trips | bytes/key |",
-      "|---|---|---|---|---|---|---|---|---|---|"]
-seen = []
-for c in rows:
-    if c["kind"] == "sluice" and c["pattern"] == "uniform" and c["mode"] == "seq":
-        seen.append((c["target"], c["what"]))
-for f in [c for c in rows if c["kind"] == "floor" and c["mode"] == "seq"]:
-    seen.insert(0, (f["target"], f["what"]))
-for tgt, what in seen:
-    cols = []
-    for mode in ("seq", "pipe16", "conc50"):
-        c = find(tgt, what, "uniform", mode)
-        if c is None:
-            cols.append("-")
-        elif c["kind"] == "floor" or c.get("ratio_to_floor") is None:
-            cols.append("%.0f" % c["decisions_per_s"])
-        else:
-            cols.append("%.0f (%.2f)" % (c["decisions_per_s"], c["ratio_to_floor"]))
-    s = find(tgt, what, "uniform", "seq")
-    md.append("| %s | %s | %s | %s | %s | %.0f | %.1f | %.1f | %.2f | %s |" % (
-        tgt, what if s["kind"] == "sluice" else what + " (floor)", cols[0], cols[1], cols[2],
-        s["p99_us"], s["redis_usec_per_decision"], s["commands_per_decision"],
-        s["round_trips_per_decision"],
-        "%.0f" % s["memory_bytes_per_key"] if s["memory_bytes_per_key"] else "-"))
-md.append("")
-md.append("| peer | keys | mode | decisions/s | p99 µs | Redis µs/decision | cmds | sluice (same keys and load) | ratio |")
-md.append("|---|---|---|---|---|---|---|---|---|")
-for p in peers:
-    if p["mode"] == "seq":
-        s = find("redis", "fixed:1000/1s", p["pattern"], "seq")
-        label = "redis fixed, seq"
-    else:
-        s = find("redis", "fixed:1000/1s", p["pattern"], "pipe50") or \
-            find("redis", "fixed:1000/1s", p["pattern"], "conc50")
-        label = "redis fixed, %s" % (s["mode"] if s else "-")
-    md.append("| %s %s | %s | %s | %.0f | %.0f | %.1f | %.1f | %s | %s |" % (
-        p["peer"], p["what"], p["pattern"], p["mode"], p["decisions_per_s"],
-        p["p99_us"], p.get("redis_usec_per_decision", 0),
-        p.get("commands_per_decision", 0),
-        ("%.0f /s (%s)" % (s["decisions_per_s"], label)) if s else "-",
-        ("%.2f" % (s["decisions_per_s"] / p["decisions_per_s"])) if s else "-"))
-open(os.path.join(out, "summary.md"), "w").write("\n".join(md) + "\n")
+# Redis CPU per decision as a ratio to the EVALSHA floor, hot and new keys,
+# beside each algorithm's target.
+dat = os.path.join(out, "chart_rcpu.dat")
+with open(dat, "w") as f:
+    for b in BACKENDS:
+        for rule in RULES[:5]:
+            h, n = rcpu(b, rule, "hot"), rcpu(b, rule, "new")
+            if h and n and h.get("redis_usec_ratio_to_floor") and n.get("redis_usec_ratio_to_floor"):
+                f.write('"%s %s" %.3f %.3f %.1f\n' % (
+                    b, algo(rule), h["redis_usec_ratio_to_floor"],
+                    n["redis_usec_ratio_to_floor"], CPU_TARGET[algo(rule)]))
+png = os.path.join(out, "redis_cpu.png")
+script = """
+set terminal pngcairo size 1400,560 font ',9'
+set output '%s'
+set title 'Redis usec per decision / EVALSHA INCR+PEXPIRE floor, 16 in flight: hot key (blue), new keys (orange), target (black)'
+set style data histogram
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set xtics rotate by -55 scale 0
+set ylabel 'times the floor'
+set grid ytics
+set key off
+set yrange [0:*]
+set bmargin 9
+plot '%s' using 2:xtic(1) lc rgb '#3c78b4', '' using 3 lc rgb '#e08c28', '' using 4 lc rgb '#000000'
+""" % (png, dat)
+try:
+    subprocess.run(["gnuplot"], input=script.encode(), check=True)
+except (OSError, subprocess.CalledProcessError) as e:
+    print("report.py: gnuplot failed for %s: %s" % (png, e), file=sys.stderr)
+
+print(open(os.path.join(out, "summary.md")).read())
+print("wrote %s/summary.md, table.txt, results.json, dps_seq.png, dps_conc50.png, "
+      "p99_seq.png, p99_conc50.png, redis_cpu.png" % out)

@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # run.sh - the whole comparison in one command: builds sluice-bench, starts
 # its own servers on loopback (Redis, two Redis behind nutcracker, a 6-node
-# cluster), measures every backend and algorithm against the INCR and
-# EVALSHA floors and against the peers (rate-limiter-flexible, Python's
-# limits), counts client instructions per decision under callgrind, and
-# writes bench/out/{table.txt,results.json,*.png}.
+# cluster), measures every backend and algorithm against the floors (a raw
+# INCR, and an EVALSHA of INCR + PEXPIRE: a fixed window itself), Redis CPU
+# per decision on a hot key and on new keys (16 in flight on one
+# connection, and the same command replayed by redis-benchmark -P 16), the
+# peers at their newest releases (rate-limiter-flexible with ioredis from
+# npm, Python's limits from Debian), client instructions per decision
+# under callgrind, and writes bench/out/{summary.md,table.txt,results.json,
+# *.png}.
 #   bench/run.sh [--seconds S] [--target NAME=URL[|host:port,...]]...
 #   S per cell (default 0.8). With --target, the harness measures those
 #   servers instead of starting its own (a target named "redis" is also the
-#   one the floors and the peers use).
+#   one the floors and the peers use) and flushes nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+started=$(date +%s)
 seconds=0.8
 given=()
 while (($#)); do
@@ -23,6 +28,8 @@ done
 out=$(pwd)/bench/out
 servers=$out/servers
 mkdir -p "$out"
+# Debian's Python, where python3-limits and python3-redis are installed.
+py=/usr/bin/python3
 
 # What the harness needs beyond the tests: gnuplot, the peers' runtimes.
 scripts/install-deps.sh --test
@@ -38,14 +45,17 @@ if ((${#missing[@]})); then
     echo "run.sh: installing ${missing[*]}"
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-if [[ ! -d bench/peers/node_modules/rate-limiter-flexible ]]; then
+# The peers' newest releases within the majors of bench/peers/package.json,
+# installed in bench/peers/node_modules (again when an older one is there).
+if ! (cd bench/peers && npm ls --depth=0 >/dev/null 2>&1); then
     echo "run.sh: installing rate-limiter-flexible and ioredis from npm"
-    (cd bench/peers && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+    (cd bench/peers && rm -f package-lock.json &&
+        npm install --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS=OFF \
     -DSLUICE_BUILD_BENCH=ON >/dev/null
-cmake --build build-bench -j "$(nproc)" >/dev/null
+cmake --build build-bench -j "$(nproc)" --target sluice_bench >/dev/null
 
 # Servers on CPU 0, the load on the others (when there are two or more).
 cpus=$(nproc)
@@ -54,6 +64,7 @@ if ((cpus >= 2)); then
     export SERVER_CPUS=0
     load=(taskset -c "1-$((cpus - 1))")
 fi
+flush=()
 if ((${#given[@]})); then
     targets=("${given[@]}")
     r=""
@@ -78,23 +89,28 @@ else
         --target "lua-proxy=$(cat "$servers/twemproxy/url-lua")|$tws"
         --target "cluster=$(cat "$servers/cluster/url")|$(paste -sd, "$servers/cluster/servers")"
         --target "mem=mem://")
+    # Our own servers: emptied before each cell, so that no cell pays for
+    # expiring the keys of the one before.
+    flush=(--flush)
 fi
+replay=()
+command -v redis-benchmark >/dev/null && replay=(--replay)
 
 echo "== sluice-bench ($seconds s a cell; servers on CPU ${SERVER_CPUS:-any})"
 "${load[@]}" build-bench/sluice-bench --seconds "$seconds" --json "$out/sluice.json" \
-    "${targets[@]}" | tee "$out/sluice.txt"
+    "${flush[@]}" "${replay[@]}" "${targets[@]}" | tee "$out/sluice.txt"
 
 echo "== peers on the same Redis, same key patterns"
 : >"$out/peers.jsonl"
 for pat in hot uniform zipf; do
     [[ -n $r ]] || break # no Redis of the peers' kind among the targets
     for mode in seq inflight50; do
-        "${load[@]}" /usr/bin/python3 bench/peers/with_redis_cpu.py "$r" \
+        "${load[@]}" timeout 60 $py bench/peers/with_redis_cpu.py "$r" \
             node bench/peers/rlf.js "$r" "$mode" "$pat" 2 >>"$out/peers.jsonl"
     done
     for strat in fixed moving; do
-        "${load[@]}" /usr/bin/python3 bench/peers/with_redis_cpu.py "$r" \
-            /usr/bin/python3 bench/peers/limits_bench.py "$r" "$strat" "$pat" 2 >>"$out/peers.jsonl"
+        "${load[@]}" timeout 60 $py bench/peers/with_redis_cpu.py "$r" \
+            $py bench/peers/limits_bench.py "$r" "$strat" "$pat" 2 >>"$out/peers.jsonl"
     done
 done
 
@@ -103,7 +119,7 @@ echo "== client instructions per decision (callgrind)"
 for url in "mem://" ${r:+"redis://127.0.0.1:$r"}; do
     counts=()
     for n in 2000 12000; do
-        counts+=("$(valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+        counts+=("$(timeout 120 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
             build-bench/sluice-bench --instructions "$url" --decisions "$n" 2>&1 |
             sed -n 's/.*Collected : \([0-9]*\).*/\1/p')")
     done
@@ -111,4 +127,33 @@ for url in "mem://" ${r:+"redis://127.0.0.1:$r"}; do
 done
 cat "$out/instructions.txt"
 
-/usr/bin/python3 bench/report.py "$out" "$(nproc)" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+# What was measured, with what: for the summary.
+commit=$(git rev-parse --short HEAD)
+git diff --quiet HEAD -- src lua include CMakeLists.txt cmake 2>/dev/null ||
+    commit="$commit + uncommitted changes in src/, lua/, include/ or CMake"
+$py - "$out/versions.json" <<PY
+import json, platform, sys
+v = {
+    "date": "$(date -u '+%Y-%m-%d %H:%M UTC')",
+    "commit": "$commit",
+    "lua_sha": "$(build-bench/sluice-bench --print-command fixed:1000/1s | cut -d' ' -f2)",
+    "cpus": $(nproc),
+    "cpu_model": "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')",
+    "os": "$(. /etc/os-release && echo "$PRETTY_NAME"), Linux $(uname -r)",
+    "redis": "Redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')",
+    "nutcracker": "nutcracker $(nutcracker --version 2>&1 | sed -n 's/.*nutcracker-\([^ ]*\).*/\1/p' | head -1)",
+    "wall_seconds": $(($(date +%s) - started)),
+    "peers": [],
+}
+for l in open("$out/peers.jsonl"):
+    p = json.loads(l)
+    s = "%s with %s" % (p["peer"], p.get("client", "?"))
+    if s not in v["peers"]:
+        v["peers"].append(s)
+node = "$(node --version)"
+v["peers"] = [s + (" on Node " + node if "flexible" in s else " on Python " + platform.python_version())
+              for s in v["peers"]]
+json.dump(v, open(sys.argv[1], "w"), indent=1)
+PY
+
+$py bench/report.py "$out"

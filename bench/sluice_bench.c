@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* sluice_bench.c - measures sluice's backends and algorithms against the
- * physical floor (a raw INCR and a trivial EVALSHA, same client, same
- * connection pattern) in one run:
- *   sluice-bench --target NAME=URL[@servers] ... [--seconds S] [--json F]
- * Each cell: backend x algorithm x key pattern x concurrency, for S seconds.
- * Figures: decisions/s, latency p50/p99/p99.9, Redis commands, round trips
- * and Redis CPU (commandstats usec) per decision, memory per limited key,
- * and admitted against the exact bound on the hot key. */
+ * floors (a raw INCR, and an EVALSHA of a script that is itself a fixed
+ * window: INCR + PEXPIRE), same client, same connection pattern, one run:
+ *   sluice-bench --target NAME=URL[|host:port,...] ... [--seconds S]
+ *                [--json F] [--flush] [--replay]
+ *   sluice-bench --print-command RULE [--key K] [--prefix P]
+ *   sluice-bench --instructions URL --decisions N
+ * Each cell: backend x algorithm x key pattern x mode, for S seconds.
+ * Figures: decisions/s, latency p50/p99/p99.9, round trips per decision;
+ * from the servers' INFO before and after: Redis CPU per decision by
+ * commandstats of the outer command (EVALSHA, not the commands the script
+ * calls, which Redis counts inside the EVALSHA's usec as well), and the
+ * whole process's CPU (used_cpu_sys + used_cpu_user); memory per limited
+ * key; admitted against the exact bound on the hot key. */
 #include "sluice.h"
 
 #include "backend.h"
@@ -14,40 +20,55 @@
 
 #include <hiredis/hiredis.h>
 
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <netinet/in.h>
 #include <pthread.h>
-#include <stdatomic.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#define NKEYS    10000
-#define THREADS  50
-#define PIPE     16
-#define MAX_TGTS 8
+#define NKEYS     10000
+#define THREADS   50
+#define PIPE      16
+#define MAX_TGTS  8
+#define MAX_CMDS  192
+#define MAX_ARGS  128
+#define FLOOR_TTL "2000"       /* ms: a 1 s window plus the 1 s TTL floor */
+#define RAND_KEYS "2000000000" /* keys a replay draws from (-r) */
 
 typedef enum pattern {
     PAT_HOT,     /* one key */
     PAT_UNIFORM, /* 10,000 keys, uniform */
-    PAT_ZIPF     /* 10,000 keys, Zipf s = 1 */
+    PAT_ZIPF,    /* 10,000 keys, Zipf s = 1 */
+    PAT_NEW      /* every decision a key never seen: a first charge */
 } pattern;
 
 typedef enum mode {
     MODE_SEQ,     /* one connection, one decision at a time */
     MODE_PIPE,    /* one connection, 16 in flight (acquire-many) */
     MODE_THREADS, /* 50 threads, each its own handle */
-    MODE_PIPE50   /* one connection, 50 in flight (acquire-many) */
+    MODE_PIPE50,  /* one connection, 50 in flight (acquire-many) */
+    MODE_REPLAY   /* redis-benchmark -c 1 -P 16 of the exact command */
 } mode;
 
-static const char *const pattern_names[] = {"hot", "uniform", "zipf"};
-static const char *const mode_names[] = {"seq", "pipe16", "conc50", "pipe50"};
+static const char *const pattern_names[] = {"hot", "uniform", "zipf", "new"};
+static const char *const mode_names[] = {"seq", "pipe16", "conc50", "pipe50",
+                                         "replay16"};
 
 /* Decisions in flight on one connection. */
 static int batch_of(mode m)
 {
-    return m == MODE_PIPE ? PIPE : m == MODE_PIPE50 ? 50 : 1;
+    return m == MODE_PIPE || m == MODE_REPLAY ? PIPE
+           : m == MODE_PIPE50                 ? 50
+                                              : 1;
 }
 
 typedef struct target {
@@ -62,6 +83,7 @@ static double seconds = 1.0;
 static double zipf_cdf[NKEYS];
 static FILE *json;
 static bool json_first = true;
+static bool flush_between; /* FLUSHALL before each cell: our own servers */
 
 static int64_t now_us(void)
 {
@@ -79,6 +101,13 @@ static int64_t real_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+    nanosleep(&ts, NULL);
+}
+
 static uint64_t xorshift(uint64_t *s)
 {
     *s ^= *s << 13;
@@ -94,6 +123,7 @@ static unsigned next_key(pattern p, uint64_t *rng)
 
     switch (p) {
     case PAT_HOT:
+    case PAT_NEW:
         return 0;
     case PAT_UNIFORM:
         return (unsigned)(xorshift(rng) % NKEYS);
@@ -112,11 +142,18 @@ static unsigned next_key(pattern p, uint64_t *rng)
     return 0;
 }
 
-/* ---- Redis statistics of the servers behind a target ---- */
+/* A key name of the pattern; n counts a worker's decisions, so that
+ * PAT_NEW never repeats one. */
+static void key_name(char *dst, size_t len, pattern p, int id, uint64_t n,
+                     uint64_t *rng)
+{
+    if (p == PAT_NEW)
+        snprintf(dst, len, "n%d_%llu", id, (unsigned long long)n);
+    else
+        snprintf(dst, len, "k%u", next_key(p, rng));
+}
 
-typedef struct rstats {
-    double calls, usec; /* commands, and their usec */
-} rstats;
+/* ---- the servers behind a target ---- */
 
 /* Connects to every "host:port" of the comma-separated list in turn and
  * calls fn with the connection; unreachable servers are skipped. */
@@ -142,36 +179,174 @@ static void each_server(const char *servers,
     }
 }
 
-static void add_stats(redisContext *c, void *ctx)
+static void command_ignored(redisContext *c, const char *cmd)
 {
-    rstats *out = ctx;
-    redisReply *r = redisCommand(c, "INFO commandstats");
-    const char *p;
+    redisReply *r = redisCommand(c, cmd);
 
-    for (p = r ? r->str : ""; (p = strstr(p, "cmdstat_")) != NULL; p++) {
-        double calls = 0, usec = 0;
-        const char *colon = strchr(p, ':');
-
-        /* The harness's own INFO, CONFIG, MEMORY and SCAN do not count. */
-        if (strncmp(p, "cmdstat_info", 12) == 0 ||
-            strncmp(p, "cmdstat_config", 14) == 0 ||
-            strncmp(p, "cmdstat_memory", 14) == 0 ||
-            strncmp(p, "cmdstat_scan", 12) == 0)
-            continue;
-        if (colon != NULL &&
-            sscanf(colon, ":calls=%lf,usec=%lf", &calls, &usec) == 2) {
-            out->calls += calls;
-            out->usec += usec;
-        }
-    }
     if (r != NULL)
         freeReplyObject(r);
 }
 
-static void read_stats(const char *servers, rstats *out)
+static void flush_server(redisContext *c, void *ctx)
+{
+    (void)ctx;
+    command_ignored(c, "FLUSHALL SYNC"); /* a replica refuses: fine */
+}
+
+/* One command's counters from INFO commandstats. */
+typedef struct cmdstat {
+    char name[48];
+    double calls, usec, failed;
+} cmdstat;
+
+/* INFO of every server of a target: commandstats of the masters (a
+ * replica's are copies of its master's writes), CPU seconds of all. */
+typedef struct snapshot {
+    cmdstat cmd[MAX_CMDS];
+    size_t ncmd;
+    double cpu_s, cpu_masters_s;
+} snapshot;
+
+static const cmdstat *cmd_find(const snapshot *s, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < s->ncmd; i++)
+        if (strcmp(s->cmd[i].name, name) == 0)
+            return &s->cmd[i];
+    return NULL;
+}
+
+static cmdstat *cmd_slot(snapshot *s, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < s->ncmd; i++)
+        if (strcmp(s->cmd[i].name, name) == 0)
+            return &s->cmd[i];
+    if (s->ncmd == MAX_CMDS)
+        return NULL;
+    snprintf(s->cmd[s->ncmd].name, sizeof(s->cmd[0].name), "%s", name);
+    return &s->cmd[s->ncmd++];
+}
+
+static void add_snapshot(redisContext *c, void *ctx)
+{
+    snapshot *s = ctx;
+    redisReply *r = redisCommand(c, "INFO all");
+    char *save = NULL, *line;
+    double cpu = 0, v;
+    bool master;
+
+    if (r == NULL || r->type != REDIS_REPLY_STRING) {
+        if (r != NULL)
+            freeReplyObject(r);
+        return;
+    }
+    master = strstr(r->str, "role:slave") == NULL;
+    for (line = strtok_r(r->str, "\r\n", &save); line != NULL;
+         line = strtok_r(NULL, "\r\n", &save)) {
+        if (sscanf(line, "used_cpu_sys:%lf", &v) == 1 ||
+            sscanf(line, "used_cpu_user:%lf", &v) == 1) {
+            /* The prefix match above also takes used_cpu_sys_children
+             * and _main_thread: keep the exact names only. */
+            if (strncmp(line, "used_cpu_sys:", 13) == 0 ||
+                strncmp(line, "used_cpu_user:", 14) == 0)
+                cpu += v;
+        } else if (master && strncmp(line, "cmdstat_", 8) == 0) {
+            char *colon = strchr(line, ':'), *f;
+            cmdstat *cs;
+            double calls = 0, usec = 0;
+
+            if (colon == NULL)
+                continue;
+            *colon = '\0';
+            if (sscanf(colon + 1, "calls=%lf,usec=%lf", &calls, &usec) != 2 ||
+                (cs = cmd_slot(s, line + 8)) == NULL)
+                continue;
+            cs->calls += calls;
+            cs->usec += usec;
+            /* Redis 6.2 and later: calls the command refused or failed. */
+            if ((f = strstr(colon + 1, "rejected_calls=")) != NULL)
+                cs->failed += atof(f + 15);
+            if ((f = strstr(colon + 1, "failed_calls=")) != NULL)
+                cs->failed += atof(f + 13);
+        }
+    }
+    s->cpu_s += cpu;
+    if (master)
+        s->cpu_masters_s += cpu;
+    freeReplyObject(r);
+}
+
+static void take_snapshot(const char *servers, snapshot *out)
 {
     memset(out, 0, sizeof(*out));
-    each_server(servers, add_stats, out);
+    each_server(servers, add_snapshot, out);
+}
+
+/* The harness's own commands (INFO, FLUSHALL, SCAN, MEMORY USAGE, ...,
+ * and every subcommand such as CONFIG|GET, SCRIPT|LOAD, CLUSTER|SLOTS). */
+static bool harness_command(const char *name)
+{
+    static const char *const own[] = {
+        "info", "flushall", "flushdb", "scan",   "keys",  "type",  "zcard",
+        "llen", "ping",     "auth",    "select", "hello", "unlink"};
+    size_t i;
+
+    if (strchr(name, '|') != NULL)
+        return true;
+    for (i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+        if (strcmp(name, own[i]) == 0)
+            return true;
+    return false;
+}
+
+static bool script_command(const char *name)
+{
+    return strcmp(name, "evalsha") == 0 || strcmp(name, "eval") == 0 ||
+           strcmp(name, "evalsha_ro") == 0 || strcmp(name, "eval_ro") == 0 ||
+           strcmp(name, "fcall") == 0 || strcmp(name, "fcall_ro") == 0;
+}
+
+/* What the servers did between two snapshots. */
+typedef struct delta {
+    double all_calls;               /* every command, nested ones too */
+    double outer_calls, outer_usec; /* scripts if any ran, else all */
+    double failed;
+    double cpu_s, cpu_masters_s;
+    bool scripts;
+} delta;
+
+static void diff_snapshots(const snapshot *b, const snapshot *a, delta *d)
+{
+    double s_calls = 0, s_usec = 0, all_usec = 0;
+    size_t i;
+
+    memset(d, 0, sizeof(*d));
+    for (i = 0; i < a->ncmd; i++) {
+        const cmdstat *x = &a->cmd[i];
+        const cmdstat *y = cmd_find(b, x->name);
+        double calls = x->calls - (y ? y->calls : 0);
+        double usec = x->usec - (y ? y->usec : 0);
+
+        if (harness_command(x->name) || calls <= 0)
+            continue;
+        d->all_calls += calls;
+        all_usec += usec;
+        d->failed += x->failed - (y ? y->failed : 0);
+        if (script_command(x->name)) {
+            s_calls += calls;
+            s_usec += usec;
+        }
+    }
+    /* A script's usec already holds the commands it called: count the
+     * outer command only. Plain backends: the sum over their commands. */
+    d->scripts = s_calls > 0;
+    d->outer_calls = d->scripts ? s_calls : d->all_calls;
+    d->outer_usec = d->scripts ? s_usec : all_usec;
+    d->cpu_s = a->cpu_s - b->cpu_s;
+    d->cpu_masters_s = a->cpu_masters_s - b->cpu_masters_s;
 }
 
 typedef struct memsample {
@@ -226,6 +401,194 @@ static double memory_per_key(const char *servers, const char *prefix)
     return ms.tags == 0 ? 0 : ms.bytes / (double)ms.tags;
 }
 
+typedef struct entries {
+    const char *prefix;
+    double most;
+} entries;
+
+/* The most entries a log under the prefix holds (ZCARD of sorted sets,
+ * LLEN of lists): the hot key's live entries, give or take those not yet
+ * pruned. */
+static void add_entries(redisContext *c, void *ctx)
+{
+    entries *e = ctx;
+    redisReply *r = redisCommand(c, "SCAN 0 MATCH %s* COUNT 1000", e->prefix);
+    size_t i;
+
+    for (i = 0; r != NULL && r->type == REDIS_REPLY_ARRAY &&
+                i < r->element[1]->elements;
+         i++) {
+        const redisReply *k = r->element[1]->element[i];
+        redisReply *t = redisCommand(c, "TYPE %b", k->str, k->len), *n = NULL;
+
+        if (t != NULL && t->type == REDIS_REPLY_STATUS &&
+            strcmp(t->str, "zset") == 0)
+            n = redisCommand(c, "ZCARD %b", k->str, k->len);
+        else if (t != NULL && t->type == REDIS_REPLY_STATUS &&
+                 strcmp(t->str, "list") == 0)
+            n = redisCommand(c, "LLEN %b", k->str, k->len);
+        if (n != NULL && n->type == REDIS_REPLY_INTEGER &&
+            (double)n->integer > e->most)
+            e->most = (double)n->integer;
+        if (n != NULL)
+            freeReplyObject(n);
+        if (t != NULL)
+            freeReplyObject(t);
+    }
+    if (r != NULL)
+        freeReplyObject(r);
+}
+
+/* UNLINK every key under the prefix (the raw INCR floor sets no TTL). */
+static void unlink_prefix(redisContext *c, void *ctx)
+{
+    const char *prefix = ctx;
+    char cursor[32] = "0";
+
+    do {
+        redisReply *r =
+            redisCommand(c, "SCAN %s MATCH %s* COUNT 1000", cursor, prefix);
+        size_t i;
+
+        if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+            if (r != NULL)
+                freeReplyObject(r);
+            return;
+        }
+        snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+        for (i = 0; i < r->element[1]->elements; i++) {
+            const redisReply *k = r->element[1]->element[i];
+            redisReply *u = redisCommand(c, "UNLINK %b", k->str, k->len);
+
+            if (u != NULL)
+                freeReplyObject(u);
+        }
+        freeReplyObject(r);
+    } while (strcmp(cursor, "0") != 0);
+}
+
+/* ---- the exact command the library sends ---- */
+
+/* Parses one RESP array of bulk strings ("*N\r\n$L\r\n...\r\n"). Returns
+ * the number of arguments, or -1 when buf holds no complete one. */
+static int parse_resp(const char *buf, size_t n, char **argv, size_t *lens,
+                      int max)
+{
+    const char *p = buf, *end = buf + n;
+    long argc, i;
+    char *e;
+
+    if (n < 4 || *p != '*')
+        return -1;
+    argc = strtol(p + 1, &e, 10);
+    if (argc < 1 || argc > max || e + 2 > end || e[0] != '\r')
+        return -1;
+    p = e + 2;
+    for (i = 0; i < argc; i++) {
+        long len;
+
+        if (p >= end || *p != '$')
+            return -1;
+        len = strtol(p + 1, &e, 10);
+        if (len < 0 || e + 2 > end || e[0] != '\r' ||
+            (size_t)(end - (e + 2)) < (size_t)len + 2)
+            return -1;
+        p = e + 2;
+        argv[i] = malloc((size_t)len + 1);
+        memcpy(argv[i], p, (size_t)len);
+        argv[i][len] = '\0';
+        lens[i] = (size_t)len;
+        p += len + 2;
+    }
+    return (int)argc;
+}
+
+/* The command sluice_acquire writes for one request of rule on key: the
+ * library talks to a listener of ours that never answers (the acquire
+ * times out), and the bytes it wrote are read back. Whatever the backend
+ * builds and however, this is what Redis would run. Returns argc, or -1
+ * with a message on stderr. */
+static int capture_command(const char *rule, const char *prefix,
+                           const char *key, char **argv, size_t *lens)
+{
+    struct sockaddr_in a;
+    socklen_t alen = sizeof(a);
+    int lfd = socket(AF_INET, SOCK_STREAM, 0), cfd = -1, argc = -1;
+    sluice_options o;
+    sluice_ruleset rs;
+    sluice_result res;
+    sluice *sl = NULL;
+    char url[64], err[512], buf[65536];
+    size_t got = 0;
+    ssize_t k;
+
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+        listen(lfd, 4) != 0 ||
+        getsockname(lfd, (struct sockaddr *)&a, &alen) != 0) {
+        perror("sluice-bench: capture listener");
+        goto done;
+    }
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", ntohs(a.sin_port));
+    memset(&o, 0, sizeof(o));
+    o.key_prefix = prefix;
+    o.command_timeout_ms = 50;
+    if (sluice_ruleset_parse(rule, &rs, err, sizeof(err)) != SLUICE_OK ||
+        sluice_open(url, &o, &sl, err, sizeof(err)) != SLUICE_OK) {
+        fprintf(stderr, "sluice-bench: %s\n", err);
+        goto done;
+    }
+    /* Times out: nobody answers. The request is in our socket by then. */
+    (void)sluice_acquire(sl, key, strlen(key), &rs, 1, &res);
+    if ((cfd = accept(lfd, NULL, NULL)) < 0 ||
+        fcntl(cfd, F_SETFL, O_NONBLOCK) != 0) {
+        perror("sluice-bench: capture accept");
+        goto done;
+    }
+    while (got < sizeof(buf) &&
+           (k = recv(cfd, buf + got, sizeof(buf) - got, 0)) > 0)
+        got += (size_t)k;
+    argc = parse_resp(buf, got, argv, lens, MAX_ARGS);
+    if (argc < 0)
+        fprintf(stderr,
+                "sluice-bench: capture: no complete command in %zu bytes\n",
+                got);
+done:
+    sluice_close(sl);
+    if (cfd >= 0)
+        close(cfd);
+    if (lfd >= 0)
+        close(lfd);
+    return argc;
+}
+
+static void free_args(char **argv, int argc)
+{
+    int i;
+
+    for (i = 0; i < argc; i++)
+        free(argv[i]);
+}
+
+/* --print-command: the arguments on one line, for
+ *   redis-benchmark -P 16 -n 100000 $(sluice-bench --print-command RULE) */
+static int print_command(const char *rule, const char *key, const char *prefix)
+{
+    char *argv[MAX_ARGS];
+    size_t lens[MAX_ARGS];
+    int argc = capture_command(rule, prefix, key, argv, lens), i;
+
+    if (argc < 0)
+        return 1;
+    for (i = 0; i < argc; i++)
+        printf("%s%s", i ? " " : "", argv[i]);
+    printf("\n");
+    free_args(argv, argc);
+    return 0;
+}
+
 /* ---- one cell ---- */
 
 typedef struct cell {
@@ -234,11 +597,20 @@ typedef struct cell {
     const char *floor; /* "INCR" or "EVALSHA" */
     pattern pat;
     mode md;
+    const char *section; /* "rcpu", "throughput", "peers", "repeat" */
     char prefix[64];
     /* results */
-    double dps, p50, p99, p999, cmds, rtts, usec, mem, accuracy;
+    double dps, p50, p99, p999, cmds, rtts, mem, accuracy, log_entries;
+    double outer_calls, usec_call, usec_dec, cpu_dec, cpu_masters_dec;
+    bool scripts;
     long decisions, admitted, errors;
+    double redis_failed;
 } cell;
+
+static cell *cells;
+static size_t ncells;
+
+extern char **environ; /* for posix_spawnp */
 
 typedef struct worker {
     cell *c;
@@ -264,38 +636,76 @@ static void add_lat(worker *w, int64_t us, long n)
     }
 }
 
-static const char trivial_script[] = "return redis.call('INCR', KEYS[1])";
-static char trivial_sha[41];
+/* The floor script is a fixed-window counter itself. */
+static const char floor_script[] =
+    "local n = redis.call('INCR', KEYS[1]) "
+    "redis.call('PEXPIRE', KEYS[1], ARGV[1]) return n";
+static char floor_sha[41];
 
-/* The floor: raw INCR, or EVALSHA of a one-key script, with hiredis. */
+/* Host, port and credentials of a target's URL, as the library reads it. */
+static bool endpoint_of(const target *t, sl_url *u)
+{
+    char err[512];
+
+    if (sl_url_parse(t->url, NULL, u, err, sizeof(err)) != SLUICE_OK) {
+        fprintf(stderr, "sluice-bench: %s\n", err);
+        return false;
+    }
+    return true;
+}
+
+static redisContext *floor_connect(const target *t)
+{
+    sl_url u;
+    redisContext *rc;
+    redisReply *r = NULL;
+
+    if (!endpoint_of(t, &u))
+        return NULL;
+    rc = redisConnect(u.host, u.port);
+    if (rc == NULL || rc->err) {
+        if (rc != NULL)
+            redisFree(rc);
+        return NULL;
+    }
+    if (u.password[0] != '\0')
+        r = u.user[0] ? redisCommand(rc, "AUTH %s %s", u.user, u.password)
+                      : redisCommand(rc, "AUTH %s", u.password);
+    if (r != NULL)
+        freeReplyObject(r);
+    if (u.db != 0 && (r = redisCommand(rc, "SELECT %d", u.db)) != NULL)
+        freeReplyObject(r);
+    return rc;
+}
+
+/* The floor: raw INCR, or EVALSHA of INCR + PEXPIRE, with hiredis. */
 static void *floor_worker(void *arg)
 {
     worker *w = arg;
     cell *c = w->c;
-    char host[256];
-    int port;
-    redisContext *rc;
+    redisContext *rc = floor_connect(c->tgt);
     uint64_t rng = (uint64_t)0x9e3779b97f4a7c15ULL ^ (uint64_t)w->id;
+    uint64_t n = 0;
     int batch = batch_of(c->md);
 
-    if (sscanf(strstr(c->tgt->url, "://") + 3, "%255[^:]:%d", host, &port) != 2)
+    if (rc == NULL) {
+        w->errors++;
         return NULL;
-    rc = redisConnect(host, port);
-    if (rc == NULL || rc->err)
-        return NULL;
+    }
     while (now_us() < w->deadline) {
         int64_t t0 = now_us();
         int i;
 
         for (i = 0; i < batch; i++) {
-            char key[128];
+            char key[128], name[48];
 
-            snprintf(key, sizeof(key), "%s{k%u}:f", c->prefix,
-                     next_key(c->pat, &rng));
+            key_name(name, sizeof(name), c->pat, w->id, n++, &rng);
+            snprintf(key, sizeof(key), "%s{%s}:f", c->prefix, name);
             if (strcmp(c->floor, "INCR") == 0)
                 redisAppendCommand(rc, "INCR %s", key);
             else
-                redisAppendCommand(rc, "EVALSHA %s 1 %s", trivial_sha, key);
+                redisAppendCommand(rc, "EVALSHA %s 1 %s %s", floor_sha, key,
+                                   FLOOR_TTL);
         }
         for (i = 0; i < batch; i++) {
             void *r = NULL;
@@ -326,6 +736,7 @@ static void *sluice_worker(void *arg)
     sluice *sl = NULL;
     char err[512];
     uint64_t rng = (uint64_t)0x9e3779b97f4a7c15ULL ^ ((uint64_t)w->id << 32);
+    uint64_t n = 0;
     char keys[50][32];
     sluice_request reqs[50];
     sluice_result out[50];
@@ -345,7 +756,7 @@ static void *sluice_worker(void *arg)
         sluice_status st;
 
         for (i = 0; i < batch; i++) {
-            snprintf(keys[i], sizeof(keys[i]), "k%u", next_key(c->pat, &rng));
+            key_name(keys[i], sizeof(keys[i]), c->pat, w->id, n++, &rng);
             reqs[i] = (sluice_request){keys[i], strlen(keys[i]), &rs, 1};
         }
         if (batch == 1)
@@ -374,6 +785,137 @@ static void *sluice_worker(void *arg)
     return NULL;
 }
 
+/* The rate of the cell run live with the same target, rule and keys, so
+ * that a replay lasts about as long as a cell. */
+static double live_rate(const cell *c)
+{
+    size_t i;
+
+    for (i = 0; i < ncells; i++) {
+        const cell *x = &cells[i];
+
+        if (x != c && x->tgt == c->tgt && x->md == MODE_PIPE &&
+            x->pat == c->pat && x->dps > 0 &&
+            (c->rule ? x->rule && strcmp(x->rule, c->rule) == 0
+                     : x->floor && strcmp(x->floor, c->floor) == 0))
+            return x->dps;
+    }
+    return 20000;
+}
+
+/* MODE_REPLAY: redis-benchmark -c 1 -P 16 sends the exact command the
+ * library sends for one request (captured on the wire), n times; on new
+ * keys its -r puts a random 12-digit number in place of __rand_int__. The
+ * arguments are frozen, the request's time among them: a hot key stays in
+ * one window. Runs in the calling thread; fills w. */
+static void replay(worker *w, const char *bench_path)
+{
+    cell *c = w->c;
+    char *cmd[MAX_ARGS];
+    size_t lens[MAX_ARGS];
+    int argc, i, status = 0;
+    char *args[MAX_ARGS + 24], num[24];
+    const char *key = c->pat == PAT_NEW ? "n__rand_int__" : "k0";
+    size_t a = 0;
+    long n;
+    pid_t pid;
+    posix_spawn_file_actions_t fa;
+    int64_t t0, limit;
+    sl_url u;
+
+    if (!endpoint_of(c->tgt, &u)) {
+        w->errors++;
+        return;
+    }
+    if (c->rule != NULL) {
+        argc = capture_command(c->rule, c->prefix, key, cmd, lens);
+    } else {
+        char k[128];
+
+        snprintf(k, sizeof(k), "%s{%s}:f", c->prefix, key);
+        argc = 0;
+        cmd[argc++] = strdup(c->floor);
+        if (strcmp(c->floor, "EVALSHA") == 0) {
+            cmd[argc++] = strdup(floor_sha);
+            cmd[argc++] = strdup("1");
+        }
+        cmd[argc++] = strdup(k);
+        if (strcmp(c->floor, "EVALSHA") == 0)
+            cmd[argc++] = strdup(FLOOR_TTL);
+    }
+    if (argc < 0) {
+        w->errors++;
+        return;
+    }
+    n = (long)(live_rate(c) * seconds / PIPE) * PIPE;
+    if (n < 10 * PIPE)
+        n = 10 * PIPE;
+    args[a++] = strdup("redis-benchmark");
+    args[a++] = strdup("-h");
+    args[a++] = strdup(u.host);
+    args[a++] = strdup("-p");
+    snprintf(num, sizeof(num), "%d", u.port);
+    args[a++] = strdup(num);
+    if (u.password[0] != '\0') {
+        if (u.user[0] != '\0') {
+            args[a++] = strdup("--user");
+            args[a++] = strdup(u.user);
+        }
+        args[a++] = strdup("-a");
+        args[a++] = strdup(u.password);
+    }
+    if (u.db != 0) {
+        snprintf(num, sizeof(num), "%d", u.db);
+        args[a++] = strdup("--dbnum");
+        args[a++] = strdup(num);
+    }
+    args[a++] = strdup("-c");
+    args[a++] = strdup("1");
+    args[a++] = strdup("-P");
+    args[a++] = strdup("16");
+    args[a++] = strdup("-n");
+    snprintf(num, sizeof(num), "%ld", n);
+    args[a++] = strdup(num);
+    args[a++] = strdup("-q");
+    if (c->pat == PAT_NEW) {
+        args[a++] = strdup("-r");
+        args[a++] = strdup(RAND_KEYS);
+    }
+    for (i = 0; i < argc; i++)
+        args[a++] = cmd[i]; /* freed with args */
+    args[a] = NULL;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    t0 = now_us();
+    if (posix_spawnp(&pid, bench_path, &fa, NULL, args, environ) != 0) {
+        fprintf(stderr, "sluice-bench: cannot run %s\n", bench_path);
+        w->errors++;
+        posix_spawn_file_actions_destroy(&fa);
+        free_args(args, (int)a);
+        return;
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    /* Bounded: ten times a cell's length, then killed. */
+    limit = t0 + (int64_t)(seconds * 10e6) + 2000000;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (now_us() > limit) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            fprintf(stderr, "sluice-bench: redis-benchmark killed\n");
+            w->errors++;
+            break;
+        }
+        sleep_ms(2);
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        w->decisions = n;
+        w->round_trips = (uint64_t)(n / PIPE);
+    } else {
+        w->errors++;
+    }
+    free_args(args, (int)a);
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -382,15 +924,10 @@ static int cmp_u32(const void *a, const void *b)
 }
 
 /* The most a rule may admit on one key between two instants. */
-static double exact_bound(const char *rule, int64_t from, int64_t to)
+static double exact_bound(const sluice_rule *r, int64_t from, int64_t to)
 {
-    sluice_ruleset rs;
-    const sluice_rule *r;
     double span = (double)(to - from);
 
-    if (sluice_ruleset_parse(rule, &rs, NULL, 0) != SLUICE_OK)
-        return 0;
-    r = &rs.rules[0];
     switch (r->algorithm) {
     case SLUICE_FIXED:
         return (double)r->limit *
@@ -407,32 +944,68 @@ static double exact_bound(const char *rule, int64_t from, int64_t to)
     return 0;
 }
 
+static const char *redis_benchmark = "redis-benchmark";
+
+/* The script a backend runs is loaded before the cell (a replay sends
+ * EVALSHA only, and a cell should not count the first NOSCRIPT): acquires
+ * on keys of several slots load it on every node that answers them. */
+static void warm_script(const cell *c)
+{
+    sluice_options o;
+    sluice_ruleset rs;
+    sluice_result r;
+    sluice *sl = NULL;
+    char key[8];
+    int i;
+
+    memset(&o, 0, sizeof(o));
+    o.key_prefix = "bench-warm:";
+    if (c->rule != NULL && c->tgt->servers[0] != '\0' &&
+        sluice_ruleset_parse(c->rule, &rs, NULL, 0) == SLUICE_OK &&
+        sluice_open(c->tgt->url, &o, &sl, NULL, 0) == SLUICE_OK)
+        for (i = 0; i < 16; i++) {
+            snprintf(key, sizeof(key), "w%d", i);
+            (void)sluice_acquire(sl, key, strlen(key), &rs, 1, &r);
+        }
+    sluice_close(sl);
+}
+
 static void run_cell(cell *c)
 {
     int n = c->md == MODE_THREADS ? THREADS : 1, i;
     worker *ws = calloc((size_t)n, sizeof(*ws));
     pthread_t *th = calloc((size_t)n, sizeof(*th));
-    rstats before, after;
+    snapshot *before = malloc(sizeof(*before)), *after = malloc(sizeof(*after));
+    delta d;
     int64_t t0, t1, first = 0, last = 0;
     size_t total = 0, k = 0;
     uint32_t *all;
     uint64_t rtts = 0;
+    sluice_ruleset rs;
 
     snprintf(c->prefix, sizeof(c->prefix), "b%ld-%lld:", (long)getpid(),
              (long long)now_us());
-    read_stats(c->tgt->servers, &before);
+    if (flush_between && c->tgt->servers[0] != '\0')
+        each_server(c->tgt->servers, flush_server, NULL);
+    warm_script(c);
+    take_snapshot(c->tgt->servers, before);
     t0 = now_us();
     for (i = 0; i < n; i++) {
         ws[i].c = c;
         ws[i].id = i;
         ws[i].deadline = t0 + (int64_t)(seconds * 1e6);
-        pthread_create(&th[i], NULL, c->rule ? sluice_worker : floor_worker,
-                       &ws[i]);
+        if (c->md != MODE_REPLAY)
+            pthread_create(&th[i], NULL, c->rule ? sluice_worker : floor_worker,
+                           &ws[i]);
     }
-    for (i = 0; i < n; i++)
-        pthread_join(th[i], NULL);
+    if (c->md == MODE_REPLAY)
+        replay(&ws[0], redis_benchmark);
+    else
+        for (i = 0; i < n; i++)
+            pthread_join(th[i], NULL);
     t1 = now_us();
-    read_stats(c->tgt->servers, &after);
+    take_snapshot(c->tgt->servers, after);
+    diff_snapshots(before, after, &d);
     c->decisions = c->admitted = c->errors = 0;
     for (i = 0; i < n; i++) {
         c->decisions += ws[i].decisions;
@@ -456,20 +1029,44 @@ static void run_cell(cell *c)
     c->p50 = total ? all[total / 2] : 0;
     c->p99 = total ? all[(size_t)((double)total * 0.99)] : 0;
     c->p999 = total ? all[(size_t)((double)total * 0.999)] : 0;
-    c->cmds =
-        c->decisions ? (after.calls - before.calls) / (double)c->decisions : 0;
-    c->usec =
-        c->decisions ? (after.usec - before.usec) / (double)c->decisions : 0;
-    c->rtts = c->decisions ? (double)rtts / (double)c->decisions : 0;
-    c->mem = c->rule && c->pat == PAT_UNIFORM
+    if (c->decisions > 0) {
+        double dn = (double)c->decisions;
+
+        c->cmds = d.all_calls / dn;
+        c->outer_calls = d.outer_calls / dn;
+        c->usec_dec = d.outer_usec / dn;
+        c->usec_call = d.outer_calls > 0 ? d.outer_usec / d.outer_calls : 0;
+        c->cpu_dec = d.cpu_s * 1e6 / dn;
+        c->cpu_masters_dec = d.cpu_masters_s * 1e6 / dn;
+        c->rtts = (double)rtts / dn;
+    }
+    c->scripts = d.scripts;
+    c->redis_failed = d.failed;
+    c->mem = c->rule && c->pat == PAT_UNIFORM && c->md != MODE_REPLAY
                  ? memory_per_key(c->tgt->servers, c->prefix)
                  : 0;
-    c->accuracy = c->rule && c->pat == PAT_HOT && first
-                      ? (double)c->admitted / exact_bound(c->rule, first, last)
-                      : 0;
+    c->log_entries = 0;
+    if (c->rule && strstr(c->rule, "log") && c->pat == PAT_HOT &&
+        c->tgt->servers[0] != '\0') {
+        entries e = {c->prefix, 0};
+
+        each_server(c->tgt->servers, add_entries, &e);
+        c->log_entries = e.most;
+    }
+    c->accuracy = 0;
+    if (c->rule && c->pat == PAT_HOT && first &&
+        sluice_ruleset_parse(c->rule, &rs, NULL, 0) == SLUICE_OK &&
+        rs.count == 1)
+        c->accuracy =
+            (double)c->admitted / exact_bound(&rs.rules[0], first, last);
+    /* Keys without a TTL are not left on servers we do not flush. */
+    if (!flush_between && c->rule == NULL && strcmp(c->floor, "INCR") == 0)
+        each_server(c->tgt->servers, unlink_prefix, c->prefix);
     free(all);
     free(ws);
     free(th);
+    free(before);
+    free(after);
 }
 
 static void print_cell(const cell *c, size_t idx, size_t total)
@@ -478,28 +1075,39 @@ static void print_cell(const cell *c, size_t idx, size_t total)
 
     snprintf(what, sizeof(what), "%s %s", c->tgt->name,
              c->rule ? c->rule : c->floor);
-    printf("%-44s %-7s %-6s %10.0f %7.0f %7.0f %8.0f %5.2f %5.2f %7.2f "
-           "%7.0f %6.3f %s\n",
+    printf("%-40s %-7s %-8s %10.0f %6.0f %6.0f %5.2f %5.2f %7.2f %7.2f "
+           "%7.2f %5.0f %6.3f %s%s\n",
            what, pattern_names[c->pat], mode_names[c->md], c->dps, c->p50,
-           c->p99, c->p999, c->cmds, c->rtts, c->usec, c->mem, c->accuracy,
-           c->errors ? "ERRORS" : "");
+           c->p99, c->cmds, c->rtts, c->usec_call, c->usec_dec, c->cpu_dec,
+           c->mem, c->accuracy, c->errors ? "ERRORS " : "",
+           c->redis_failed > 0.001 * (double)c->decisions ? "FAILED-CALLS"
+                                                          : "");
     fflush(stdout);
     fprintf(stderr, "\rsluice-bench: %zu/%zu cells", idx, total);
     if (json != NULL) {
         fprintf(json,
                 "%s\n  {\"target\": \"%s\", \"what\": \"%s\", \"kind\": "
-                "\"%s\", \"pattern\": \"%s\", \"mode\": \"%s\", "
-                "\"decisions_per_s\": %.0f, \"p50_us\": %.0f, \"p99_us\": "
-                "%.0f, \"p999_us\": %.0f, \"commands_per_decision\": %.3f, "
-                "\"round_trips_per_decision\": %.3f, "
+                "\"%s\", \"section\": \"%s\", \"pattern\": \"%s\", "
+                "\"mode\": \"%s\", \"decisions_per_s\": %.0f, "
+                "\"p50_us\": %.0f, \"p99_us\": %.0f, \"p999_us\": %.0f, "
+                "\"commands_per_decision\": %.3f, "
+                "\"outer\": \"%s\", \"outer_calls_per_decision\": %.3f, "
+                "\"usec_per_call\": %.3f, "
                 "\"redis_usec_per_decision\": %.3f, "
-                "\"memory_bytes_per_key\": %.0f, \"admitted\": %ld, "
-                "\"decisions\": %ld, \"accuracy\": %.4f, \"errors\": %ld}",
+                "\"cpu_usec_per_decision\": %.3f, "
+                "\"cpu_usec_per_decision_masters\": %.3f, "
+                "\"round_trips_per_decision\": %.3f, "
+                "\"memory_bytes_per_key\": %.0f, \"log_entries\": %.0f, "
+                "\"admitted\": %ld, \"decisions\": %ld, \"accuracy\": %.4f, "
+                "\"errors\": %ld, \"redis_failed_calls\": %.0f}",
                 json_first ? "" : ",", c->tgt->name,
                 c->rule ? c->rule : c->floor, c->rule ? "sluice" : "floor",
-                pattern_names[c->pat], mode_names[c->md], c->dps, c->p50,
-                c->p99, c->p999, c->cmds, c->rtts, c->usec, c->mem, c->admitted,
-                c->decisions, c->accuracy, c->errors);
+                c->section, pattern_names[c->pat], mode_names[c->md], c->dps,
+                c->p50, c->p99, c->p999, c->cmds,
+                c->scripts ? "script" : "commands", c->outer_calls,
+                c->usec_call, c->usec_dec, c->cpu_dec, c->cpu_masters_dec,
+                c->rtts, c->mem, c->log_entries, c->admitted, c->decisions,
+                c->accuracy, c->errors, c->redis_failed);
         json_first = false;
     }
 }
@@ -508,11 +1116,11 @@ static void print_cell(const cell *c, size_t idx, size_t total)
  * scripts: its backends can). */
 static void load_script(redisContext *c, void *ctx)
 {
-    redisReply *r = redisCommand(c, "SCRIPT LOAD %s", trivial_script);
+    redisReply *r = redisCommand(c, "SCRIPT LOAD %s", floor_script);
 
     (void)ctx;
     if (r != NULL && r->type == REDIS_REPLY_STRING)
-        snprintf(trivial_sha, sizeof(trivial_sha), "%s", r->str);
+        snprintf(floor_sha, sizeof(floor_sha), "%s", r->str);
     if (r != NULL)
         freeReplyObject(r);
 }
@@ -554,12 +1162,66 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: sluice-bench --target NAME=URL[|host:port,...] ... "
-            "[--seconds S] [--json FILE]\n"
+            "[--seconds S] [--json FILE] [--flush] [--replay]\n"
+            "       sluice-bench --print-command RULE [--key K] [--prefix P]\n"
             "       sluice-bench --instructions URL --decisions N\n"
             "  NAME redis, multi, twemproxy, lua-proxy, cluster, mem: the "
             "backends;\n"
             "  the servers after '|' are read with INFO (default: the "
-            "URL's).\n");
+            "URL's).\n"
+            "  --flush   FLUSHALL every server before each cell (servers of "
+            "the harness's own only)\n"
+            "  --replay  also replay the exact command with redis-benchmark "
+            "-c 1 -P 16 on 'redis'\n");
+}
+
+static void add_cell(const target *t, const char *rule, const char *floor,
+                     pattern p, mode m, const char *section)
+{
+    cells[ncells++] = (cell){.tgt = t,
+                             .rule = rule,
+                             .floor = floor,
+                             .pat = p,
+                             .md = m,
+                             .section = section};
+}
+
+static bool named(const target *t, const char *name)
+{
+    return strcmp(t->name, name) == 0;
+}
+
+/* Targets whose floors are measured: plain Redis or a proxy before it. */
+static bool has_floors(const target *t)
+{
+    return (named(t, "redis") || named(t, "twemproxy")) &&
+           (strncmp(t->url, "redis://", 8) == 0 ||
+            strncmp(t->url, "twemproxy://", 12) == 0);
+}
+
+/* Where a target's floors are measured: through the same proxy for the
+ * targets named lua-proxy and twemproxy, else on the target named redis.
+ * NULL when there is none. */
+static const target *floor_target(const target *t)
+{
+    const char *want =
+        named(t, "lua-proxy") || named(t, "twemproxy") ? "twemproxy" : "redis";
+    size_t i;
+
+    if (strncmp(t->url, "mem://", 6) == 0)
+        return NULL;
+    for (i = 0; i < ntargets; i++)
+        if (named(&targets[i], want) && has_floors(&targets[i]))
+            return &targets[i];
+    return NULL;
+}
+
+static bool refused(const target *t, const char *rule)
+{
+    /* twemproxy:// refuses token and gcra by design (no scripts, no
+     * WATCH through a proxy). */
+    return named(t, "twemproxy") &&
+           (strstr(rule, "token") || strstr(rule, "gcra"));
 }
 
 int main(int argc, char **argv)
@@ -570,16 +1232,27 @@ int main(int argc, char **argv)
         {"json", required_argument, NULL, 'j'},
         {"instructions", required_argument, NULL, 'i'},
         {"decisions", required_argument, NULL, 'n'},
+        {"print-command", required_argument, NULL, 'P'},
+        {"key", required_argument, NULL, 'k'},
+        {"prefix", required_argument, NULL, 'x'},
+        {"flush", no_argument, NULL, 'F'},
+        {"replay", no_argument, NULL, 'R'},
+        {"redis-benchmark", required_argument, NULL, 'B'},
         {NULL, 0, NULL, 0}};
-    static const char *const rules[] = {"fixed:1000/1s", "sliding:1000/1s",
-                                        "log:100/1s", "token:1000/1s",
-                                        "gcra:1000/1s"};
-    cell *cells;
-    size_t ncells = 0, cap = 512, i, r;
-    int opt;
+    /* The two rules of the composite come first and alone, so that the
+     * composite is set beside their sum. */
+    static const char *const rules[] = {
+        "fixed:1000/1s", "sliding:1000/1s", "log:100/1s",
+        "token:1000/1s", "gcra:1000/1s",    "fixed:1000/1s+token:1000/1s"};
+    static const pattern rcpu_pats[] = {PAT_HOT, PAT_NEW};
+    const size_t nrules = sizeof(rules) / sizeof(rules[0]);
+    size_t i, r, p, f, k;
+    int opt, m;
     double h = 0;
-    const char *instr_url = NULL;
+    const char *instr_url = NULL, *print_rule = NULL, *print_key = "k0";
+    const char *print_prefix = NULL;
     long instr_n = 0;
+    bool do_replay = false;
 
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (opt) {
@@ -599,10 +1272,10 @@ int main(int argc, char **argv)
                 snprintf(t->servers, sizeof(t->servers), "%s", bar + 1);
                 *bar = '\0';
             } else if (strncmp(t->url, "mem://", 6) != 0) {
-                const char *p = strstr(t->url, "://") + 3, *a = strchr(p, '@');
+                const char *s = strstr(t->url, "://") + 3, *a = strchr(s, '@');
 
                 snprintf(t->servers, sizeof(t->servers), "%.*s",
-                         (int)strcspn(a ? a + 1 : p, "/?"), a ? a + 1 : p);
+                         (int)strcspn(a ? a + 1 : s, "/?"), a ? a + 1 : s);
             }
             ntargets++;
             break;
@@ -619,11 +1292,31 @@ int main(int argc, char **argv)
         case 'j':
             json = fopen(optarg, "w");
             break;
+        case 'P':
+            print_rule = optarg;
+            break;
+        case 'k':
+            print_key = optarg;
+            break;
+        case 'x':
+            print_prefix = optarg;
+            break;
+        case 'F':
+            flush_between = true;
+            break;
+        case 'R':
+            do_replay = true;
+            break;
+        case 'B':
+            redis_benchmark = optarg;
+            break;
         default:
             usage();
             return 2;
         }
     }
+    if (print_rule != NULL)
+        return print_command(print_rule, print_key, print_prefix);
     if (instr_url != NULL)
         return instructions(instr_url, instr_n);
     if (ntargets == 0) {
@@ -636,59 +1329,98 @@ int main(int argc, char **argv)
     }
     for (i = 0; i < NKEYS; i++)
         zipf_cdf[i] /= h;
-    cells = calloc(cap, sizeof(*cells));
-    /* The floors first, per target that speaks plain Redis. */
-    for (i = 0; i < ntargets; i++) {
-        const target *t = &targets[i];
-        bool plain = strncmp(t->url, "redis://", 8) == 0 ||
-                     strncmp(t->url, "twemproxy://", 12) == 0;
-        int m;
-
-        if (!plain || (strcmp(t->name, "redis") != 0 &&
-                       strcmp(t->name, "twemproxy") != 0))
-            continue;
-        each_server(t->servers, load_script, NULL);
-        for (m = 0; m < 3; m++) {
-            cells[ncells++] = (cell){
-                .tgt = t, .floor = "INCR", .pat = PAT_UNIFORM, .md = (mode)m};
-            cells[ncells++] = (cell){.tgt = t,
-                                     .floor = "EVALSHA",
-                                     .pat = PAT_UNIFORM,
-                                     .md = (mode)m};
-        }
-    }
-    /* Every backend x algorithm x mode on uniform keys; the key patterns
-     * on the Lua backend. */
-    for (i = 0; i < ntargets; i++) {
-        for (r = 0; r < sizeof(rules) / sizeof(rules[0]); r++) {
-            int m, p;
-
-            if (strcmp(targets[i].name, "twemproxy") == 0 &&
-                (strstr(rules[r], "token") || strstr(rules[r], "gcra")))
-                continue; /* refused by design */
-            for (m = 0; m < 3; m++)
-                for (p = 0; p < 3; p++)
-                    if (p == PAT_UNIFORM ||
-                        strcmp(targets[i].name, "redis") == 0 ||
-                        (p == PAT_HOT && m == MODE_SEQ))
-                        cells[ncells++] = (cell){.tgt = &targets[i],
-                                                 .rule = rules[r],
-                                                 .pat = (pattern)p,
-                                                 .md = (mode)m};
-        }
-    }
-    /* 50 in flight on one connection: the figure set against the peers. */
+    cells = calloc(1024, sizeof(*cells));
     for (i = 0; i < ntargets; i++)
-        if (strcmp(targets[i].name, "redis") == 0)
-            cells[ncells++] = (cell){.tgt = &targets[i],
-                                     .rule = rules[0],
-                                     .pat = PAT_UNIFORM,
-                                     .md = MODE_PIPE50};
+        if (has_floors(&targets[i]))
+            each_server(targets[i].servers, load_script, NULL);
+
+    /* 1. Redis CPU: 16 in flight on one connection, a hot key and new
+     * keys. Each backend's cells sit between two measurements of its
+     * EVALSHA floor (the machine drifts), the raw INCR floor once. */
+    for (f = 0; f < ntargets; f++) {
+        const target *ft = &targets[f];
+
+        if (!has_floors(ft))
+            continue;
+        for (p = 0; p < 2; p++) {
+            add_cell(ft, NULL, "EVALSHA", rcpu_pats[p], MODE_PIPE, "rcpu");
+            add_cell(ft, NULL, "INCR", rcpu_pats[p], MODE_PIPE, "rcpu");
+        }
+        for (i = 0; i < ntargets; i++) {
+            if (floor_target(&targets[i]) != ft)
+                continue;
+            for (r = 0; r < nrules; r++)
+                if (!refused(&targets[i], rules[r]))
+                    for (p = 0; p < 2; p++)
+                        add_cell(&targets[i], rules[r], NULL, rcpu_pats[p],
+                                 MODE_PIPE, "rcpu");
+            for (p = 0; p < 2; p++)
+                add_cell(ft, NULL, "EVALSHA", rcpu_pats[p], MODE_PIPE, "rcpu");
+        }
+        /* The same, replayed by redis-benchmark, on plain Redis. */
+        if (!do_replay || !named(ft, "redis"))
+            continue;
+        for (p = 0; p < 2; p++)
+            add_cell(ft, NULL, "EVALSHA", rcpu_pats[p], MODE_REPLAY, "rcpu");
+        for (r = 0; r < nrules; r++)
+            for (p = 0; p < 2; p++)
+                add_cell(ft, rules[r], NULL, rcpu_pats[p], MODE_REPLAY, "rcpu");
+        for (p = 0; p < 2; p++)
+            add_cell(ft, NULL, "EVALSHA", rcpu_pats[p], MODE_REPLAY, "rcpu");
+    }
+
+    /* Targets with no floor of their kind among the targets still get
+     * their Redis CPU measured. */
+    for (i = 0; i < ntargets; i++)
+        if (floor_target(&targets[i]) == NULL &&
+            strncmp(targets[i].url, "mem://", 6) != 0)
+            for (r = 0; r < nrules; r++)
+                if (!refused(&targets[i], rules[r]))
+                    for (p = 0; p < 2; p++)
+                        add_cell(&targets[i], rules[r], NULL, rcpu_pats[p],
+                                 MODE_PIPE, "rcpu");
+
+    /* 2. Throughput: every backend x algorithm x mode on uniform keys,
+     * between two measurements of the floors. */
+    for (k = 0; k < 2; k++) {
+        for (i = 0; i < ntargets; i++)
+            if (has_floors(&targets[i]))
+                for (m = MODE_SEQ; m <= MODE_THREADS; m++) {
+                    add_cell(&targets[i], NULL, "EVALSHA", PAT_UNIFORM, (mode)m,
+                             "throughput");
+                    add_cell(&targets[i], NULL, "INCR", PAT_UNIFORM, (mode)m,
+                             "throughput");
+                }
+        for (i = 0; k == 0 && i < ntargets; i++)
+            for (r = 0; r < nrules; r++)
+                if (!refused(&targets[i], rules[r]))
+                    for (m = MODE_SEQ; m <= MODE_THREADS; m++)
+                        add_cell(&targets[i], rules[r], NULL, PAT_UNIFORM,
+                                 (mode)m, "throughput");
+    }
+
+    /* 3. What the peers are set against: redis:// fixed windows on each key
+     * pattern, sequential and 50 at once. */
+    for (i = 0; i < ntargets; i++) {
+        if (!named(&targets[i], "redis"))
+            continue;
+        add_cell(&targets[i], rules[0], NULL, PAT_HOT, MODE_SEQ, "peers");
+        add_cell(&targets[i], rules[0], NULL, PAT_ZIPF, MODE_SEQ, "peers");
+        add_cell(&targets[i], rules[0], NULL, PAT_HOT, MODE_THREADS, "peers");
+        add_cell(&targets[i], rules[0], NULL, PAT_ZIPF, MODE_THREADS, "peers");
+        for (p = PAT_HOT; p <= PAT_ZIPF; p++)
+            add_cell(&targets[i], rules[0], NULL, (pattern)p, MODE_PIPE50,
+                     "peers");
+    }
+
     if (json != NULL)
-        fprintf(json, "{\"seconds_per_cell\": %.2f, \"cells\": [", seconds);
-    printf("%-44s %-7s %-6s %10s %7s %7s %8s %5s %5s %7s %7s %6s\n",
+        fprintf(json,
+                "{\"seconds_per_cell\": %.2f, \"floor_script\": \"%s\", "
+                "\"cells\": [",
+                seconds, floor_script);
+    printf("%-40s %-7s %-8s %10s %6s %6s %5s %5s %7s %7s %7s %5s %6s\n",
            "target and rule", "keys", "mode", "decisions/s", "p50us", "p99us",
-           "p99.9us", "cmds", "rtts", "usec", "bytes", "admit");
+           "cmds", "rtts", "us/call", "us/dec", "cpu/dec", "bytes", "admit");
     for (i = 0; i < ncells; i++) {
         run_cell(&cells[i]);
         print_cell(&cells[i], i + 1, ncells);
