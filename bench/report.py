@@ -492,10 +492,11 @@ set style histogram clustered gap 1
 set style fill solid 0.85 border -1
 set boxwidth 0.9
 set xtics rotate by -55 scale 0
-set ylabel 'times the floor'
-set grid ytics
+set ylabel 'times the floor (log scale)'
+set logscale y
+set grid ytics mytics
 set key off
-set yrange [0:*]
+set yrange [0.25:*]
 set bmargin 9
 plot '%s' using 2:xtic(1) lc rgb '#3c78b4', '' using 3 lc rgb '#e08c28', '' using 4 lc rgb '#000000'
 """ % (png, dat)
