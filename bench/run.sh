@@ -58,11 +58,17 @@ cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS=OFF \
 cmake --build build-bench -j "$(nproc)" --target sluice_bench >/dev/null
 
 # Servers on CPU 0, the load on the others (when there are two or more).
+# Where allowed (root), the servers and the load also run at nice -10, so
+# that other work on a shared machine preempts them less: commandstats usec
+# is wall time inside the command.
 cpus=$(nproc)
 load=()
 if ((cpus >= 2)); then
     export SERVER_CPUS=0
     load=(taskset -c "1-$((cpus - 1))")
+fi
+if nice -n -10 true 2>/dev/null; then
+    load=(nice -n -10 "${load[@]}")
 fi
 flush=()
 if ((${#given[@]})); then
@@ -92,6 +98,7 @@ else
     # Our own servers: emptied before each cell, so that no cell pays for
     # expiring the keys of the one before.
     flush=(--flush)
+    find "$servers" -name pid -exec cat {} + | xargs renice -n -10 -p >/dev/null 2>&1 || true
 fi
 replay=()
 command -v redis-benchmark >/dev/null && replay=(--replay)
