@@ -113,11 +113,13 @@ for pat in hot uniform zipf; do
     [[ -n $r ]] || break # no Redis of the peers' kind among the targets
     for mode in seq inflight50; do
         "${load[@]}" timeout 60 $py bench/peers/with_redis_cpu.py "$r" \
-            node bench/peers/rlf.js "$r" "$mode" "$pat" 2 >>"$out/peers.jsonl"
+            node bench/peers/rlf.js "$r" "$mode" "$pat" 2 >>"$out/peers.jsonl" ||
+            echo "run.sh: rate-limiter-flexible $mode $pat failed" >&2
     done
     for strat in fixed moving; do
         "${load[@]}" timeout 60 $py bench/peers/with_redis_cpu.py "$r" \
-            $py bench/peers/limits_bench.py "$r" "$strat" "$pat" 2 >>"$out/peers.jsonl"
+            $py bench/peers/limits_bench.py "$r" "$strat" "$pat" 2 >>"$out/peers.jsonl" ||
+            echo "run.sh: limits $strat $pat failed" >&2
     done
 done
 
@@ -126,11 +128,18 @@ echo "== client instructions per decision (callgrind)"
 for url in "mem://" ${r:+"redis://127.0.0.1:$r"}; do
     counts=()
     for n in 2000 12000; do
-        counts+=("$(timeout 120 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-            build-bench/sluice-bench --instructions "$url" --decisions "$n" 2>&1 |
-            sed -n 's/.*Collected : \([0-9]*\).*/\1/p')")
+        if log=$(timeout 120 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+            build-bench/sluice-bench --instructions "$url" --decisions "$n" 2>&1); then
+            counts+=("$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' <<<"$log")")
+        else
+            counts+=("")
+        fi
     done
-    echo "$url $(((counts[1] - counts[0]) / 10000))" >>"$out/instructions.txt"
+    if [[ -n ${counts[0]} && -n ${counts[1]} ]]; then
+        echo "$url $(((counts[1] - counts[0]) / 10000))" >>"$out/instructions.txt"
+    else
+        echo "run.sh: callgrind on $url failed; no instruction count" >&2
+    fi
 done
 cat "$out/instructions.txt"
 

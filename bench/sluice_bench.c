@@ -1129,6 +1129,7 @@ static void load_script(redisContext *c, void *ctx)
  * to get the client's instructions per decision. */
 static int instructions(const char *url, long n)
 {
+    sluice_options o;
     sluice_ruleset rs;
     sluice_result r;
     sluice *sl;
@@ -1140,8 +1141,11 @@ static int instructions(const char *url, long n)
     /* Key names are made before, so that only sluice's work is counted. */
     for (i = 0; i < NKEYS; i++)
         snprintf(keys[i], sizeof(keys[i]), "k%ld", i);
+    /* Under callgrind on a busy machine a reply can take long. */
+    memset(&o, 0, sizeof(o));
+    o.command_timeout_ms = 10000;
     if (sluice_ruleset_parse("fixed:1000/1s", &rs, NULL, 0) != SLUICE_OK ||
-        sluice_open(url, NULL, &sl, err, sizeof(err)) != SLUICE_OK) {
+        sluice_open(url, &o, &sl, err, sizeof(err)) != SLUICE_OK) {
         fprintf(stderr, "sluice-bench: %s\n", err);
         return 1;
     }
