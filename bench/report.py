@@ -92,7 +92,12 @@ for c in cells:
     if c["kind"] != "sluice" or c["target"] not in FLOOR_AT:
         continue
     if c["section"] == "rcpu":
-        f = floor_cell(c["target"], "EVALSHA", c["pattern"], c["mode"], c)
+        if c.get("pair_usec_per_decision"):
+            # The EVALSHA floor run in turns with this cell.
+            f = {"redis_usec_per_decision": c["pair_usec_per_decision"],
+                 "cpu_usec_per_decision": c["pair_cpu_usec_per_decision"]}
+        else:
+            f = floor_cell(c["target"], "EVALSHA", c["pattern"], c["mode"], c)
         fi = floor_cell(c["target"], "INCR", c["pattern"], c["mode"], c)
         if f:
             c["floor"] = "EVALSHA@" + FLOOR_AT[c["target"]]
@@ -240,9 +245,11 @@ md.append("- Servers: %s; %s." % (v.get("redis"), v.get("nutcracker")))
 md.append("- Peers: %s." % "; ".join(v.get("peers", [])))
 md.append("- Floors: `INCR`, and `EVALSHA` of `%s` (ARGV[1] = 2000), a fixed-window "
           "counter itself. Ratios are to the floor measured in this run under the "
-          "same mode and key pattern: the mean of its measurements nearest before "
-          "and after the cell (each backend's Redis CPU cells sit between two, the "
-          "throughput cells between the first and the last)." % run.get("floor_script", ""))
+          "same mode and key pattern: for Redis CPU, the EVALSHA floor run in turns "
+          "with the cell (%.2f s each, in 4 turns of a quarter, alternating, so that "
+          "both meet the same load on a shared machine); otherwise the mean of the "
+          "floor's measurements nearest before and after the cell." % (
+              run.get("floor_script", ""), run["seconds_per_cell"]))
 md.append("- Redis µs/decision: `INFO commandstats` usec of the outer command "
           "(`cmdstat_evalsha`, `cmdstat_eval`) before and after, per decision: a "
           "script's usec already holds the commands it calls, which Redis also lists "
@@ -277,19 +284,20 @@ md.append("sluice-bench's own `pipe16` (`sluice_acquire_many` of 16): the librar
           "sends what it sends in use, the clock runs, windows roll over and logs "
           "prune. µs = Redis µs/decision (outer command); calls = outer calls per "
           "decision; CPU = whole-process CPU µs/decision; × = ratio to the EVALSHA "
-          "floor's figure in the same mode and key pattern (× INCR: to the raw INCR "
-          "floor). conc50 CPU: 50 connections, uniform keys.")
+          "floor run in turns with the cell (× INCR: to the raw INCR floor measured "
+          "on its own). conc50 CPU: 50 connections, uniform keys, against the floor "
+          "in that mode. The floor rows: the floors measured on their own.")
 md.append("")
-md.append("| backend | rule | hot µs | × | new µs | × | × INCR (hot, new) | calls | "
-          "hot CPU | × | new CPU | × | conc50 CPU | × |")
-md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+md.append("| backend | rule | hot µs | × | new µs | × | floor µs in turns (hot, new) | "
+          "× INCR (hot, new) | calls | hot CPU | × | new CPU | × | conc50 CPU | × |")
+md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for at in ("redis", "twemproxy"):
     for what in ("EVALSHA", "INCR"):
         h, n = floor_cell(at, what, "hot", "pipe16"), floor_cell(at, what, "new", "pipe16")
         c50 = floor_cell(at, what, "uniform", "conc50")
         if not h or not n:
             continue
-        md.append("| %s | %s (floor) | %s | | %s | | | %.2f | %s | | %s | | %s | |" % (
+        md.append("| %s | %s (floor) | %s | | %s | | | | %.2f | %s | | %s | | %s | |" % (
             at, what, "/".join("%.2f" % x for x in h["measurements"]),
             "/".join("%.2f" % x for x in n["measurements"]),
             h["outer_calls_per_decision"], fmt(h["cpu_usec_per_decision"]),
@@ -301,10 +309,12 @@ for b in BACKENDS:
         c50 = find(b, rule, "uniform", "conc50", "throughput")
         if not h or not n:
             continue
-        md.append("| %s | %s | %s | %s | %s | %s | %s, %s | %.2f | %s | %s | %s | %s | %s | %s |" % (
+        md.append("| %s | %s | %s | %s | %s | %s | %s, %s | %s, %s | %.2f | %s | %s | %s | %s | %s | %s |" % (
             b, rule + (" (%d entries)" % h["log_entries"] if h["log_entries"] else ""),
             fmt(h["redis_usec_per_decision"]), fmt(h.get("redis_usec_ratio_to_floor")),
             fmt(n["redis_usec_per_decision"]), fmt(n.get("redis_usec_ratio_to_floor")),
+            fmt(h.get("pair_usec_per_decision") or None),
+            fmt(n.get("pair_usec_per_decision") or None),
             fmt(h.get("redis_usec_ratio_to_incr"), "%.1f"),
             fmt(n.get("redis_usec_ratio_to_incr"), "%.1f"),
             n["outer_calls_per_decision"],

@@ -142,13 +142,13 @@ static unsigned next_key(pattern p, uint64_t *rng)
     return 0;
 }
 
-/* A key name of the pattern; n counts a worker's decisions, so that
- * PAT_NEW never repeats one. */
-static void key_name(char *dst, size_t len, pattern p, int id, uint64_t n,
-                     uint64_t *rng)
+/* A key name of the pattern; turn and n (a worker's decisions in this
+ * turn) keep PAT_NEW from repeating one. */
+static void key_name(char *dst, size_t len, pattern p, int turn, int id,
+                     uint64_t n, uint64_t *rng)
 {
     if (p == PAT_NEW)
-        snprintf(dst, len, "n%d_%llu", id, (unsigned long long)n);
+        snprintf(dst, len, "n%d_%d_%llu", turn, id, (unsigned long long)n);
     else
         snprintf(dst, len, "k%u", next_key(p, rng));
 }
@@ -597,8 +597,18 @@ typedef struct cell {
     const char *floor; /* "INCR" or "EVALSHA" */
     pattern pat;
     mode md;
-    const char *section; /* "rcpu", "throughput", "peers", "repeat" */
+    const char *section; /* "rcpu", "throughput", "peers" */
+    /* The floor run in turns with this cell, so that both meet the same
+     * weather on a shared machine (Redis CPU cells); NULL: none. */
+    struct cell *pair;
     char prefix[64];
+    /* raw totals over the cell's turns */
+    int turns;
+    int64_t elapsed_us, first_ms, last_ms;
+    uint32_t *lat; /* microseconds per decision */
+    size_t nlat;
+    uint64_t round_trips;
+    delta sum;
     /* results */
     double dps, p50, p99, p999, cmds, rtts, mem, accuracy, log_entries;
     double outer_calls, usec_call, usec_dec, cpu_dec, cpu_masters_dec;
@@ -609,6 +619,8 @@ typedef struct cell {
 
 static cell *cells;
 static size_t ncells;
+static cell *pairs; /* the floors run in turns with Redis CPU cells */
+static size_t npairs;
 
 extern char **environ; /* for posix_spawnp */
 
@@ -699,7 +711,7 @@ static void *floor_worker(void *arg)
         for (i = 0; i < batch; i++) {
             char key[128], name[48];
 
-            key_name(name, sizeof(name), c->pat, w->id, n++, &rng);
+            key_name(name, sizeof(name), c->pat, c->turns, w->id, n++, &rng);
             snprintf(key, sizeof(key), "%s{%s}:f", c->prefix, name);
             if (strcmp(c->floor, "INCR") == 0)
                 redisAppendCommand(rc, "INCR %s", key);
@@ -756,7 +768,8 @@ static void *sluice_worker(void *arg)
         sluice_status st;
 
         for (i = 0; i < batch; i++) {
-            key_name(keys[i], sizeof(keys[i]), c->pat, w->id, n++, &rng);
+            key_name(keys[i], sizeof(keys[i]), c->pat, c->turns, w->id, n++,
+                     &rng);
             reqs[i] = (sluice_request){keys[i], strlen(keys[i]), &rs, 1};
         }
         if (batch == 1)
@@ -808,7 +821,7 @@ static double live_rate(const cell *c)
  * keys its -r puts a random 12-digit number in place of __rand_int__. The
  * arguments are frozen, the request's time among them: a hot key stays in
  * one window. Runs in the calling thread; fills w. */
-static void replay(worker *w, const char *bench_path)
+static void replay(worker *w, const char *bench_path, double secs)
 {
     cell *c = w->c;
     char *cmd[MAX_ARGS];
@@ -847,7 +860,7 @@ static void replay(worker *w, const char *bench_path)
         w->errors++;
         return;
     }
-    n = (long)(live_rate(c) * seconds / PIPE) * PIPE;
+    n = (long)(live_rate(c) * secs / PIPE) * PIPE;
     if (n < 10 * PIPE)
         n = 10 * PIPE;
     args[a++] = strdup("redis-benchmark");
@@ -896,7 +909,7 @@ static void replay(worker *w, const char *bench_path)
     }
     posix_spawn_file_actions_destroy(&fa);
     /* Bounded: ten times a cell's length, then killed. */
-    limit = t0 + (int64_t)(seconds * 10e6) + 2000000;
+    limit = t0 + (int64_t)(secs * 10e6) + 2000000;
     while (waitpid(pid, &status, WNOHANG) == 0) {
         if (now_us() > limit) {
             kill(pid, SIGKILL);
@@ -970,78 +983,96 @@ static void warm_script(const cell *c)
     sluice_close(sl);
 }
 
-static void run_cell(cell *c)
+#define TURNS 4 /* turns of a cell and its paired floor */
+
+/* Runs one turn of cell c for secs seconds and adds it to c's totals,
+ * INFO of the servers taken right before and after. */
+static void run_turn(cell *c, double secs)
 {
     int n = c->md == MODE_THREADS ? THREADS : 1, i;
     worker *ws = calloc((size_t)n, sizeof(*ws));
     pthread_t *th = calloc((size_t)n, sizeof(*th));
     snapshot *before = malloc(sizeof(*before)), *after = malloc(sizeof(*after));
     delta d;
-    int64_t t0, t1, first = 0, last = 0;
-    size_t total = 0, k = 0;
-    uint32_t *all;
-    uint64_t rtts = 0;
-    sluice_ruleset rs;
+    int64_t t0, t1;
+    size_t total = c->nlat;
 
-    snprintf(c->prefix, sizeof(c->prefix), "b%ld-%lld:", (long)getpid(),
-             (long long)now_us());
-    if (flush_between && c->tgt->servers[0] != '\0')
-        each_server(c->tgt->servers, flush_server, NULL);
-    warm_script(c);
+    if (c->turns == 0)
+        warm_script(c);
     take_snapshot(c->tgt->servers, before);
     t0 = now_us();
     for (i = 0; i < n; i++) {
         ws[i].c = c;
         ws[i].id = i;
-        ws[i].deadline = t0 + (int64_t)(seconds * 1e6);
+        ws[i].deadline = t0 + (int64_t)(secs * 1e6);
         if (c->md != MODE_REPLAY)
             pthread_create(&th[i], NULL, c->rule ? sluice_worker : floor_worker,
                            &ws[i]);
     }
     if (c->md == MODE_REPLAY)
-        replay(&ws[0], redis_benchmark);
+        replay(&ws[0], redis_benchmark, secs);
     else
         for (i = 0; i < n; i++)
             pthread_join(th[i], NULL);
     t1 = now_us();
     take_snapshot(c->tgt->servers, after);
     diff_snapshots(before, after, &d);
-    c->decisions = c->admitted = c->errors = 0;
+    c->sum.all_calls += d.all_calls;
+    c->sum.outer_calls += d.outer_calls;
+    c->sum.outer_usec += d.outer_usec;
+    c->sum.failed += d.failed;
+    c->sum.cpu_s += d.cpu_s;
+    c->sum.cpu_masters_s += d.cpu_masters_s;
+    c->sum.scripts = c->sum.scripts || d.scripts;
+    c->elapsed_us += t1 - t0;
     for (i = 0; i < n; i++) {
         c->decisions += ws[i].decisions;
         c->admitted += ws[i].admitted;
         c->errors += ws[i].errors;
+        c->round_trips += ws[i].round_trips;
         total += ws[i].nlat;
-        rtts += ws[i].round_trips;
-        if (ws[i].first_ms && (first == 0 || ws[i].first_ms < first))
-            first = ws[i].first_ms;
-        if (ws[i].last_ms > last)
-            last = ws[i].last_ms;
+        if (ws[i].first_ms &&
+            (c->first_ms == 0 || ws[i].first_ms < c->first_ms))
+            c->first_ms = ws[i].first_ms;
+        if (ws[i].last_ms > c->last_ms)
+            c->last_ms = ws[i].last_ms;
     }
-    all = malloc((total ? total : 1) * sizeof(*all));
+    c->lat = realloc(c->lat, (total ? total : 1) * sizeof(*c->lat));
     for (i = 0; i < n; i++) {
-        memcpy(all + k, ws[i].lat, ws[i].nlat * sizeof(*all));
-        k += ws[i].nlat;
+        memcpy(c->lat + c->nlat, ws[i].lat, ws[i].nlat * sizeof(*c->lat));
+        c->nlat += ws[i].nlat;
         free(ws[i].lat);
     }
-    qsort(all, total, sizeof(*all), cmp_u32);
-    c->dps = (double)c->decisions / ((double)(t1 - t0) / 1e6);
-    c->p50 = total ? all[total / 2] : 0;
-    c->p99 = total ? all[(size_t)((double)total * 0.99)] : 0;
-    c->p999 = total ? all[(size_t)((double)total * 0.999)] : 0;
-    if (c->decisions > 0) {
-        double dn = (double)c->decisions;
+    c->turns++;
+    free(ws);
+    free(th);
+    free(before);
+    free(after);
+}
 
-        c->cmds = d.all_calls / dn;
-        c->outer_calls = d.outer_calls / dn;
-        c->usec_dec = d.outer_usec / dn;
-        c->usec_call = d.outer_calls > 0 ? d.outer_usec / d.outer_calls : 0;
-        c->cpu_dec = d.cpu_s * 1e6 / dn;
-        c->cpu_masters_dec = d.cpu_masters_s * 1e6 / dn;
-        c->rtts = (double)rtts / dn;
+/* The figures of a cell from its totals. */
+static void finish_cell(cell *c)
+{
+    double dn = (double)c->decisions;
+    const delta *d = &c->sum;
+    sluice_ruleset rs;
+
+    qsort(c->lat, c->nlat, sizeof(*c->lat), cmp_u32);
+    c->dps = c->elapsed_us > 0 ? dn / ((double)c->elapsed_us / 1e6) : 0;
+    c->p50 = c->nlat ? c->lat[c->nlat / 2] : 0;
+    c->p99 = c->nlat ? c->lat[(size_t)((double)c->nlat * 0.99)] : 0;
+    c->p999 = c->nlat ? c->lat[(size_t)((double)c->nlat * 0.999)] : 0;
+    if (c->decisions > 0) {
+        c->cmds = d->all_calls / dn;
+        c->outer_calls = d->outer_calls / dn;
+        c->usec_dec = d->outer_usec / dn;
+        c->usec_call = d->outer_calls > 0 ? d->outer_usec / d->outer_calls : 0;
+        c->cpu_dec = d->cpu_s * 1e6 / dn;
+        c->cpu_masters_dec = d->cpu_masters_s * 1e6 / dn;
+        c->rtts = (double)c->round_trips / dn;
     }
-    c->scripts = d.scripts;
-    c->redis_failed = d.failed;
+    c->scripts = d->scripts;
+    c->redis_failed = d->failed;
     c->mem = c->rule && c->pat == PAT_UNIFORM && c->md != MODE_REPLAY
                  ? memory_per_key(c->tgt->servers, c->prefix)
                  : 0;
@@ -1054,19 +1085,47 @@ static void run_cell(cell *c)
         c->log_entries = e.most;
     }
     c->accuracy = 0;
-    if (c->rule && c->pat == PAT_HOT && first &&
+    if (c->rule && c->pat == PAT_HOT && c->first_ms &&
         sluice_ruleset_parse(c->rule, &rs, NULL, 0) == SLUICE_OK &&
         rs.count == 1)
-        c->accuracy =
-            (double)c->admitted / exact_bound(&rs.rules[0], first, last);
+        c->accuracy = (double)c->admitted /
+                      exact_bound(&rs.rules[0], c->first_ms, c->last_ms);
     /* Keys without a TTL are not left on servers we do not flush. */
     if (!flush_between && c->rule == NULL && strcmp(c->floor, "INCR") == 0)
         each_server(c->tgt->servers, unlink_prefix, c->prefix);
-    free(all);
-    free(ws);
-    free(th);
-    free(before);
-    free(after);
+    free(c->lat);
+    c->lat = NULL;
+}
+
+static void new_prefix(cell *c, char tag)
+{
+    snprintf(c->prefix, sizeof(c->prefix), "b%c%ld-%lld:", tag, (long)getpid(),
+             (long long)now_us());
+}
+
+/* A cell: S seconds in one go, or, with a paired floor, TURNS turns of
+ * S / TURNS seconds each, the floor's and the cell's in alternation. */
+static void run_cell(cell *c)
+{
+    int k;
+
+    new_prefix(c, 'c');
+    if (c->pair != NULL)
+        new_prefix(c->pair, 'f');
+    if (flush_between && c->tgt->servers[0] != '\0')
+        each_server(c->tgt->servers, flush_server, NULL);
+    if (flush_between && c->pair != NULL && c->pair->tgt != c->tgt)
+        each_server(c->pair->tgt->servers, flush_server, NULL);
+    if (c->pair == NULL) {
+        run_turn(c, seconds);
+    } else {
+        for (k = 0; k < TURNS; k++) {
+            run_turn(c->pair, seconds / TURNS);
+            run_turn(c, seconds / TURNS);
+        }
+        finish_cell(c->pair);
+    }
+    finish_cell(c);
 }
 
 static void print_cell(const cell *c, size_t idx, size_t total)
@@ -1076,10 +1135,14 @@ static void print_cell(const cell *c, size_t idx, size_t total)
     snprintf(what, sizeof(what), "%s %s", c->tgt->name,
              c->rule ? c->rule : c->floor);
     printf("%-40s %-7s %-8s %10.0f %6.0f %6.0f %5.2f %5.2f %7.2f %7.2f "
-           "%7.2f %5.0f %6.3f %s%s\n",
+           "%7.2f %5.0f %6.3f",
            what, pattern_names[c->pat], mode_names[c->md], c->dps, c->p50,
            c->p99, c->cmds, c->rtts, c->usec_call, c->usec_dec, c->cpu_dec,
-           c->mem, c->accuracy, c->errors ? "ERRORS " : "",
+           c->mem, c->accuracy);
+    if (c->pair != NULL)
+        printf(" (floor in turns: %.2f us, cpu %.2f)", c->pair->usec_dec,
+               c->pair->cpu_dec);
+    printf(" %s%s\n", c->errors ? "ERRORS " : "",
            c->redis_failed > 0.001 * (double)c->decisions ? "FAILED-CALLS"
                                                           : "");
     fflush(stdout);
@@ -1099,7 +1162,10 @@ static void print_cell(const cell *c, size_t idx, size_t total)
                 "\"round_trips_per_decision\": %.3f, "
                 "\"memory_bytes_per_key\": %.0f, \"log_entries\": %.0f, "
                 "\"admitted\": %ld, \"decisions\": %ld, \"accuracy\": %.4f, "
-                "\"errors\": %ld, \"redis_failed_calls\": %.0f}",
+                "\"errors\": %ld, \"redis_failed_calls\": %.0f, "
+                "\"pair_what\": \"%s\", \"pair_usec_per_decision\": %.3f, "
+                "\"pair_cpu_usec_per_decision\": %.3f, "
+                "\"pair_decisions_per_s\": %.0f}",
                 json_first ? "" : ",", c->tgt->name,
                 c->rule ? c->rule : c->floor, c->rule ? "sluice" : "floor",
                 c->section, pattern_names[c->pat], mode_names[c->md], c->dps,
@@ -1107,7 +1173,9 @@ static void print_cell(const cell *c, size_t idx, size_t total)
                 c->scripts ? "script" : "commands", c->outer_calls,
                 c->usec_call, c->usec_dec, c->cpu_dec, c->cpu_masters_dec,
                 c->rtts, c->mem, c->log_entries, c->admitted, c->decisions,
-                c->accuracy, c->errors, c->redis_failed);
+                c->accuracy, c->errors, c->redis_failed,
+                c->pair ? c->pair->floor : "", c->pair ? c->pair->usec_dec : 0,
+                c->pair ? c->pair->cpu_dec : 0, c->pair ? c->pair->dps : 0);
         json_first = false;
     }
 }
@@ -1334,13 +1402,15 @@ int main(int argc, char **argv)
     for (i = 0; i < NKEYS; i++)
         zipf_cdf[i] /= h;
     cells = calloc(1024, sizeof(*cells));
+    pairs = calloc(256, sizeof(*pairs));
     for (i = 0; i < ntargets; i++)
         if (has_floors(&targets[i]))
             each_server(targets[i].servers, load_script, NULL);
 
     /* 1. Redis CPU: 16 in flight on one connection, a hot key and new
-     * keys. Each backend's cells sit between two measurements of its
-     * EVALSHA floor (the machine drifts), the raw INCR floor once. */
+     * keys. Each cell runs in turns with its own EVALSHA floor (the
+     * machine drifts, and on a shared one fast); the floors on their own
+     * once, INCR among them. */
     for (f = 0; f < ntargets; f++) {
         const target *ft = &targets[f];
 
@@ -1355,11 +1425,16 @@ int main(int argc, char **argv)
                 continue;
             for (r = 0; r < nrules; r++)
                 if (!refused(&targets[i], rules[r]))
-                    for (p = 0; p < 2; p++)
+                    for (p = 0; p < 2; p++) {
                         add_cell(&targets[i], rules[r], NULL, rcpu_pats[p],
                                  MODE_PIPE, "rcpu");
-            for (p = 0; p < 2; p++)
-                add_cell(ft, NULL, "EVALSHA", rcpu_pats[p], MODE_PIPE, "rcpu");
+                        pairs[npairs] = (cell){.tgt = ft,
+                                               .floor = "EVALSHA",
+                                               .pat = rcpu_pats[p],
+                                               .md = MODE_PIPE,
+                                               .section = "pair"};
+                        cells[ncells - 1].pair = &pairs[npairs++];
+                    }
         }
         /* The same, replayed by redis-benchmark, on plain Redis. */
         if (!do_replay || !named(ft, "redis"))
@@ -1435,5 +1510,6 @@ int main(int argc, char **argv)
         fclose(json);
     }
     free(cells);
+    free(pairs);
     return 0;
 }
