@@ -1,0 +1,603 @@
+"""An independent reference model of sluice's decisions.
+
+Why it exists: the differential tests compare the backends with mem://,
+which shares its arithmetic with two of them, so a mistake made in that
+shared code is invisible to them. This model is written from
+docs/SEMANTICS.md alone, shares no code and no reasoning with src/ or lua/,
+and uses exact arithmetic only (integers and fractions.Fraction, never a
+float), so that a disagreement points at a real deviation from the
+definition (or at an error in this reading of it).
+
+Entry point: Model.decide(event) -> the CLI's answer as a dict, where an
+event is the dict of one `sluice replay` input line. Model.outcomes(event)
+lists every answer that the definition allows when stored state may have
+expired (see Time in SEMANTICS.md); Model.apply(event, outcome) commits
+the one the backend took.
+"""
+
+import functools
+import itertools
+import math
+import re
+from fractions import Fraction
+
+UNITS = {"ms": 1, "s": 1000, "m": 60000, "h": 3600000, "d": 86400000}
+ALGORITHMS = ("fixed", "sliding", "log", "token", "gcra")
+WINDOWED = ("fixed", "sliding")
+BUCKETS = ("token", "gcra")
+RULE_RE = re.compile(
+    r"(fixed|sliding|log|token|gcra):(\d+)/(\d+)(ms|s|m|h|d)"
+    r"((?:,burst=\d+|,tz=[+-]\d\d:\d\d)*)$"
+)
+SPLIT_RE = re.compile(r"\+(?=(?:fixed|sliding|log|token|gcra):)")
+
+
+class Rule:
+    """One parsed rule: algorithm, limit, period (ms), burst, tz (ms)."""
+
+    def __init__(self, alg, limit, period, burst, tz):
+        self.alg, self.limit, self.period = alg, limit, period
+        self.burst, self.tz = burst, tz
+
+    @property
+    def capacity(self):
+        """The burst for token and gcra, the limit otherwise."""
+        return self.burst if self.alg in BUCKETS else self.limit
+
+    @property
+    def slot(self):
+        """What state is kept per: algorithm, period and tz, by value."""
+        return (self.alg, self.period, self.tz)
+
+
+def parse_tz(text):
+    """'+08:00' -> offset in ms (east of UTC is positive)."""
+    sign = -1 if text[0] == "-" else 1
+    hours, minutes = int(text[1:3]), int(text[4:6])
+    return sign * (hours * 3600000 + minutes * 60000)
+
+
+def parse_rule(text):
+    """'token:10/1s,burst=20' -> Rule; raises ValueError on bad text."""
+    m = RULE_RE.match(text)
+    if not m:
+        raise ValueError("bad rule %r" % text)
+    alg, limit = m.group(1), int(m.group(2))
+    period = int(m.group(3)) * UNITS[m.group(4)]
+    burst, tz = limit, 0
+    for opt in filter(None, m.group(5).split(",")):
+        name, value = opt.split("=")
+        if name == "burst":
+            burst = int(value)
+        else:
+            tz = parse_tz(value)
+    return Rule(alg, limit, period, burst, tz)
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_rules(text):
+    """'fixed:1000/1d,tz=+08:00+fixed:100/1h' -> (Rule, Rule)."""
+    return tuple(parse_rule(part) for part in SPLIT_RE.split(text))
+
+
+def ceil_ms(value):
+    """A wait that is a fraction of a millisecond rounds up."""
+    return math.ceil(Fraction(value))
+
+
+class View:
+    """What one rule reports: remaining and reset_after."""
+
+    def __init__(self, remaining, reset):
+        self.remaining, self.reset = remaining, reset
+
+
+class Verdict:
+    """One rule's judgement of a request, before the composite decides.
+
+    admits: the rule alone would admit; never: the cost can never fit;
+    retry: its wait on a denial; now/charged: its view without and with
+    the charge; state: its stored state after a charge.
+    """
+
+    def __init__(self, admits, never, retry, now, charged, state):
+        self.admits, self.never, self.retry = admits, never, retry
+        self.now, self.charged, self.state = now, charged, state
+
+
+# ---------------------------------------------------------------- windows
+
+
+def window_of(rule, t):
+    """The fixed window [kP - off, (k+1)P - off) holding t: (k, start)."""
+    k = (t + rule.tz) // rule.period
+    return k, k * rule.period - rule.tz
+
+
+def judge_fixed(windows, rule, cost, t):
+    """fixed: admit iff used + cost <= L, in the window t falls in."""
+    k, start = window_of(rule, t)
+    end, limit = start + rule.period, rule.limit
+    used = windows.get(k, 0)
+
+    def view(u):
+        return View(max(0, limit - u), end - t if u > 0 else 0)
+
+    never = cost > limit
+    admits = not never and used + cost <= limit
+    retry = -1 if never else end - t
+    return Verdict(admits, never, retry, view(used), view(used + cost),
+                   (k, used + cost))
+
+
+def sliding_wait(prev, cur, cost, limit, period, e):
+    """Smallest whole wait after which the sliding rule admits.
+
+    Only the request's own window and the previous one count (its waits
+    refer to that window); later windows are empty if nothing else comes.
+    """
+    room = (limit - cur - cost) * period
+    if prev > 0 and room >= 0:
+        w = max(0, ceil_ms(Fraction(prev * (period - e) - room, prev)))
+        if e + w < period:
+            return w
+    if cur == 0:
+        into_next = 0
+    else:
+        into_next = max(0, ceil_ms(
+            Fraction(cur * period - (limit - cost) * period, cur)))
+    return period - e + into_next
+
+
+def judge_sliding(windows, rule, cost, t):
+    """sliding: prev*(P - e) + (cur + cost)*P <= L*P."""
+    k, start = window_of(rule, t)
+    period, limit, e = rule.period, rule.limit, t - start
+    cur, prev = windows.get(k, 0), windows.get(k - 1, 0)
+    weight = prev * (period - e)
+
+    def view(c):
+        remaining = max(0, (limit * period - weight) // period - c)
+        if c > 0:
+            reset = 2 * period - e
+        else:
+            reset = period - e if prev > 0 else 0
+        return View(remaining, reset)
+
+    never = cost > limit
+    admits = not never and weight + (cur + cost) * period <= limit * period
+    retry = -1
+    if not never and not admits:
+        retry = sliding_wait(prev, cur, cost, limit, period, e)
+    return Verdict(admits, never, retry, view(cur), view(cur + cost),
+                   (k, cur + cost))
+
+
+# -------------------------------------------------------------------- log
+
+
+class LogState:
+    """A sliding log: the latest charge time and the entries (stamp, cost)
+    that may still count at or after it."""
+
+    def __init__(self, latest, entries):
+        self.latest, self.entries = latest, tuple(entries)
+
+    def same(self, other):
+        return (other is not None and self.latest == other.latest
+                and self.entries == other.entries)
+
+
+def log_retry(counting, total, cost, limit, period, t):
+    """Time from t until enough of the oldest entries have left."""
+    need, gone = total + cost - limit, 0
+    for stamp, amount in sorted(counting):
+        gone += amount
+        if gone >= need:
+            return stamp + period - t
+    raise AssertionError("a cost that fits an empty log always fits")
+
+
+def judge_log(state, rule, cost, t):
+    """log: decided at max(t, latest); window (d - P, d]."""
+    period, limit = rule.period, rule.limit
+    d = t if state is None else max(t, state.latest)
+    entries = () if state is None else state.entries
+    counting = [(x, c) for x, c in entries if x > d - period]
+    total = sum(c for _, c in counting)
+    newest = max((x for x, _ in counting), default=None)
+    now = View(max(0, limit - total),
+               0 if newest is None else newest + period - t)
+    charged = View(max(0, limit - total - cost), d + period - t)
+    never = cost > limit
+    admits = not never and total + cost <= limit
+    retry = -1
+    if not never and not admits:
+        retry = log_retry(counting, total, cost, limit, period, t)
+    after = LogState(d, counting + [(d, cost)])
+    return Verdict(admits, never, retry, now, charged, after)
+
+
+# ------------------------------------------------------------ token, gcra
+
+
+class BucketState:
+    """token and gcra: the backlog in requests at the latest charge x."""
+
+    def __init__(self, x, backlog):
+        self.x, self.backlog = x, Fraction(backlog)
+
+    def same(self, other):
+        return (other is not None and self.x == other.x
+                and self.backlog == other.backlog)
+
+
+def judge_bucket(state, rule, cost, t):
+    """token (and gcra, which must decide the same): tokens = B - backlog,
+    the backlog drained at this rule's rate L/P since the last charge."""
+    per_ms = Fraction(rule.limit, rule.period)
+    burst = rule.burst
+    if state is None:
+        d, backlog = t, Fraction(0)
+    else:
+        d = max(t, state.x)
+        backlog = max(Fraction(0), state.backlog - (d - state.x) * per_ms)
+
+    def view(b):
+        return View(max(0, math.floor(burst - b)),
+                    ceil_ms(d - t + b / per_ms))
+
+    never = cost > burst
+    admits = not never and backlog + cost <= burst
+    retry = -1
+    if not never and not admits:
+        retry = ceil_ms(d - t + (backlog + cost - burst) / per_ms)
+    return Verdict(admits, never, retry, view(backlog),
+                   view(backlog + cost), BucketState(d, backlog + cost))
+
+
+def judge_gcra(state, rule, cost, t):
+    """gcra as SEMANTICS writes it (T = P/L, tau = T*B, tat), on the
+    backlog carried over in requests: (tat - x)/T at the last charge x."""
+    interval = Fraction(rule.period, rule.limit)
+    tau = interval * rule.burst
+    if state is None:
+        now, tat = t, Fraction(t)
+    else:
+        now = max(t, state.x)
+        tat = state.x + state.backlog * interval
+    new = max(tat, now) + interval * cost
+
+    def view(tat_after):
+        a = max(tat_after, now)
+        return View(max(0, math.floor((tau - (a - now)) / interval)),
+                    ceil_ms(a - t))
+
+    never = cost > rule.burst
+    admits = not never and new - now <= tau
+    retry = -1 if never or admits else ceil_ms(new - tau - t)
+    after = BucketState(now, (new - now) / interval)
+    return Verdict(admits, never, retry, view(tat), view(new), after)
+
+
+JUDGES = {"fixed": judge_fixed, "sliding": judge_sliding, "log": judge_log,
+          "token": judge_bucket, "gcra": judge_gcra}
+
+
+# -------------------------------------------------------------- composite
+
+
+def combine(rules, verdicts):
+    """All or nothing; limit and remaining from the rule with the least
+    remaining (first on a tie); retry the largest of the denying rules
+    (-1 if allowed or one of them never fits); reset the largest."""
+    allowed = all(v.admits for v in verdicts)
+    views = [v.charged if allowed else v.now for v in verdicts]
+    pick = min(range(len(rules)), key=lambda i: (views[i].remaining, i))
+    denying = [v for v in verdicts if not v.admits]
+    if allowed or any(v.never for v in denying):
+        retry = -1
+    else:
+        retry = max(v.retry for v in denying)
+    return {"allowed": allowed, "limit": rules[pick].capacity,
+            "remaining": views[pick].remaining, "retry_after_ms": retry,
+            "reset_after_ms": max(v.reset for v in views)}
+
+
+def decide_pure(rules, states, cost, t):
+    """One decision on explicit states: (answer, verdicts)."""
+    verdicts = [JUDGES[r.alg](states.get(r.slot), r, cost, t)
+                for r in rules]
+    return combine(rules, verdicts), verdicts
+
+
+# ------------------------------------------------------------------ model
+
+
+class Stored:
+    """A slot's stored state and the time before which it surely lives.
+
+    For windows the state is a map k -> count and `alive` a map k -> time;
+    for log and buckets `alive` is one time.
+    """
+
+    def __init__(self, state, alive):
+        self.state, self.alive = state, alive
+
+
+class Outcome:
+    """One answer the definition allows: the charged states (None when
+    nothing is charged) and the expired parts this reading forgets, as
+    pairs (slot, window index, or None for a whole log or bucket)."""
+
+    def __init__(self, answer, commit, dropped):
+        self.answer, self.commit, self.dropped = answer, commit, dropped
+
+
+def touched_windows(rule, t):
+    """The windows a request reads: its own, and for sliding the one
+    before."""
+    k, _ = window_of(rule, t)
+    return (k - 1, k) if rule.alg == "sliding" else (k,)
+
+
+class Model:
+    """Decisions per (key, algorithm, period, tz), as SEMANTICS.md says.
+
+    ttl_floor_ms: the backends' TTL floor (URL option ttl_floor_ms); with
+    SEMANTICS' own bound (reset_after plus one period) it gives the time
+    before which stored state cannot have expired. Past it, state may be
+    gone (and then counts as empty): outcomes() lists both readings.
+    """
+
+    def __init__(self, ttl_floor_ms=0):
+        self.ttl_floor = ttl_floor_ms
+        self.store = {}
+        self.max_t = 0
+
+    # -- public
+
+    def decide(self, event):
+        """The answer to one event, applied (expiry must not matter)."""
+        outcomes = self.outcomes(event)
+        if len(outcomes) != 1:
+            raise ValueError("stored state may have expired: ambiguous")
+        self.apply(event, outcomes[0])
+        return outcomes[0].answer
+
+    def outcomes(self, event):
+        """Every answer allowed, one Outcome per distinct reading."""
+        if event.get("op", "acquire") == "reset":
+            return [Outcome({"reset": True}, None, ())]
+        rules = parse_rules(event["rule"])
+        cost, t = event.get("cost", 1), event["t"]
+        charge = event.get("op", "acquire") == "acquire"
+        found = []
+        for dropped in self._expiry_choices(event["key"], rules, t):
+            states = self._states(event["key"], rules, t, dropped)
+            answer, verdicts = decide_pure(rules, states, cost, t)
+            commit = None
+            if answer["allowed"] and charge:
+                commit = [v.state for v in verdicts]
+            found.append(Outcome(answer, commit, dropped))
+        return merge_outcomes(found)
+
+    @staticmethod
+    def resolvable(outcomes):
+        """True when the answer tells which reading the backend took."""
+        answers = [o.answer for o in outcomes]
+        return all(answers.count(a) == 1 for a in answers)
+
+    def apply(self, event, outcome):
+        """Commit an outcome's effect on the stored state."""
+        key, t = event["key"], event["t"]
+        self.max_t = max(self.max_t, t)
+        rules = parse_rules(event["rule"])
+        if outcome.answer.get("reset"):
+            for r in rules:
+                self.store.pop((key,) + r.slot, None)
+            return
+        for slot, part in outcome.dropped:
+            self._forget((key,) + slot, part)
+        if outcome.commit is not None:
+            for r, state in zip(rules, outcome.commit):
+                self._commit((key,) + r.slot, r, state, t)
+
+    def latest(self, key, slot):
+        """The latest charge time of a log or bucket slot, or None."""
+        stored = self.store.get((key,) + slot)
+        if stored is None or slot[0] in WINDOWED:
+            return None
+        s = stored.state
+        return s.latest if slot[0] == "log" else s.x
+
+    def note_time(self, t):
+        """An event the model does not apply still moves the clock."""
+        self.max_t = max(self.max_t, t)
+
+    # -- expiry
+
+    def _expiry_choices(self, key, rules, t):
+        """Every subset of the touched parts whose state may have
+        expired (the clock has passed their guaranteed life)."""
+        horizon = max(self.max_t, t)
+        doubtful = []
+        for r in rules:
+            doubtful += [(r.slot, part) for part in
+                         self._doubtful((key,) + r.slot, r, t, horizon)]
+        for n in range(len(doubtful) + 1):
+            for subset in itertools.combinations(doubtful, n):
+                yield subset
+
+    def _doubtful(self, sk, rule, t, horizon):
+        """The parts of a slot this request reads that may be gone: window
+        indexes, or None for a whole log or bucket."""
+        stored = self.store.get(sk)
+        if stored is None:
+            return []
+        if rule.alg not in WINDOWED:
+            return [None] if stored.alive <= horizon else []
+        return [k for k in touched_windows(rule, t)
+                if k in stored.alive and stored.alive[k] <= horizon]
+
+    def _states(self, key, rules, t, dropped):
+        """The state each rule reads (for windows, the windows it reads),
+        without what this reading drops."""
+        states = {}
+        for r in rules:
+            stored = self.store.get((key,) + r.slot)
+            if r.alg in WINDOWED:
+                windows = {} if stored is None else stored.state
+                states[r.slot] = {k: windows[k]
+                                  for k in touched_windows(r, t)
+                                  if k in windows
+                                  and (r.slot, k) not in dropped}
+            elif stored is not None and (r.slot, None) not in dropped:
+                states[r.slot] = stored.state
+        return states
+
+    def _forget(self, sk, part):
+        """Forget an expired window, or a whole log or bucket (None)."""
+        stored = self.store.get(sk)
+        if stored is None:
+            return
+        if part is None:
+            del self.store[sk]
+            return
+        stored.state.pop(part, None)
+        stored.alive.pop(part, None)
+
+    # -- charging
+
+    def _commit(self, sk, rule, state, t):
+        """Store a charged state and how long it surely lives."""
+        if rule.alg in WINDOWED:
+            self._commit_window(sk, rule, state)
+            return
+        if rule.alg == "log":
+            keep = [(x, c) for x, c in state.entries
+                    if x > state.latest - rule.period]
+            state = LogState(state.latest, keep)
+        reset = JUDGES[rule.alg](state, rule, 1, t).now.reset
+        life = max(reset + rule.period, self.ttl_floor)
+        self.store[sk] = Stored(state, t + life)
+
+    def _commit_window(self, sk, rule, charged):
+        """A window lives until it stops counting plus one period, and at
+        least the TTL floor from the window's start."""
+        k, count = charged
+        start = k * rule.period - rule.tz
+        stored = self.store.setdefault(sk, Stored({}, {}))
+        stored.state[k] = count
+        counts_until = start + rule.period
+        if rule.alg == "sliding":
+            counts_until += rule.period
+        stored.alive[k] = max(counts_until + rule.period,
+                              start + self.ttl_floor)
+
+
+def merge_outcomes(found):
+    """Readings that give the same answer and leave the same charged state
+    are one; it forgets only what all of them forget (a part kept now may
+    still be found gone at a later look)."""
+    merged = []
+    for o in found:
+        twin = next((m for m in merged if m.answer == o.answer
+                     and same_commit(m.commit, o.commit)), None)
+        if twin is None:
+            merged.append(o)
+        else:
+            twin.dropped = tuple(d for d in twin.dropped if d in o.dropped)
+    return merged
+
+
+def same_commit(a, b):
+    """Do two charges leave the same states?"""
+    if a is None or b is None:
+        return a is b
+    for x, y in zip(a, b):
+        if isinstance(x, tuple):
+            if x != y:
+                return False
+        elif not x.same(y):
+            return False
+    return True
+
+
+# ------------------------------------------------------------- self-check
+
+
+def first_wait(holds, limit):
+    """The smallest whole wait w in 0..limit for which holds(w), or None."""
+    return next((w for w in range(limit + 1) if holds(w)), None)
+
+
+def check_waits(rule, state, cost, t):
+    """Brute force: retry_after and reset_after are the smallest waits
+    after which the statement holds, for one rule and one state."""
+    judge, horizon = JUDGES[rule.alg], 60 * rule.period
+    v = judge(state, rule, cost, t)
+    if not v.admits and not v.never:
+        want = first_wait(
+            lambda w: judge(state, rule, cost, t + w).admits, horizon)
+        assert v.retry == want, ("retry", rule.alg, v.retry, want)
+    want = first_wait(lambda w: judge(state, rule, 1, t + w).now.remaining
+                      == rule.capacity, horizon)
+    assert v.now.reset == want, ("reset", rule.alg, v.now.reset, want)
+
+
+def selfcheck(rounds=300, seed=1):
+    """Closed forms against brute force, and token against gcra, on
+    random small schedules (late requests and limit changes included)."""
+    import random
+    rng = random.Random(seed)
+    for _ in range(rounds):
+        period = rng.choice([4, 5, 7, 10, 12])
+        tz = rng.choice([0, 0, 3, -2])
+        limit, burst = rng.randint(1, 4), rng.randint(1, 5)
+        states = {a: None for a in ALGORITHMS}
+        latest = 0
+        for _ in range(rng.randint(1, 12)):
+            t = max(0, latest + rng.randint(-8, 6))
+            latest = max(latest, t)
+            cost = rng.randint(1, 5)
+            limit = rng.choice([limit, limit, rng.randint(1, 4)])
+            check_step(states, (period, tz), limit, burst, cost, t)
+    return True
+
+
+def check_step(states, shape, limit, burst, cost, t):
+    """One request on each algorithm: check it, then charge if admitted."""
+    verdicts, (period, tz) = {}, shape
+    for alg in ALGORITHMS:
+        rule = Rule(alg, limit, period, burst,
+                    tz if alg in WINDOWED else 0)
+        st = states[alg]
+        if alg in WINDOWED:
+            k = window_of(rule, t)[0]
+            st = {j: c for j, c in (st or {}).items() if j <= k}
+        check_waits(rule, st, cost, t)
+        verdicts[alg] = JUDGES[alg](states[alg] or
+                                   ({} if alg in WINDOWED else None),
+                                   rule, cost, t)
+    tok, gc = verdicts["token"], verdicts["gcra"]
+    assert (tok.admits, tok.retry, tok.now.remaining, tok.now.reset,
+            tok.charged.remaining, tok.charged.reset) == \
+        (gc.admits, gc.retry, gc.now.remaining, gc.now.reset,
+         gc.charged.remaining, gc.charged.reset), "token != gcra"
+    for alg, v in verdicts.items():
+        if v.admits:
+            states[alg] = charge(states[alg], v.state)
+
+
+def charge(old, new):
+    """The stored state after a charge (windows: set one count)."""
+    if isinstance(new, tuple):
+        out = dict(old or {})
+        out[new[0]] = new[1]
+        return out
+    return new
+
+
+if __name__ == "__main__":
+    print("selfcheck passed" if selfcheck() else "selfcheck failed")

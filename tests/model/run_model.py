@@ -1,0 +1,739 @@
+"""Drive `sluice replay` with random schedules and check every answer
+against the independent reference model (model.py).
+
+Why it exists: the other differential tests compare backends with mem://,
+which shares code with some of them; this one compares every field of
+every answer with a model written from docs/SEMANTICS.md alone. Given
+several --url, event i goes to the i-th URL modulo their number, one line
+at a time, so backends on one server must share their state.
+
+    run_model.py --bin BUILD/sluice --url URL|@FILE [--unsupported ALGS]
+                 [--url ... [--unsupported ...]] [--events N] [--seed S]
+
+--unsupported applies to the --url before it. SLUICE_WRAP, when set, is a
+command prefix (valgrind) put in front of the binary. Exit 0 when every
+answer matched, 1 on the first mismatch (with a reproducer), 2 on usage.
+"""
+
+import json
+import os
+import random
+import select
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import model as M  # noqa: E402
+
+TOP = 2 ** 53 - 1
+TTL_FLOOR = 600000
+PROBE = {"t": 0, "key": "model:probe", "rule": "fixed:1/1s", "op": "reset"}
+HISTORY_SHOWN = 20
+
+
+class Options:
+    """Command line: one UrlSpec per --url, each with its refusals."""
+
+    def __init__(self):
+        self.bin, self.urls, self.events = None, [], 20000
+        self.seed, self.timeout = None, None
+
+
+class UrlSpec:
+    """A URL as given, the URL used, and the algorithms it refuses."""
+
+    def __init__(self, given):
+        self.given, self.url, self.unsupported = given, None, set()
+
+
+def usage(msg):
+    sys.stderr.write("run_model.py: %s\n%s" % (msg, __doc__))
+    sys.exit(2)
+
+
+def parse_args(argv):
+    """Manual parsing: --unsupported qualifies the --url before it."""
+    opts, i = Options(), 0
+    while i < len(argv):
+        flag = argv[i]
+        if i + 1 >= len(argv):
+            usage("%s needs a value" % flag)
+        value, i = argv[i + 1], i + 2
+        if flag == "--bin":
+            opts.bin = value
+        elif flag == "--url":
+            opts.urls.append(UrlSpec(value))
+        elif flag == "--unsupported":
+            if not opts.urls:
+                usage("--unsupported must follow the --url it applies to")
+            opts.urls[-1].unsupported = set(value.split(","))
+        elif flag in ("--events", "--seed", "--timeout"):
+            setattr(opts, flag[2:], int(value))
+        else:
+            usage("unknown argument %s" % flag)
+    if not opts.bin or not opts.urls:
+        usage("--bin and --url are required")
+    return opts
+
+
+def resolve_url(given, prefix):
+    """@FILE -> its first line; then a fresh prefix and the TTL floor."""
+    url = given
+    if given.startswith("@"):
+        with open(given[1:]) as f:
+            url = f.readline().strip()
+    sep = "&" if "?" in url else "?"
+    return "%s%sprefix=%s&ttl_floor_ms=%d" % (url, sep, prefix, TTL_FLOOR)
+
+
+# ----------------------------------------------------------- the process
+
+
+class ReplayError(Exception):
+    """The CLI died, or did not answer in time."""
+
+
+class Replay:
+    """One `sluice replay --url URL`, driven one line at a time: it must
+    answer each line before it reads the next (flush per line)."""
+
+    def __init__(self, binary, url, timeout):
+        wrap = shlex.split(os.environ.get("SLUICE_WRAP", ""))
+        cmd = wrap + [binary, "replay", "--url", url]
+        self.url, self.timeout, self.buf = url, timeout, b""
+        self.err = tempfile.TemporaryFile()
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE,
+                                         stderr=self.err)
+        except OSError as e:
+            raise ReplayError("cannot run %s: %s" % (" ".join(cmd), e))
+
+    def ask(self, line):
+        """Write one line, read the one answer line."""
+        try:
+            self.proc.stdin.write(line.encode() + b"\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise ReplayError("replay exited: %s" % self.stderr())
+        return self.read_line()
+
+    def read_line(self):
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + self.timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise ReplayError(
+                    "no answer within %d s (replay must flush each answer "
+                    "line) from %s" % (self.timeout, self.url))
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise ReplayError("replay exited: %s" % self.stderr())
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode()
+
+    def stderr(self):
+        self.err.seek(0)
+        return self.err.read().decode(errors="replace").strip()
+
+    def close(self):
+        """End input; the exit status (0 when every line was answered)."""
+        try:
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        try:
+            return self.proc.wait(timeout=max(60, self.timeout))
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.close()
+
+
+def start_replay(binary, url, timeout):
+    """Start one replay and check that it answers a first (probe) line."""
+    r = Replay(binary, url, timeout)
+    answer = r.ask(json.dumps(PROBE))
+    if answer != '{"reset": true}':
+        r.kill()
+        raise ReplayError("probe answered %s on %s" % (answer, url))
+    return r
+
+
+# ------------------------------------------------------------ the schedule
+
+
+PERIODS_SMALL = [1, 7, 10, 50, 100, 250, 500, 1000, 1000, 2000, 3000]
+PERIODS_MEDIUM = [10000, 60000, 3600000]
+
+
+class Slot:
+    """One (algorithm, period, tz) of a key and its (limit, burst)s."""
+
+    def __init__(self, alg, period, tz, variants):
+        self.alg, self.period, self.tz = alg, period, tz
+        self.variants = variants
+
+    @property
+    def ident(self):
+        return (self.alg, self.period, self.tz)
+
+
+def pick_period(rng):
+    r = rng.random()
+    if r < 0.75:
+        return rng.choice(PERIODS_SMALL)
+    if r < 0.9:
+        return rng.choice(PERIODS_MEDIUM)
+    if r < 0.95:
+        return 86400000 * rng.randint(1, 3)
+    return rng.choice([10 ** 10, rng.randint(10 ** 8, 10 ** 10)])
+
+
+def pick_capacity(rng, period):
+    """Mostly small, so that denials are common; sometimes the largest
+    allowed (capacity * period < 2^53, at most 10^9)."""
+    most = min(10 ** 9, (2 ** 53 - 1) // period)
+    r = rng.random()
+    if r < 0.7:
+        return min(most, rng.randint(1, 10))
+    if r < 0.88:
+        return min(most, rng.randint(11, 300))
+    if r < 0.95:
+        return rng.randint(min(most, 1000), most)
+    return most
+
+
+def pick_variant(rng, alg, period):
+    """(limit, burst): burst is the capacity for token and gcra."""
+    cap = pick_capacity(rng, period)
+    if alg not in M.BUCKETS:
+        return (cap, cap)
+    r = rng.random()
+    if r < 0.4:
+        return (cap, cap)
+    if r < 0.85:
+        return (rng.randint(1, min(10 ** 9, 2 * cap)), cap)
+    return (rng.randint(1, 10 ** 9), cap)
+
+
+def pick_tz(rng, alg):
+    if alg not in M.WINDOWED or rng.random() < 0.4:
+        return 0
+    return rng.randint(-56, 56) * 15 * 60000 + rng.choice(
+        [0, 0, 0, rng.randint(-14, 14) * 60000])
+
+
+def make_slot(rng, alg=None):
+    alg = alg or rng.choice(M.ALGORITHMS)
+    period = pick_period(rng)
+    tz = max(-14 * 3600000, min(14 * 3600000, pick_tz(rng, alg)))
+    count = rng.choice([1, 1, 2, 3])
+    variants = [pick_variant(rng, alg, period) for _ in range(count)]
+    return Slot(alg, period, tz, variants)
+
+
+def fmt_period(rng, period):
+    units = [(u, n) for u, n in M.UNITS.items() if period % n == 0]
+    unit, n = rng.choice(units)
+    return "%d%s" % (period // n, unit)
+
+
+def fmt_tz(rng, tz):
+    if tz == 0:
+        return rng.choice(["", "", ",tz=+00:00", ",tz=-00:00"])
+    sign, tz = ("-", -tz) if tz < 0 else ("+", tz)
+    return ",tz=%s%02d:%02d" % (sign, tz // 3600000, tz % 3600000 // 60000)
+
+
+def fmt_rule(rng, slot, variant):
+    limit, burst = variant
+    text = "%s:%d/%s" % (slot.alg, limit, fmt_period(rng, slot.period))
+    if slot.alg in M.BUCKETS:
+        if burst != limit or rng.random() < 0.3:
+            text += ",burst=%d" % burst
+    if slot.alg in M.WINDOWED:
+        text += fmt_tz(rng, slot.tz)
+    return text
+
+
+class Profile:
+    """A key and the slots its requests use."""
+
+    def __init__(self, key, slots):
+        self.key, self.slots = key, slots
+
+
+def make_profile(rng, key, first=None):
+    """A key's slots: two to four algorithms (`first` among them), some
+    with two periods."""
+    algs = rng.sample(M.ALGORITHMS, rng.randint(2, 4))
+    if first is not None and first not in algs:
+        algs[0] = first
+    slots, seen = [], set()
+    for alg in algs:
+        for _ in range(rng.choice([1, 1, 2])):
+            s = make_slot(rng, alg)
+            if s.ident not in seen:
+                seen.add(s.ident)
+                slots.append(s)
+    return Profile(key, slots)
+
+
+class Schedule:
+    """Random events: hot keys, skewed clients, late requests after
+    denials and peeks, limit changes, jumps, the top of the time range."""
+
+    def __init__(self, rng, model, events):
+        self.rng, self.model, self.events = rng, model, events
+        self.base = rng.randint(0, 3000)
+        self.skews = [0] + [rng.randint(-800, 800) for _ in range(4)]
+        hot = ["user:1", "user:2", "tenant:7", "clé:ü", "ip:10.0.0.9"]
+        self.hot = [make_profile(rng, k, a)
+                    for k, a in zip(hot, M.ALGORITHMS)]
+        self.cold = [make_profile(rng, "k:%d" % i) for i in range(60)]
+        self.top_at = int(events * 0.9)
+        self.follow = None
+        self.script = self.reproducer()
+
+    def reproducer(self):
+        """The late-after-denial case that once slipped through."""
+        ev = [(1000, 1), (1500, 1), (2200, 2), (1800, 1)]
+        return [{"t": t, "key": "repro:log", "rule": "log:2/1s",
+                 "cost": c, "op": "acquire"} for t, c in ev]
+
+    def next(self, i):
+        """The i-th event and the (slot, variant) pairs it uses."""
+        if self.script:
+            ev = self.script.pop(0)
+            return ev, [(("log", 1000, 0), (2, 2))]
+        self.advance(i)
+        if self.follow is not None:
+            ev, used = self.follow
+            self.follow = None
+            return ev, used
+        return self.fresh()
+
+    def advance(self, i):
+        """Move the shared clock: mostly small steps, sometimes jumps."""
+        rng, r = self.rng, self.rng.random()
+        if i == self.top_at:
+            self.base = TOP - 10 ** 6 + rng.randint(0, 10 ** 5)
+            return
+        if r < 0.35:
+            step = 0
+        elif r < 0.75:
+            step = rng.randint(1, 20)
+        elif r < 0.95:
+            step = rng.randint(21, 300)
+        elif r < 0.99:
+            step = rng.randint(301, 5000)
+        elif r < 0.998:
+            step = rng.randint(10 ** 4, 10 ** 7)
+        else:
+            step = rng.randint(10 ** 8, 10 ** 10)
+        if self.base + step + 1000 <= TOP and (
+                i > self.top_at or self.base + step < TOP - 2 * 10 ** 6):
+            self.base += step
+
+    def fresh(self):
+        rng = self.rng
+        prof = rng.choice(self.hot if rng.random() < 0.85 else self.cold)
+        n = 1 if rng.random() < 0.7 or len(prof.slots) < 2 else \
+            rng.randint(2, min(3, len(prof.slots)))
+        slots = rng.sample(prof.slots, n)
+        used = [(s, self.variant_of(s)) for s in slots]
+        t = max(0, min(TOP, self.base + rng.choice(self.skews)))
+        cost = self.pick_cost(min(v[1] for _, v in used))
+        r = rng.random()
+        op = "acquire" if r < 0.82 else ("peek" if r < 0.98 else "reset")
+        return self.event(prof.key, used, t, cost, op), \
+            [(s.ident, v) for s, v in used]
+
+    def variant_of(self, slot):
+        """Mostly the slot's first (limit, burst), sometimes another."""
+        if len(slot.variants) == 1 or self.rng.random() < 0.6:
+            return slot.variants[0]
+        return self.rng.choice(slot.variants)
+
+    def pick_cost(self, cap):
+        rng, r = self.rng, self.rng.random()
+        if r < 0.6:
+            return 1
+        if r < 0.82:
+            return rng.randint(1, max(1, min(cap, 5)))
+        if r < 0.92:
+            return rng.randint(max(1, cap // 2), cap)
+        if cap >= 10 ** 9:
+            return cap
+        return rng.randint(cap + 1, min(10 ** 9, cap + rng.choice([1, 5,
+                                                                   cap])))
+
+    def event(self, key, used, t, cost, op):
+        rule = "+".join(fmt_rule(self.rng, s, v) for s, v in used)
+        ev = {"t": t, "key": key, "rule": rule}
+        if not (cost == 1 and op == "acquire" and self.rng.random() < 0.3):
+            ev["cost"], ev["op"] = cost, op
+        return ev
+
+    def feedback(self, ev, used, answer):
+        """After a denial or a peek, often send a late request on the key:
+        earlier than that request, and often earlier than the latest
+        charge too."""
+        denied = answer.get("allowed") is False
+        peek = ev.get("op") == "peek"
+        if not (denied or peek) or self.rng.random() < 0.4 or ev["t"] == 0:
+            return
+        latest = [self.model.latest(ev["key"], s) for s, _ in used]
+        latest = [x for x in latest if x is not None] or [ev["t"]]
+        low = max(0, min(min(latest), ev["t"]) - 800, ev["t"] - 2400)
+        t = self.rng.randint(low, ev["t"] - 1) if low < ev["t"] else low
+        op = "acquire" if self.rng.random() < 0.75 else "peek"
+        cost = 1 if self.rng.random() < 0.7 else ev.get("cost", 1)
+        follow = {"t": t, "key": ev["key"], "rule": ev["rule"],
+                  "cost": cost, "op": op}
+        self.follow = (follow, used)
+
+
+# ------------------------------------------------------------- the figures
+
+
+class Figures:
+    """What the run covered."""
+
+    def __init__(self, algs):
+        self.n = {k: 0 for k in ["events", "allowed", "denied", "late",
+                                 "late_after_denial", "late_after_peek",
+                                 "composites", "limit_changes", "resets",
+                                 "peeks", "never_fit", "unsupported",
+                                 "expiry_readings", "replaced",
+                                 "top_range", "tz", "big"]}
+        self.per_alg = {a: 0 for a in algs}
+        self.last_variant = {}
+        self.last_on_key = {}
+        self.charged_at = {}
+
+    def count(self, ev, used, answer):
+        n, key, t = self.n, ev["key"], ev["t"]
+        n["events"] += 1
+        rules = M.parse_rules(ev["rule"])
+        for r in rules:
+            self.per_alg[r.alg] += 1
+        n["composites"] += len(rules) > 1
+        n["top_range"] += t > TOP - 2 * 10 ** 6
+        op = ev.get("op", "acquire")
+        n["resets"] += op == "reset"
+        n["peeks"] += op == "peek"
+        self.count_changes(key, used)
+        if op != "reset":
+            self.count_late(ev, rules)
+        n["tz"] += any(r.tz for r in rules)
+        n["big"] += any(r.capacity >= 10 ** 6 or r.period >= 10 ** 8
+                        for r in rules)
+        self.last_on_key[key] = (t, op, answer)
+        if "allowed" in answer:
+            n["allowed" if answer["allowed"] else "denied"] += 1
+            n["never_fit"] += any(ev.get("cost", 1) > r.capacity
+                                  for r in rules)
+            if answer["allowed"] and op == "acquire":
+                for r in rules:
+                    self.charged_at[(key, r.slot)] = max(
+                        t, self.charged_at.get((key, r.slot), 0))
+
+    def count_changes(self, key, used):
+        changed = False
+        for ident, variant in used:
+            old = self.last_variant.get((key, ident))
+            changed |= old is not None and old != variant
+            self.last_variant[(key, ident)] = variant
+        self.n["limit_changes"] += changed
+
+    def count_late(self, ev, rules):
+        """Late: earlier than the latest charge of one of its slots."""
+        key, t = ev["key"], ev["t"]
+        late = any(t < self.charged_at.get((key, r.slot), -1)
+                   for r in rules)
+        if not late:
+            return
+        self.n["late"] += 1
+        prev = self.last_on_key.get(key)
+        if prev and t < prev[0]:
+            if prev[1] == "peek":
+                self.n["late_after_peek"] += 1
+            elif prev[2].get("allowed") is False:
+                self.n["late_after_denial"] += 1
+
+    def line(self, seconds, notes):
+        parts = ["%s=%d" % kv for kv in self.n.items()]
+        parts += ["%s=%d" % kv for kv in self.per_alg.items()]
+        parts.append("seconds=%.1f" % seconds)
+        text = "# " + " ".join(parts)
+        for note in sorted(notes):
+            text += "\n# note: " + note
+        return text
+
+
+# ------------------------------------------------------------- the checking
+
+
+def refused(spec, ev):
+    rules = M.parse_rules(ev["rule"])
+    return any(r.alg in spec.unsupported for r in rules)
+
+
+def judge(model, spec, ev, actual):
+    """Check one answer and apply it to the model: (ok, expected). When
+    the answer fits readings that leave different states, ok is None."""
+    op = ev.get("op", "acquire")
+    if refused(spec, ev):
+        if "unsupported" in actual.get("error", ""):
+            model.note_time(ev["t"])
+            return True, actual
+        if op == "reset" and actual == {"reset": True}:
+            model.apply(ev, model.outcomes(ev)[0])
+            return True, actual
+        return False, {"error": "... unsupported ..."}
+    outcomes = model.outcomes(ev)
+    matches = [o for o in outcomes if o.answer == actual]
+    if not matches:
+        want = outcomes[0].answer
+        if len(outcomes) > 1:
+            want = {"any of": [o.answer for o in outcomes]}
+        return False, want
+    model.apply(ev, matches[0])
+    return (True if len(matches) == 1 else None), actual
+
+
+def parse_answer(text):
+    try:
+        value = json.loads(text)
+        return value if isinstance(value, dict) else {"unparsed": text}
+    except ValueError:
+        return {"unparsed": text}
+
+
+def replace_if_ambiguous(model, ev):
+    """An event whose answer could not tell which expiry reading the
+    backend took becomes a reset of its key and rule."""
+    if ev.get("op", "acquire") == "reset":
+        return ev, False
+    if model.resolvable(model.outcomes(ev)):
+        return ev, False
+    return {"t": ev["t"], "key": ev["key"], "rule": ev["rule"],
+            "op": "reset"}, True
+
+
+class Run:
+    """One run: the processes, the model, the schedule, the figures."""
+
+    def __init__(self, opts):
+        self.opts = opts
+        self.seed = opts.seed if opts.seed is not None else \
+            random.SystemRandom().randrange(10 ** 9)
+        self.timeout = opts.timeout or (
+            120 if os.environ.get("SLUICE_WRAP") else 30)
+        self.notes, self.history = set(), {}
+        self.model = M.Model(trusted_floor(opts.urls))
+        self.notes.add("state trusted to live until reset_after + one "
+                       "period%s; past that both readings pass" % (
+                           ", and %d ms" % TTL_FLOOR
+                           if self.model.ttl_floor else ""))
+        self.sched = Schedule(random.Random(self.seed), self.model,
+                              opts.events)
+        self.fig = Figures(M.ALGORITHMS)
+        self.procs = []
+
+    def start(self):
+        prefix = fresh_prefix(self.seed)
+        for spec in self.opts.urls:
+            spec.url = resolve_url(spec.given, prefix)
+            self.procs.append(start_replay(self.opts.bin, spec.url,
+                                           self.timeout))
+
+    def step(self, i):
+        """Send event i; None when it matched, else a failure text."""
+        ev, used = self.sched.next(i)
+        ev, replaced = replace_if_ambiguous(self.model, ev)
+        self.fig.n["replaced"] += replaced
+        self.fig.n["expiry_readings"] += len(self.model.outcomes(ev)) > 1
+        which = i % len(self.procs)
+        line = json.dumps(ev, ensure_ascii=False)
+        self.history.setdefault(ev["key"], []).append((which, ev))
+        actual = parse_answer(self.procs[which].ask(line))
+        self.fig.n["unsupported"] += "unsupported" in actual.get("error", "")
+        ok, want = judge(self.model, self.opts.urls[which], ev, actual)
+        self.fig.count(ev, used, actual)
+        if ok is False:
+            return self.failure(i, which, ev, want, actual)
+        self.sched.feedback(ev, used, actual)
+        return None
+
+    def failure(self, i, which, ev, want, actual):
+        out = ["MISMATCH seed=%d event=%d url[%d]=%s" % (
+            self.seed, i, which, self.opts.urls[which].url)]
+        hist = self.history[ev["key"]]
+        out.append("last %d events on key %r (JSON Lines%s):" % (
+            min(len(hist), HISTORY_SHOWN), ev["key"],
+            "; url[i] sends it" if len(self.procs) > 1 else ""))
+        out += [fmt_line(w, e, len(self.procs))
+                for w, e in hist[-HISTORY_SHOWN:]]
+        out.append("expected: %s" % json.dumps(want, ensure_ascii=False))
+        out.append("actual:   %s" % json.dumps(actual, ensure_ascii=False))
+        try:
+            out += minimize(self, hist)
+        except ReplayError as e:
+            out.append("(no reproducer: %s)" % e)
+        return "\n".join(out)
+
+    def finish(self, seconds):
+        """Close every process: each must exit 0 (valgrind: no errors)."""
+        if self.model.ttl_floor and seconds > TTL_FLOOR / 1000 * 0.9:
+            self.notes.add("the run took nearly the TTL floor in real "
+                           "time: a key may have expired on the server")
+        bad = []
+        for spec, p in zip(self.opts.urls, self.procs):
+            rc = p.close()
+            if rc != 0:
+                bad.append("replay on %s exited %d: %s" % (
+                    spec.url, rc, p.stderr()))
+        return bad
+
+
+def trusted_floor(specs):
+    """How long stored state surely lives, besides SEMANTICS' own bound
+    (reset_after plus one period). Redis keys get the TTL floor in real
+    time, and a run is shorter than the floor, so the floor holds on the
+    virtual clock too. mem:// expires on the virtual clock: only
+    SEMANTICS' bound is trusted there."""
+    if any(s.given.startswith("mem:") for s in specs):
+        return 0
+    return TTL_FLOOR
+
+
+def fresh_prefix(seed):
+    return "model-%d-%d:" % (seed, random.SystemRandom().randrange(10 ** 9))
+
+
+def fmt_line(which, ev, nprocs):
+    text = json.dumps(ev, ensure_ascii=False)
+    return text if nprocs == 1 else "url[%d] %s" % (which, text)
+
+
+# ------------------------------------------------------ the reproducer
+
+
+def replay_fresh(run, events):
+    """Replay events on fresh processes and a fresh prefix: the index of
+    the first answer that disagrees with a fresh model, with both."""
+    prefix = fresh_prefix(run.seed)
+    procs = []
+    try:
+        for spec in run.opts.urls:
+            procs.append(start_replay(run.opts.bin,
+                                      resolve_url(spec.given, prefix),
+                                      run.timeout))
+        model = M.Model(trusted_floor(run.opts.urls))
+        for n, (which, ev) in enumerate(events):
+            line = json.dumps(ev, ensure_ascii=False)
+            actual = parse_answer(procs[which].ask(line))
+            ok, want = judge(model, run.opts.urls[which], ev, actual)
+            if ok is None:
+                return None
+            if not ok:
+                return n, want, actual
+        return None
+    finally:
+        for p in procs:
+            p.kill()
+
+
+def minimize(run, hist, budget_s=60):
+    """Shrink the key's history to a short sequence that still ends in a
+    disagreement: shortest failing suffix, then drop events one by one."""
+    deadline = time.monotonic() + budget_s
+    events = hist[-400:]
+    found = replay_fresh(run, events)
+    if found is None or found[0] != len(events) - 1:
+        return ["(the key's last %d events alone do not reproduce it "
+                "the same way: %s)" % (len(events), found)]
+    for size in range(1, len(events)):
+        if time.monotonic() > deadline:
+            break
+        cand = events[-size:]
+        if is_repro(run, cand):
+            events = cand
+            break
+    i = 0
+    while i < len(events) - 1 and time.monotonic() < deadline:
+        cand = events[:i] + events[i + 1:]
+        if is_repro(run, cand):
+            events = cand
+        else:
+            i += 1
+    n, want, actual = replay_fresh(run, events)
+    out = ["minimal reproducer (%d events, fresh prefix):" % len(events)]
+    out += [fmt_line(w, e, len(run.procs)) for w, e in events]
+    out.append("expected: %s" % json.dumps(want, ensure_ascii=False))
+    out.append("actual:   %s" % json.dumps(actual, ensure_ascii=False))
+    return out
+
+
+def is_repro(run, events):
+    found = replay_fresh(run, events)
+    return found is not None and found[0] == len(events) - 1
+
+
+# -------------------------------------------------------------------- main
+
+
+def main(argv):
+    opts = parse_args(argv)
+    run = Run(opts)
+    print("# seed %d, %d events, %s" % (
+        run.seed, opts.events, " ".join(describe(s) for s in opts.urls)))
+    sys.stdout.flush()
+    began = time.monotonic()
+    failure = None
+    try:
+        run.start()
+        for i in range(opts.events):
+            failure = run.step(i)
+            if failure:
+                failure += "\n%d passed, 1 failed" % i
+                break
+    except ReplayError as e:
+        failure = "replay failed (seed %d): %s\n0 passed, 1 failed" % (
+            run.seed, e)
+    if failure:
+        for p in run.procs:
+            p.kill()
+        print(failure)
+        return 1
+    seconds = time.monotonic() - began
+    bad = run.finish(seconds)
+    for text in bad:
+        print(text)
+    print("%d passed, %d failed" % (opts.events, len(bad)))
+    print(run.fig.line(seconds, run.notes))
+    return 1 if bad else 0
+
+
+def describe(spec):
+    if not spec.unsupported:
+        return spec.given
+    return "%s (unsupported: %s)" % (spec.given,
+                                     ",".join(sorted(spec.unsupported)))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
