@@ -206,7 +206,7 @@ for rule in RULES:
             cpu.append((pat, ratio(c.get("cpu_ratio_to_floor"), r.get("cpu_ratio_to_floor"))))
     if us:
         target("cluster", rule, "Redis µs/decision ≤ 1.1 × redis:// (per node)",
-               us, 1.1, "max", "each as a ratio to its neighbouring floor")
+               us, 1.1, "max", "each as its ratio to the floor run in turns with it")
         target("cluster", rule, "whole-process CPU/decision of the masters ≤ 1.1 × redis://",
                cpu, 1.1, "max", "each master also feeds its replica")
 
@@ -450,10 +450,15 @@ for mode, pmode, title in (("seq", "seq", "one connection, sequential"),
                            ("conc50", "inflight50", "50 at once")):
     dat = os.path.join(out, "chart_%s.dat" % mode)
     with open(dat, "w") as f:
+        seen = set()
         for c in cells:
             if (c["pattern"] == "uniform" and c["mode"] == mode and c["target"] != "mem"
                     and c["section"] == "throughput"):
                 label = c["target"] + " " + "+".join(r.split(":")[0] for r in c["what"].split("+"))
+                if c["kind"] == "floor":
+                    # The floors run before and after the rest.
+                    label += " (end)" if label in seen else " (start)"
+                    seen.add(label.replace(" (start)", ""))
                 color = 0x999999 if c["kind"] == "floor" else 0x3c78b4
                 f.write('"%s" %.0f %.0f %d\n' % (label, c["decisions_per_s"], c["p99_us"], color))
         for p in peers:
