@@ -225,6 +225,49 @@ static void allocation_failures_return_enomem_and_leak_nothing(void **state)
     assert_true(n > 5);
 }
 
+/* Expiry goes one way, as a Redis key's does: state that a request found
+ * expired is not found again by a request on a clock behind (it once was,
+ * and answered 10 where a fresh bucket gives 19). */
+static void expired_state_stays_gone_for_clocks_behind(void **state)
+{
+    vclock clk = {1000};
+    sluice *sl = open_mem("mem://?ttl_floor_ms=1", &clk);
+    sluice_ruleset big = rules("token:10/100ms"),
+                   slow = rules("token:1/100ms,burst=20");
+    sluice_result r;
+
+    (void)state;
+    /* Backlog 10 requests at 1000: needed until 1100, plus a period. */
+    assert_int_equal(sluice_acquire(sl, "k", 1, &big, 10, &r), SLUICE_OK);
+    clk.t = 1300;
+    assert_int_equal(sluice_peek(sl, "k", 1, &slow, 1, &r), SLUICE_OK);
+    assert_int_equal(r.remaining, 19);
+    clk.t = 1150;
+    assert_int_equal(sluice_acquire(sl, "k", 1, &slow, 1, &r), SLUICE_OK);
+    assert_int_equal(r.remaining, 19);
+    sluice_close(sl);
+}
+
+/* The TTL floor holds in memory as it does on Redis: with a floor of ten
+ * minutes the backlog is still there 300 ms later. */
+static void the_ttl_floor_keeps_state(void **state)
+{
+    vclock clk = {1000};
+    sluice *sl = open_mem("mem://?ttl_floor_ms=600000", &clk);
+    sluice_ruleset big = rules("token:10/100ms"),
+                   slow = rules("token:1/100ms,burst=20");
+    sluice_result r;
+
+    (void)state;
+    assert_int_equal(sluice_acquire(sl, "k", 1, &big, 10, &r), SLUICE_OK);
+    clk.t = 1300;
+    /* Backlog 1000 request*ms drained at 1 a ms for 300 ms: 700, that is
+     * 7 requests of the 20: 13 left, 12 after this one. */
+    assert_int_equal(sluice_peek(sl, "k", 1, &slow, 1, &r), SLUICE_OK);
+    assert_int_equal(r.remaining, 12);
+    sluice_close(sl);
+}
+
 /* A batch size whose arrays would pass SIZE_MAX bytes is refused before
  * anything is read from the caller's arrays. */
 static void a_batch_too_large_to_allocate_is_refused(void **state)
@@ -249,6 +292,8 @@ int main(void)
         cmocka_unit_test(memory_is_bounded_by_expiry),
         cmocka_unit_test(allocation_failures_return_enomem_and_leak_nothing),
         cmocka_unit_test(a_batch_too_large_to_allocate_is_refused),
+        cmocka_unit_test(expired_state_stays_gone_for_clocks_behind),
+        cmocka_unit_test(the_ttl_floor_keeps_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,6 +47,7 @@ typedef struct store {
 typedef struct handle {
     store *s;
     char prefix[64];
+    int64_t ttl_floor_ms; /* no entry lives less after a charge */
 } handle;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -145,6 +146,7 @@ static sluice_status memory_open(const sl_url *url, void **state, char *err,
     }
     h->s = s;
     strcpy(h->prefix, url->prefix);
+    h->ttl_floor_ms = url->opts.ttl_floor_ms;
     *state = h;
     return SLUICE_OK;
 }
@@ -224,12 +226,20 @@ static void store_gc(store *s, int64_t now)
     s->gc_at = s->count * 2 > 1024 ? s->count * 2 : 1024;
 }
 
-/* Finds the live entry of key, or NULL. */
+/* Finds the live entry of key, or NULL. An entry found expired is
+ * dropped: expiry goes one way, as a Redis key's does, so a request on a
+ * clock behind never finds again what one ahead found gone. */
 static entry *lookup(store *s, const char *key, size_t len, int64_t now)
 {
-    entry *e = *find_slot(s, key, len, hash_bytes(key, len));
+    entry **pp = find_slot(s, key, len, hash_bytes(key, len)), *e = *pp;
 
-    return e != NULL && e->expires_at > now ? e : NULL;
+    if (e != NULL && e->expires_at <= now) {
+        *pp = e->next;
+        entry_free(e);
+        s->count--;
+        return NULL;
+    }
+    return e;
 }
 
 /* Finds or creates key's entry, emptied if it had expired. */
@@ -262,15 +272,33 @@ static entry *obtain(store *s, const char *key, size_t len, sluice_algorithm a,
     return e;
 }
 
-static void remove_key(store *s, const char *key, size_t len)
+/* A reset: a bucket or log goes whole; a window rule loses the windows
+ * k - 2 .. k + 1 around t, what the Redis backends delete (one key per
+ * window there; SEMANTICS.md, "reset"). */
+static void reset_key(store *s, const char *key, size_t len,
+                      const sluice_rule *r, int64_t t)
 {
     entry **pp = find_slot(s, key, len, hash_bytes(key, len)), *e = *pp;
+    int64_t k, to_end;
+    size_t i, o = 0;
 
-    if (e != NULL) {
-        *pp = e->next;
-        entry_free(e);
-        s->count--;
+    if (e == NULL)
+        return;
+    if (e->algorithm == SLUICE_FIXED || e->algorithm == SLUICE_SLIDING) {
+        sl_window_locate(r, t, &k, &to_end);
+        for (i = 0; i < e->u.win.n; i++) {
+            if (e->u.win.idx[i] >= k - 2 && e->u.win.idx[i] <= k + 1)
+                continue;
+            e->u.win.idx[o] = e->u.win.idx[i];
+            e->u.win.count[o++] = e->u.win.count[i];
+        }
+        e->u.win.n = o;
+        if (o > 0)
+            return;
     }
+    *pp = e->next;
+    entry_free(e);
+    s->count--;
 }
 
 static int64_t window_count(const entry *e, int64_t k)
@@ -412,10 +440,11 @@ static void charge_rule(entry *e, const sluice_rule *r, int64_t t, int64_t cost,
     }
 }
 
-static sluice_status decide_request(store *s, const char *prefix,
+static sluice_status decide_request(store *s, const handle *h,
                                     const sl_request *rq, sluice_result *out,
                                     char *err, size_t err_len)
 {
+    const char *prefix = h->prefix;
     const sluice_ruleset *rs = rq->rules;
     sl_verdict v[SLUICE_MAX_RULES];
     sl_state_view views[SLUICE_MAX_RULES];
@@ -431,7 +460,7 @@ static sluice_status decide_request(store *s, const char *prefix,
         lens[i] = sl_key_build(keys[i], sizeof(keys[i]), prefix, rq->key,
                                rq->key_len, &rs->rules[i]);
         if (rq->op == SL_OP_RESET) {
-            remove_key(s, keys[i], lens[i]);
+            reset_key(s, keys[i], lens[i], &rs->rules[i], t);
             continue;
         }
         es[i] = lookup(s, keys[i], lens[i], t);
@@ -454,7 +483,8 @@ static sluice_status decide_request(store *s, const char *prefix,
         }
     }
     for (i = 0; i < rs->count; i++) {
-        int64_t ttl = sl_ttl_after_charge(&rs->rules[i], &v[i]);
+        int64_t ttl = sl_max64(sl_ttl_after_charge(&rs->rules[i], &v[i]),
+                               h->ttl_floor_ms);
 
         charge_rule(es[i], &rs->rules[i], t, rq->cost, ch[i].x, ch[i].d);
         es[i]->expires_at = sl_max64(es[i]->expires_at, t + ttl);
@@ -475,7 +505,7 @@ static sluice_status memory_decide(void *state, const sl_request *reqs,
     for (i = 0; i < n && st == SLUICE_OK; i++) {
         if (s->count >= s->gc_at)
             store_gc(s, reqs[i].now_ms);
-        st = decide_request(s, h->prefix, &reqs[i], &out[i], err, err_len);
+        st = decide_request(s, h, &reqs[i], &out[i], err, err_len);
     }
     pthread_mutex_unlock(&s->lock);
     return st;

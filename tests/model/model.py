@@ -395,7 +395,7 @@ class Model:
         rules = parse_rules(event["rule"])
         if outcome.answer.get("reset"):
             for r in rules:
-                self.store.pop((key,) + r.slot, None)
+                self._reset((key,) + r.slot, r, t)
             return
         for slot, part in outcome.dropped:
             self._forget((key,) + slot, part)
@@ -455,6 +455,23 @@ class Model:
             elif stored is not None and (r.slot, None) not in dropped:
                 states[r.slot] = stored.state
         return states
+
+    def _reset(self, sk, rule, t):
+        """SEMANTICS, reset: a log or bucket is forgotten whole; a window
+        rule forgets the windows from two before the reset's own to the
+        one after it."""
+        stored = self.store.get(sk)
+        if stored is None:
+            return
+        if rule.alg not in WINDOWED:
+            del self.store[sk]
+            return
+        k, _ = window_of(rule, t)
+        for part in range(k - 2, k + 2):
+            stored.state.pop(part, None)
+            stored.alive.pop(part, None)
+        if not stored.state:
+            del self.store[sk]
 
     def _forget(self, sk, part):
         """Forget an expired window, or a whole log or bucket (None)."""
