@@ -17,9 +17,6 @@ extern const char sl_lua_script[];
 extern const size_t sl_lua_script_len;
 extern const char sl_lua_sha1[];
 
-#define ARGS_PER_RULE 6 /* algo and five numbers: see lua/sluice.lua */
-#define FIXED_ARGS    4 /* now, op, cost, tag */
-
 typedef struct state {
     sl_conn conn;
     const sl_url *url;
@@ -59,29 +56,40 @@ static void evalsha_close(void *p)
     sl_free(s);
 }
 
-static bool is_window(const sluice_rule *r)
+/* Appends v as a little-endian int64 at *p; advances *p. */
+static void put_i64(char **p, int64_t v)
 {
-    return r->algorithm == SLUICE_FIXED || r->algorithm == SLUICE_SLIDING;
+    uint64_t u = (uint64_t)v;
+    int i;
+
+    for (i = 0; i < 8; i++)
+        *(*p)++ = (char)(u >> (8 * i));
 }
 
-/* Appends one request: EVALSHA (or EVAL). On the client's clock the
+/* The tag as sent: below 2^52, so the script's doubles hold it. */
+static int64_t wire_tag(uint64_t tag)
+{
+    return (int64_t)(tag & ((UINT64_C(1) << 52) - 1));
+}
+
+/* Appends one request: EVALSHA (or EVAL), its numbers packed in one
+ * argument (lua/sluice.lua has the contract). On the client's clock the
  * window keys, their ends and TTLs are worked out here, so that the script
- * does no more than it must (lua/sluice.lua has the contract). A reset on
- * the client's clock is a DEL; on the server's only the script knows the
- * time, so it runs the script. */
+ * does no more than it must. A reset on the client's clock is a DEL; on
+ * the server's only the script knows the time, so it runs the script. */
 sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
                                 const sl_request *rq, bool as_eval,
                                 uint64_t tag, char *err, size_t err_len)
 {
     const sluice_ruleset *rs = rq->rules;
-    const char *argv[3 + 2 * SLUICE_MAX_RULES + FIXED_ARGS +
-                     SLUICE_MAX_RULES * ARGS_PER_RULE];
+    const char *argv[3 + 2 * SLUICE_MAX_RULES + 2];
     size_t lens[sizeof(argv) / sizeof(argv[0])];
     char keys[2 * SLUICE_MAX_RULES][SL_KEY_BUF];
-    char nums[FIXED_ARGS + SLUICE_MAX_RULES * ARGS_PER_RULE][24];
-    char numkeys[24];
-    size_t i, a = 3, k = 0, nk = 0;
+    char packed[8 * (4 + 6 * SLUICE_MAX_RULES)], *pk = packed;
+    char cost[24], numkeys[24];
+    size_t i, a = 3, nk = 0;
     bool local = rq->now_ms >= 0;
+    int64_t floor = url->opts.ttl_floor_ms;
 
     if (rq->op == SL_OP_RESET && local)
         return sl_conn_append_reset(cn, url->prefix, rq, err, err_len);
@@ -89,90 +97,67 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
     lens[0] = strlen(argv[0]);
     argv[1] = as_eval ? sl_lua_script : sl_lua_sha1;
     lens[1] = as_eval ? sl_lua_script_len : 40;
-    /* The keys first: a window on the client's clock sends its own key
-     * (and a sliding window the one before), not the rule's. */
+    put_i64(&pk, rq->now_ms);
+    put_i64(&pk, rq->op == SL_OP_ACQUIRE ? 1 : rq->op == SL_OP_PEEK ? 0 : 2);
+    put_i64(&pk, rq->cost);
+    put_i64(&pk, wire_tag(tag));
+    /* The keys, and each rule's numbers: a window on the client's clock
+     * sends its own key (a sliding window also the one before), its end
+     * and its TTL. */
     for (i = 0; i < rs->count; i++) {
         const sluice_rule *r = &rs->rules[i];
         size_t base = sl_key_build(keys[nk], SL_KEY_BUF, url->prefix, rq->key,
                                    rq->key_len, r);
         int64_t w, to_end;
 
-        if (!local || !is_window(r)) {
-            lens[a] = base;
-            argv[a++] = keys[nk++];
-            continue;
-        }
-        sl_window_locate(r, rq->now_ms, &w, &to_end);
-        if (r->algorithm == SLUICE_SLIDING) {
-            memcpy(keys[nk + 1], keys[nk], base);
-            lens[a + 1] = sl_key_window(keys[nk + 1], base, w - 1);
-            argv[a + 1] = keys[nk + 1];
-        }
-        lens[a] = sl_key_window(keys[nk], base, w);
-        argv[a] = keys[nk];
-        a += r->algorithm == SLUICE_SLIDING ? 2 : 1;
-        nk += r->algorithm == SLUICE_SLIDING ? 2 : 1;
-    }
-    lens[2] = sl_i64toa((int64_t)nk, numkeys);
-    argv[2] = numkeys;
-/* One number argument, formatted without snprintf; or an empty one. */
-#define NUM(v)                             \
-    do {                                   \
-        lens[a] = sl_i64toa((v), nums[k]); \
-        argv[a++] = nums[k++];             \
-    } while (0)
-#define EMPTY()         \
-    do {                \
-        lens[a] = 0;    \
-        argv[a++] = ""; \
-    } while (0)
-    NUM(rq->now_ms);
-    NUM(rq->op == SL_OP_ACQUIRE ? 1 : rq->op == SL_OP_PEEK ? 0 : 2);
-    NUM(rq->cost);
-    NUM((int64_t)(tag & INT64_MAX));
-    for (i = 0; i < rs->count; i++) {
-        const sluice_rule *r = &rs->rules[i];
-        int64_t floor = url->opts.ttl_floor_ms;
-
-        NUM(r->algorithm);
-        NUM(r->limit);
-        NUM(r->period_ms);
+        put_i64(&pk, r->algorithm);
+        put_i64(&pk, r->limit);
+        put_i64(&pk, r->period_ms);
         switch (r->algorithm) {
         case SLUICE_FIXED:
         case SLUICE_SLIDING:
-            NUM(r->tz_offset_ms);
-            if (local) {
-                int64_t w, to_end;
-
-                /* The window's first charge keeps it until its end, and
-                 * a sliding window one period more (it weighs as the
-                 * previous one then); one period of grace besides. */
-                sl_window_locate(r, rq->now_ms, &w, &to_end);
-                NUM(to_end);
-                NUM(sl_max64(
-                    to_end + r->period_ms +
-                        (r->algorithm == SLUICE_SLIDING ? r->period_ms : 0),
-                    floor));
-            } else {
-                EMPTY();
-                NUM(floor);
+            put_i64(&pk, r->tz_offset_ms);
+            if (!local) {
+                put_i64(&pk, -1);
+                put_i64(&pk, floor);
+                lens[a] = base;
+                argv[a++] = keys[nk++];
+                break;
+            }
+            sl_window_locate(r, rq->now_ms, &w, &to_end);
+            put_i64(&pk, to_end);
+            put_i64(&pk, floor);
+            lens[a] = sl_key_window(keys[nk], base, w);
+            argv[a++] = keys[nk++];
+            if (r->algorithm == SLUICE_SLIDING) {
+                memcpy(keys[nk], keys[nk - 1], base);
+                lens[a] = sl_key_window(keys[nk], base, w - 1);
+                argv[a++] = keys[nk++];
             }
             break;
         case SLUICE_LOG:
-            NUM(floor);
-            EMPTY();
-            EMPTY();
+            put_i64(&pk, floor);
+            put_i64(&pk, 0);
+            put_i64(&pk, 0);
+            lens[a] = base;
+            argv[a++] = keys[nk++];
             break;
         case SLUICE_TOKEN:
         case SLUICE_GCRA:
-            NUM(sl_rule_capacity(r));
-            NUM(floor);
-            EMPTY();
+            put_i64(&pk, sl_rule_capacity(r));
+            put_i64(&pk, floor);
+            put_i64(&pk, 0);
+            lens[a] = base;
+            argv[a++] = keys[nk++];
             break;
         }
     }
-#undef NUM
-#undef EMPTY
+    lens[2] = sl_i64toa((int64_t)nk, numkeys);
+    argv[2] = numkeys;
+    argv[a] = packed;
+    lens[a++] = (size_t)(pk - packed);
+    lens[a] = sl_i64toa(rq->cost, cost);
+    argv[a++] = cost;
     return sl_conn_append(cn, (int)a, argv, lens, err, err_len);
 }
 
@@ -268,7 +253,6 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
     sl_verdict v[SLUICE_MAX_RULES];
     sl_charge ch[SLUICE_MAX_RULES];
     const redisReply *echo;
-    char want[24];
     int64_t t = rq->now_ms;
     size_t i, at = 0;
 
@@ -288,12 +272,13 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
     /* The script echoes the request's tag: a reply meant for another
      * request (a connection out of step) is never taken for this one. */
     echo = rep->element[rep->elements - 1];
-    want[sl_i64toa((int64_t)(tag & INT64_MAX), want)] = '\0';
-    if (echo->type != REDIS_REPLY_STRING || strcmp(echo->str, want) != 0) {
+    if (echo->type != REDIS_REPLY_INTEGER || echo->integer != wire_tag(tag)) {
         sl_errf(err, err_len,
-                "evalsha: a reply out of step (tag %s, expected %s); the "
+                "evalsha: a reply out of step (tag %lld, expected %lld); the "
                 "connection is dropped",
-                echo->type == REDIS_REPLY_STRING ? echo->str : "?", want);
+                echo->type == REDIS_REPLY_INTEGER ? (long long)echo->integer
+                                                  : -1LL,
+                (long long)wire_tag(tag));
         return SLUICE_EPROTO;
     }
     if (rq->op == SL_OP_RESET)
