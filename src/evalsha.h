@@ -8,14 +8,17 @@
 #include "redis.h"
 
 /* Queues one request on cn: EVALSHA (EVAL when as_eval) with the keys of
- * every rule and the request's tag, or DEL of them for a reset. */
+ * every rule and the request's tag, or, for a reset on the client's clock,
+ * DEL of every key the reset forgets (sl_key_reset_set). */
 sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
                                 const sl_request *rq, bool as_eval,
                                 uint64_t tag, char *err, size_t err_len);
 
-/* Turns the script's reply into the composite's result. A reply whose
- * echoed tag is not `tag` is out of step: SLUICE_EPROTO, and the caller
- * must drop the connection. */
+/* Turns the script's reply (the state it read and its admissions) into
+ * the composite's result, computed by src/algo.c. A reply whose echoed tag
+ * is not `tag`, whose values are out of range, or whose admissions differ
+ * from the client's is SLUICE_EPROTO, and the caller must drop the
+ * connection. */
 sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
                                 uint64_t tag, sluice_result *out, char *err,
                                 size_t err_len);

@@ -50,6 +50,31 @@ size_t sl_i64toa(int64_t v, char *dst);
  * when dst is too small. */
 size_t sl_key_build(char *dst, size_t dst_len, const char *prefix,
                     const void *key, size_t key_len, const sluice_rule *r);
+
+/* Room for any key sl_key_build writes, plus a window's ":<k>". */
+#define SL_KEY_BUF (SLUICE_MAX_KEY_LEN + 160)
+
+/* key.c: appends ":<k>" to the rule key of length base_len in dst (of
+ * SL_KEY_BUF bytes): the key of window k. Returns the new length. */
+size_t sl_key_window(char *dst, size_t base_len, int64_t k);
+
+/* key.c: a token or gcra state as stored: x (the time of the last
+ * charge), d (the backlog in request*ms at x) and keep (the time until
+ * which it must live), three little-endian int64 in SL_BUCKET_LEN bytes.
+ * unpack is false when the bytes are not such a state or hold numbers
+ * outside their ranges. */
+#define SL_BUCKET_LEN 24
+void sl_bucket_pack(char *dst, int64_t x, int64_t d, int64_t keep);
+bool sl_bucket_unpack(const char *src, size_t len, int64_t *x, int64_t *d,
+                      int64_t *keep);
+
+/* key.c: the keys that a reset of rule r at t deletes: the rule's key,
+ * and for windows the windows k - 2 .. k + 1 around t (late requests and
+ * clocks ahead). Writes up to SL_RESET_KEYS keys; returns how many. */
+#define SL_RESET_KEYS 4
+size_t sl_key_reset_set(const char *prefix, const void *key, size_t key_len,
+                        const sluice_rule *r, int64_t t,
+                        char (*keys)[SL_KEY_BUF], size_t *lens);
 /* Checks a key against the cap; writes the message. */
 sluice_status sl_key_check(const void *key, size_t key_len, char *err,
                            size_t err_len);

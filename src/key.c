@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* key.c - the Redis key layout "<prefix>{K}:<algo>:<P>[:<off>]", and the
  * checks of a request's key, cost and time. */
+#include "algo.h"
 #include "internal.h"
 
 #include <stdio.h>
@@ -49,6 +50,61 @@ size_t sl_key_build(char *dst, size_t dst_len, const char *prefix,
         o += sl_i64toa(r->tz_offset_ms, dst + o);
     }
     return o;
+}
+
+size_t sl_key_window(char *dst, size_t base_len, int64_t k)
+{
+    dst[base_len] = ':';
+    return base_len + 1 + sl_i64toa(k, dst + base_len + 1);
+}
+
+void sl_bucket_pack(char *dst, int64_t x, int64_t d, int64_t keep)
+{
+    uint64_t v[3] = {(uint64_t)x, (uint64_t)d, (uint64_t)keep};
+    size_t i;
+
+    for (i = 0; i < SL_BUCKET_LEN; i++)
+        dst[i] = (char)(v[i / 8] >> (8 * (i % 8)));
+}
+
+bool sl_bucket_unpack(const char *src, size_t len, int64_t *x, int64_t *d,
+                      int64_t *keep)
+{
+    uint64_t v[3] = {0, 0, 0};
+    size_t i;
+
+    if (len != SL_BUCKET_LEN)
+        return false;
+    for (i = 0; i < SL_BUCKET_LEN; i++)
+        v[i / 8] |= (uint64_t)(unsigned char)src[i] << (8 * (i % 8));
+    *x = (int64_t)v[0];
+    *d = (int64_t)v[1];
+    *keep = (int64_t)v[2];
+    /* A time, a backlog below capacity * period, a time plus a TTL. */
+    return *x >= 0 && *x <= SL_MAX_TIME_MS && *d >= 0 && *d < SL_EXACT_BOUND &&
+           *keep >= 0 && *keep <= 2 * SL_EXACT_BOUND;
+}
+
+size_t sl_key_reset_set(const char *prefix, const void *key, size_t key_len,
+                        const sluice_rule *r, int64_t t,
+                        char (*keys)[SL_KEY_BUF], size_t *lens)
+{
+    size_t base = sl_key_build(keys[0], SL_KEY_BUF, prefix, key, key_len, r);
+    int64_t k, to_end;
+    int d;
+
+    lens[0] = base;
+    if (r->algorithm != SLUICE_FIXED && r->algorithm != SLUICE_SLIDING)
+        return 1;
+    /* Windows keep nothing under the rule's key itself: keys[0] becomes
+     * window k - 2, after its text served as the base of the others. */
+    sl_window_locate(r, t, &k, &to_end);
+    for (d = 1; d <= 3; d++) {
+        memcpy(keys[d], keys[0], base);
+        lens[d] = sl_key_window(keys[d], base, k - 2 + d);
+    }
+    lens[0] = sl_key_window(keys[0], base, k - 2);
+    return 4;
 }
 
 sluice_status sl_key_check(const void *key, size_t key_len, char *err,

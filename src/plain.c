@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define KEYBUF        (SLUICE_MAX_KEY_LEN + 160)
+#define KEYBUF        SL_KEY_BUF
 #define WATCH_RETRIES 16
 #define PRUNE_MIN     16 /* dead log entries worth a round trip */
 
@@ -45,6 +45,7 @@ typedef struct rule_io {
     int64_t k, to_end;     /* windows: index and time to its end */
     int64_t ttl;           /* TTL sent with the optimistic charge */
     sl_log_entry *entries; /* log: oldest first, without our own */
+    int64_t keep;          /* token, gcra: live at least until then */
     size_t cap;
     char member[64]; /* log: our entry */
 } rule_io;
@@ -86,9 +87,7 @@ static size_t rule_key(const sl_plain *p, const sl_request *rq,
     size_t n =
         sl_key_build(buf, KEYBUF, p->url->prefix, rq->key, rq->key_len, r);
 
-    if (window)
-        n += (size_t)snprintf(buf + n, KEYBUF - n, ":%lld", (long long)k);
-    return n;
+    return window ? sl_key_window(buf, n, k) : n;
 }
 
 static bool is_window(const sluice_rule *r)
@@ -123,26 +122,7 @@ static size_t append_block(sl_plain *p, job *j)
     int64_t t = rq->now_ms;
 
     if (j->mode == JOB_RESET) {
-        /* One DEL of every key the rules may hold near t. */
-        const char *argv[1 + SLUICE_MAX_RULES * 4];
-        size_t lens[1 + SLUICE_MAX_RULES * 4];
-        char keys[SLUICE_MAX_RULES * 4][KEYBUF];
-        int argc = 1, d;
-
-        argv[0] = "DEL";
-        lens[0] = 3;
-        for (i = 0; i < rs->count; i++) {
-            const sluice_rule *r = &rs->rules[i];
-
-            sl_window_locate(r, t, &j->io[i].k, &j->io[i].to_end);
-            for (d = is_window(r) ? -2 : 0; d <= (is_window(r) ? 1 : 0); d++) {
-                lens[argc] = rule_key(p, rq, r, is_window(r), j->io[i].k + d,
-                                      keys[argc - 1]);
-                argv[argc] = keys[argc - 1];
-                argc++;
-            }
-        }
-        redisAppendCommandArgv(p->conn.c, argc, argv, lens);
+        sl_conn_append_reset(&p->conn, p->url->prefix, rq, NULL, 0);
         return 1;
     }
     for (i = 0; i < rs->count; i++) {
@@ -169,7 +149,7 @@ static size_t append_block(sl_plain *p, job *j)
                 break;
             case SLUICE_TOKEN:
             case SLUICE_GCRA:
-                APPEND(p, "HMGET %b x d", key, kl);
+                APPEND(p, "GET %b", key, kl);
                 n++;
                 break;
             }
@@ -354,6 +334,16 @@ static bool read_log(rule_io *io, const redisReply *r, size_t *count)
     return true;
 }
 
+/* A bucket's state: nil, or what sl_bucket_pack wrote. */
+static bool read_bucket(const redisReply *r, sl_state_view *s, int64_t *keep)
+{
+    if (r->type == REDIS_REPLY_NIL)
+        return true;
+    s->has = true;
+    return r->type == REDIS_REPLY_STRING &&
+           sl_bucket_unpack(r->str, r->len, &s->x, &s->d, keep);
+}
+
 /* A window count read back: a taken-back charge whose key expired
  * meanwhile leaves a negative count, which is an empty window; a count
  * whose product with the period could overflow is not ours. */
@@ -403,15 +393,7 @@ static sluice_status parse_views(sl_plain *p, job *j, char *err, size_t err_len)
             break;
         case SLUICE_TOKEN:
         case SLUICE_GCRA:
-            ok = rep[0]->type == REDIS_REPLY_ARRAY && rep[0]->elements == 2;
-            if (ok && rep[0]->element[0]->type != REDIS_REPLY_NIL) {
-                s->has = true;
-                /* A time, and a backlog below capacity * period. */
-                ok = reply_int(rep[0]->element[0], &s->x) &&
-                     reply_int(rep[0]->element[1], &s->d) && s->x >= 0 &&
-                     s->x <= SL_MAX_TIME_MS && s->d >= 0 &&
-                     s->d < SL_EXACT_BOUND;
-            }
+            ok = read_bucket(rep[0], s, &io->keep);
             at += 1;
             break;
         }
@@ -569,12 +551,21 @@ static size_t append_writes(sl_plain *p, job *j)
             n += 3;
             break;
         case SLUICE_TOKEN:
-        case SLUICE_GCRA:
-            APPEND(p, "HSET %b x %lld d %lld", key, kl, (long long)j->ch[i].x,
-                   (long long)j->ch[i].d);
-            APPEND(p, "PEXPIRE %b %lld", key, kl, ttl);
-            n += 2;
+        case SLUICE_GCRA: {
+            /* TTLs only grow: keep is the latest time any charge of the
+             * state asked it to live until (a raised limit drains faster
+             * than the rule that charged before). */
+            char packed[SL_BUCKET_LEN];
+            int64_t keep =
+                sl_max64(j->io[i].keep,
+                         j->rq->now_ms + sl_ttl_after_charge(r, &j->v[i]));
+
+            sl_bucket_pack(packed, j->ch[i].x, j->ch[i].d, keep);
+            APPEND(p, "SET %b %b PX %lld", key, kl, packed, sizeof(packed),
+                   (long long)with_floor(p, keep - j->rq->now_ms));
+            n += 1;
             break;
+        }
         }
     }
     return n;
@@ -915,7 +906,7 @@ static size_t block_replies(const sl_request *rq, bool read_mode)
             break;
         case SLUICE_TOKEN:
         case SLUICE_GCRA:
-            n += 1; /* HMGET, read mode only */
+            n += 1; /* GET, read mode only */
             break;
         }
     }

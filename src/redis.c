@@ -3,6 +3,8 @@
  * transport failure closes it, so the next call reconnects. */
 #include "redis.h"
 
+#include "backend.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -280,4 +282,32 @@ sluice_status sl_conn_reply_status(const sl_conn *cn, const redisReply *rep,
     sl_errf(err, err_len, "%s: %s:%d answered: %s", cn->who, cn->url->host,
             cn->url->port, rep->str);
     return SLUICE_ESERVER;
+}
+
+sluice_status sl_conn_append_reset(sl_conn *cn, const char *prefix,
+                                   const sl_request *rq, char *err,
+                                   size_t err_len)
+{
+    const sluice_ruleset *rs = rq->rules;
+    const char *argv[1 + SLUICE_MAX_RULES * SL_RESET_KEYS];
+    size_t lens[1 + SLUICE_MAX_RULES * SL_RESET_KEYS], i, j, n, a = 1;
+    char(*keys)[SL_KEY_BUF] =
+        sl_malloc(SLUICE_MAX_RULES * SL_RESET_KEYS * SL_KEY_BUF);
+    sluice_status st;
+
+    if (keys == NULL) {
+        sl_errf(err, err_len, "%s: out of memory", cn->who);
+        return SLUICE_ENOMEM;
+    }
+    argv[0] = "DEL";
+    lens[0] = 3;
+    for (i = 0; i < rs->count; i++) {
+        n = sl_key_reset_set(prefix, rq->key, rq->key_len, &rs->rules[i],
+                             rq->now_ms, keys + a - 1, lens + a);
+        for (j = 0; j < n; j++, a++)
+            argv[a] = keys[a - 1];
+    }
+    st = sl_conn_append(cn, (int)a, argv, lens, err, err_len);
+    sl_free(keys);
+    return st;
 }

@@ -37,4 +37,13 @@ void sl_conn_close(sl_conn *cn);
 sluice_status sl_conn_reply_status(const sl_conn *cn, const redisReply *rep,
                                    char *err, size_t err_len);
 
+struct sl_request;
+
+/* Queues one DEL of every key that a reset of rq at its time forgets
+ * (sl_key_reset_set): shared by every backend that resets on the client's
+ * clock. */
+sluice_status sl_conn_append_reset(sl_conn *cn, const char *prefix,
+                                   const struct sl_request *rq, char *err,
+                                   size_t err_len);
+
 #endif /* SL_REDIS_H */

@@ -186,11 +186,24 @@ static void foreign_data_under_a_key_is_a_clear_server_error(void **state)
     (void)state;
     assert_int_equal(sluice_ruleset_parse("token:5/1s", &rs, NULL, 0),
                      SLUICE_OK);
-    snprintf(cmd, sizeof(cmd), "SET f%ld:{w}:token:1000 not-a-hash EX 60",
+    snprintf(cmd, sizeof(cmd), "HSET f%ld:{w}:token:1000 not a-string",
              (long)getpid());
+    admin(cmd);
+    snprintf(cmd, sizeof(cmd), "EXPIRE f%ld:{w}:token:1000 60", (long)getpid());
     admin(cmd);
     assert_int_equal(sluice_acquire(sl, "w", 1, &rs, 1, &r), SLUICE_ESERVER);
     assert_non_null(strstr(sluice_errmsg(sl), "WRONGTYPE"));
+    /* A string that is not a bucket's state: refused, not misread. */
+    snprintf(cmd, sizeof(cmd), "SET f%ld:{x}:token:1000 short EX 60",
+             (long)getpid());
+    admin(cmd);
+    {
+        sluice_status st = sluice_acquire(sl, "x", 1, &rs, 1, &r);
+
+        printf("# foreign string under a bucket's key: %s: %s\n",
+               sluice_strerror(st), sluice_errmsg(sl));
+        assert_true(st == SLUICE_ESERVER || st == SLUICE_EPROTO);
+    }
     /* The connection survives a server error. */
     assert_int_equal(sluice_acquire(sl, "v", 1, &rs, 1, &r), SLUICE_OK);
     sluice_close(sl);

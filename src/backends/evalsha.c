@@ -17,9 +17,6 @@ extern const char sl_lua_script[];
 extern const size_t sl_lua_script_len;
 extern const char sl_lua_sha1[];
 
-#define ARGS_PER_RULE 5
-#define FIXED_ARGS    4 /* now, acquire, cost, ttl floor */
-
 typedef struct state {
     sl_conn conn;
     const sl_url *url;
@@ -59,115 +56,259 @@ static void evalsha_close(void *p)
     sl_free(s);
 }
 
-/* Appends one request: EVALSHA (or EVAL) with every rule's key. A reset
- * runs the script too: a window's keys are found from the time, which
- * only the script knows on the server's clock. */
+/* Appends v as a little-endian int64 at *p; advances *p. */
+static void put_i64(char **p, int64_t v)
+{
+    uint64_t u = (uint64_t)v;
+    int i;
+
+    for (i = 0; i < 8; i++)
+        *(*p)++ = (char)(u >> (8 * i));
+}
+
+/* The tag as sent: below 2^52, so the script's doubles hold it. */
+static int64_t wire_tag(uint64_t tag)
+{
+    return (int64_t)(tag & ((UINT64_C(1) << 52) - 1));
+}
+
+/* Appends one request: EVALSHA (or EVAL), its numbers packed in one
+ * argument (lua/sluice.lua has the contract). On the client's clock the
+ * window keys, their ends and TTLs are worked out here, so that the script
+ * does no more than it must. A reset on the client's clock is a DEL; on
+ * the server's only the script knows the time, so it runs the script. */
 sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
                                 const sl_request *rq, bool as_eval,
                                 uint64_t tag, char *err, size_t err_len)
 {
     const sluice_ruleset *rs = rq->rules;
-    const char *argv[4 + SLUICE_MAX_RULES * (1 + ARGS_PER_RULE) + FIXED_ARGS];
+    const char *argv[3 + 2 * SLUICE_MAX_RULES + 2];
     size_t lens[sizeof(argv) / sizeof(argv[0])];
-    char keys[SLUICE_MAX_RULES][SLUICE_MAX_KEY_LEN + 128];
-    char nums[FIXED_ARGS + SLUICE_MAX_RULES * ARGS_PER_RULE + 1][24];
-    char numkeys[24];
-    size_t i, a = 0, k = 0;
+    char keys[2 * SLUICE_MAX_RULES][SL_KEY_BUF];
+    char packed[8 * (4 + 6 * SLUICE_MAX_RULES)], *pk = packed;
+    char cost[24], numkeys[24];
+    size_t i, a = 3, nk = 0;
+    bool local = rq->now_ms >= 0;
+    int64_t floor = url->opts.ttl_floor_ms;
 
-    argv[a] = as_eval ? "EVAL" : "EVALSHA";
-    lens[a++] = strlen(argv[0]);
-    argv[a] = as_eval ? sl_lua_script : sl_lua_sha1;
-    lens[a++] = as_eval ? sl_lua_script_len : 40;
-    lens[a] = sl_i64toa((int64_t)rs->count, numkeys);
-    argv[a++] = numkeys;
+    if (rq->op == SL_OP_RESET && local)
+        return sl_conn_append_reset(cn, url->prefix, rq, err, err_len);
+    argv[0] = as_eval ? "EVAL" : "EVALSHA";
+    lens[0] = strlen(argv[0]);
+    argv[1] = as_eval ? sl_lua_script : sl_lua_sha1;
+    lens[1] = as_eval ? sl_lua_script_len : 40;
+    put_i64(&pk, rq->now_ms);
+    put_i64(&pk, rq->op == SL_OP_ACQUIRE ? 1 : rq->op == SL_OP_PEEK ? 0 : 2);
+    put_i64(&pk, rq->cost);
+    put_i64(&pk, wire_tag(tag));
+    /* The keys, and each rule's numbers: a window on the client's clock
+     * sends its own key (a sliding window also the one before), its end
+     * and its TTL. */
     for (i = 0; i < rs->count; i++) {
-        lens[a] = sl_key_build(keys[i], sizeof(keys[i]), url->prefix, rq->key,
-                               rq->key_len, &rs->rules[i]);
-        argv[a++] = keys[i];
-    }
-    {
-        int64_t v[FIXED_ARGS + SLUICE_MAX_RULES * ARGS_PER_RULE + 1];
+        const sluice_rule *r = &rs->rules[i];
+        size_t base = sl_key_build(keys[nk], SL_KEY_BUF, url->prefix, rq->key,
+                                   rq->key_len, r);
+        int64_t w, to_end;
 
-        v[k++] = rq->now_ms;
-        v[k++] = rq->op == SL_OP_ACQUIRE ? 1 : rq->op == SL_OP_PEEK ? 0 : 2;
-        v[k++] = rq->cost;
-        v[k++] = url->opts.ttl_floor_ms;
-        for (i = 0; i < rs->count; i++) {
-            const sluice_rule *r = &rs->rules[i];
-
-            v[k++] = r->algorithm;
-            v[k++] = r->limit;
-            v[k++] = r->period_ms;
-            v[k++] = sl_rule_capacity(r);
-            v[k++] = r->tz_offset_ms;
-        }
-        v[k++] = (int64_t)(tag & INT64_MAX);
-        for (i = 0; i < k; i++) {
-            lens[a] = sl_i64toa(v[i], nums[i]);
-            argv[a++] = nums[i];
+        put_i64(&pk, r->algorithm);
+        put_i64(&pk, r->limit);
+        put_i64(&pk, r->period_ms);
+        switch (r->algorithm) {
+        case SLUICE_FIXED:
+        case SLUICE_SLIDING:
+            put_i64(&pk, r->tz_offset_ms);
+            if (!local) {
+                put_i64(&pk, -1);
+                put_i64(&pk, floor);
+                lens[a] = base;
+                argv[a++] = keys[nk++];
+                break;
+            }
+            sl_window_locate(r, rq->now_ms, &w, &to_end);
+            put_i64(&pk, to_end);
+            put_i64(&pk, floor);
+            lens[a] = sl_key_window(keys[nk], base, w);
+            argv[a++] = keys[nk++];
+            if (r->algorithm == SLUICE_SLIDING) {
+                memcpy(keys[nk], keys[nk - 1], base);
+                lens[a] = sl_key_window(keys[nk], base, w - 1);
+                argv[a++] = keys[nk++];
+            }
+            break;
+        case SLUICE_LOG:
+            put_i64(&pk, floor);
+            put_i64(&pk, 0);
+            put_i64(&pk, 0);
+            lens[a] = base;
+            argv[a++] = keys[nk++];
+            break;
+        case SLUICE_TOKEN:
+        case SLUICE_GCRA:
+            put_i64(&pk, sl_rule_capacity(r));
+            put_i64(&pk, floor);
+            put_i64(&pk, 0);
+            lens[a] = base;
+            argv[a++] = keys[nk++];
+            break;
         }
     }
+    lens[2] = sl_i64toa((int64_t)nk, numkeys);
+    argv[2] = numkeys;
+    argv[a] = packed;
+    lens[a++] = (size_t)(pk - packed);
+    lens[a] = sl_i64toa(rq->cost, cost);
+    argv[a++] = cost;
     return sl_conn_append(cn, (int)a, argv, lens, err, err_len);
 }
 
-/* Turns a script reply into the composite's result. */
+/* Element *at of rep as an integer in lo..hi; advances *at. */
+static bool reply_num(const redisReply *rep, size_t *at, int64_t lo, int64_t hi,
+                      int64_t *v)
+{
+    const redisReply *e;
+
+    if (*at >= rep->elements)
+        return false;
+    e = rep->element[(*at)++];
+    if (e->type != REDIS_REPLY_INTEGER || e->integer < lo || e->integer > hi)
+        return false;
+    *v = e->integer;
+    return true;
+}
+
+/* One rule's part of the reply, from *at: the script's admission and the
+ * state it read, as the view sl_decide reads; e holds up to two log
+ * entries. False when the part is malformed or out of range. */
+static bool rule_view(const sluice_rule *r, const redisReply *rep, size_t *at,
+                      bool *admit, sl_state_view *s, sl_log_entry *e)
+{
+    int64_t a, b, c, d, keep;
+    /* Counts read back never exceed what keeps count * P far from
+     * overflow; times and backlogs stay below 2^53. */
+    int64_t count_max = INT64_MAX / 4 / r->period_ms;
+    const redisReply *packed;
+
+    memset(s, 0, sizeof(*s));
+    switch (r->algorithm) {
+    case SLUICE_FIXED:
+    case SLUICE_SLIDING:
+        /* cur if admitted, else -1 - cur. */
+        if (!reply_num(rep, at, -1 - count_max, count_max, &a))
+            return false;
+        *admit = a >= 0;
+        s->cur = a >= 0 ? a : -1 - a;
+        return r->algorithm == SLUICE_FIXED ||
+               reply_num(rep, at, 0, count_max, &s->prev);
+    case SLUICE_LOG:
+        /* m + 1 (m the newest stamp, -1 none) if admitted, else -2 - m;
+         * sum, the live cost at u; xfit and cum: the stamp whose leaving
+         * lets a denied request fit, and the live cost up to it. Two
+         * entries give sl_log_decide the same sum, newest stamp and wait
+         * as the whole log would. */
+        if (!reply_num(rep, at, -2 - SL_MAX_TIME_MS, SL_MAX_TIME_MS + 1, &a) ||
+            !reply_num(rep, at, 0, SL_EXACT_BOUND, &b) ||
+            !reply_num(rep, at, -1, SL_MAX_TIME_MS, &c) ||
+            !reply_num(rep, at, 0, b, &d))
+            return false;
+        *admit = a >= 0;
+        a = a >= 0 ? a - 1 : -2 - a;
+        s->entries = e;
+        if (b == 0)
+            return true; /* nothing live: the newest stamp is dead too */
+        if (c >= 0 && d > 0) {
+            e[s->n++] = (sl_log_entry){c, d};
+            if (b > d)
+                e[s->n++] = (sl_log_entry){a, b - d};
+            return c <= a;
+        }
+        e[s->n++] = (sl_log_entry){a, b};
+        return a >= 0;
+    case SLUICE_TOKEN:
+    case SLUICE_GCRA:
+        /* admitted (1/0), and the stored state or nil. */
+        if (!reply_num(rep, at, 0, 1, &a) || *at >= rep->elements)
+            return false;
+        *admit = a == 1;
+        packed = rep->element[(*at)++];
+        if (packed->type == REDIS_REPLY_NIL)
+            return true;
+        s->has = true;
+        return packed->type == REDIS_REPLY_STRING &&
+               sl_bucket_unpack(packed->str, packed->len, &s->x, &s->d, &keep);
+    }
+    return false;
+}
+
+/* Turns a script reply into the composite's result: the script returns the
+ * state it read and its admissions; the outputs are computed here, by the
+ * arithmetic every backend shares, and must reach the same admissions. */
 sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
                                 uint64_t tag, sluice_result *out, char *err,
                                 size_t err_len)
 {
     const sluice_ruleset *rs = rq->rules;
+    sl_state_view views[SLUICE_MAX_RULES];
+    sl_log_entry entries[SLUICE_MAX_RULES][2];
+    bool admits[SLUICE_MAX_RULES];
     sl_verdict v[SLUICE_MAX_RULES];
+    sl_charge ch[SLUICE_MAX_RULES];
     const redisReply *echo;
-    char want[24];
-    size_t i;
+    int64_t t = rq->now_ms;
+    size_t i, at = 0;
 
-    size_t nvals = rq->op == SL_OP_RESET ? 0 : 6 * rs->count;
-
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != nvals + 1) {
+    if (rq->op == SL_OP_RESET && rq->now_ms >= 0) {
+        if (rep->type == REDIS_REPLY_INTEGER)
+            return SLUICE_OK; /* DEL's count */
+        sl_errf(err, err_len, "evalsha: DEL answered type %d", rep->type);
+        return SLUICE_EPROTO;
+    }
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1) {
         sl_errf(err, err_len,
-                "evalsha: unexpected script reply (type %d, "
-                "%zu elements); is another program using the key prefix?",
-                rep->type, rep->type == REDIS_REPLY_ARRAY ? rep->elements : 0);
+                "evalsha: unexpected script reply (type %d); is another "
+                "program using the key prefix?",
+                rep->type);
         return SLUICE_EPROTO;
     }
     /* The script echoes the request's tag: a reply meant for another
      * request (a connection out of step) is never taken for this one. */
-    echo = rep->element[nvals];
-    want[sl_i64toa((int64_t)(tag & INT64_MAX), want)] = '\0';
-    if (echo->type != REDIS_REPLY_STRING || strcmp(echo->str, want) != 0) {
+    echo = rep->element[rep->elements - 1];
+    if (echo->type != REDIS_REPLY_INTEGER || echo->integer != wire_tag(tag)) {
         sl_errf(err, err_len,
-                "evalsha: a reply out of step (tag %s, expected %s); the "
+                "evalsha: a reply out of step (tag %lld, expected %lld); the "
                 "connection is dropped",
-                echo->type == REDIS_REPLY_STRING ? echo->str : "?", want);
+                echo->type == REDIS_REPLY_INTEGER ? (long long)echo->integer
+                                                  : -1LL,
+                (long long)wire_tag(tag));
         return SLUICE_EPROTO;
     }
     if (rq->op == SL_OP_RESET)
-        return SLUICE_OK;
-    /* Flags are 0 or 1, waits at least -1, the rest at least 0; nothing
-     * reaches 2^53 (so retry + gap cannot overflow). */
-    for (i = 0; i < nvals; i++) {
-        const redisReply *e = rep->element[i];
-        long long lo = i % 6 < 2 ? 0 : i % 6 == 3 ? -1 : 0;
-        long long hi = i % 6 < 2 ? 1 : SL_EXACT_BOUND;
-
-        if (e->type != REDIS_REPLY_INTEGER || e->integer < lo ||
-            e->integer > hi) {
+        return rep->elements == 2 ? SLUICE_OK : SLUICE_EPROTO;
+    for (i = 0; i < rs->count; i++) {
+        if (!rule_view(&rs->rules[i], rep, &at, &admits[i], &views[i],
+                       entries[i])) {
             sl_errf(err, err_len,
-                    "evalsha: script reply element %zu is not an integer in "
-                    "%lld..%lld",
-                    i, lo, hi);
+                    "evalsha: script reply for rule %zu out of range; is "
+                    "another program using the key prefix?",
+                    i + 1);
             return SLUICE_EPROTO;
         }
     }
+    /* On the server's clock, the time the script decided at. */
+    if ((rq->now_ms < 0 && !reply_num(rep, &at, 0, SL_MAX_TIME_MS, &t)) ||
+        at + 1 != rep->elements) {
+        sl_errf(err, err_len, "evalsha: script reply of %zu elements",
+                rep->elements);
+        return SLUICE_EPROTO;
+    }
+    sl_decide(rs, views, t, rq->cost, v, ch);
     for (i = 0; i < rs->count; i++) {
-        redisReply **e = rep->element + 6 * i;
-        int64_t gap = e[5]->integer;
-
-        v[i].admit = e[0]->integer == 1;
-        v[i].never_fits = e[1]->integer == 1;
-        v[i].remaining = e[2]->integer;
-        v[i].retry_ms = e[3]->integer < 0 ? -1 : e[3]->integer + gap;
-        v[i].reset_ms = e[4]->integer > 0 ? e[4]->integer + gap : 0;
+        if (v[i].admit != admits[i]) {
+            sl_errf(err, err_len,
+                    "evalsha: the script and the client disagree on rule "
+                    "%zu's admission; is the script of another version?",
+                    i + 1);
+            return SLUICE_EPROTO;
+        }
     }
     sl_combine(rs, v, out);
     return SLUICE_OK;

@@ -1,0 +1,312 @@
+-- sluice.lua - the one script of the Lua backend: reads every rule's state,
+-- decides admission, charges all rules or none, and returns the state it
+-- read. The client (src/backends/evalsha.c) computes every output from
+-- that state with the arithmetic every backend shares (src/algo.c), and
+-- checks that it reaches the same admissions as the script.
+--
+-- Written for Redis's CPU, which is what a decision costs under load
+-- (counted with callgrind, instructions per call; see docs/DESIGN.md):
+--   - the chunk defines no function: Redis keeps no state between calls,
+--     so a function defined here would be created again on every call;
+--   - the numbers come packed in one argument and are read by one
+--     struct.unpack per rule: every argument costs Redis an object and a
+--     Lua string, and tonumber goes through strtod;
+--   - the cost comes ready-made in decimal for the commands that need it;
+--   - a window is charged by INCRBY at once and the charge taken back on
+--     a denial: fewer instructions than reading first, though it writes;
+--   - the reply is a few integers, and the client does the rest.
+-- docs/DESIGN.md, "The Lua script contract", has the layout of every key;
+-- every backend shares it.
+--
+-- ARGV[1]   little-endian int64s: t (the request's time in ms, or -1: the
+--           server's TIME), op (1 acquire: charge when every rule admits,
+--           0 peek, 2 reset: server's clock only, the client deletes on
+--           its own), cost, tag (echoed last), then for each rule: algo
+--           (1 fixed, 2 sliding, 3 log, 4 token, 5 gcra), limit, period,
+--           and three more:
+--             fixed, sliding  tz offset, te (ms to the window's end; -1 on
+--                             the server's clock), TTL floor
+--             log             TTL floor, 0, 0
+--             token, gcra     capacity, TTL floor, 0
+-- ARGV[2]   the cost in decimal
+-- KEYS      in rule order: fixed one key, sliding two (t's window and the
+--           one before), log and buckets one. On the server's clock a
+--           window rule has one key, the rule's, and the script appends
+--           ':' .. k for window k (the same hash tag, so the same slot).
+-- return    in rule order: fixed: s (admitted: cur, else -1 - cur, with
+--           cur the count before the request); sliding: s, prev; log: s
+--           over m (the newest stamp, -1 none: admitted m + 1, else
+--           -2 - m), sum (the live cost at u = max(t, m)), xfit, cum (a
+--           fitting denial: the stamp whose leaving lets it fit and the
+--           live cost up to it; else -1, 0); token, gcra: admitted (1/0)
+--           and the state string (nil: none). Then, on the server's
+--           clock, t. Last the tag.
+-- Numbers are below 2^53 (SEMANTICS.md, "Accepted ranges"), so doubles
+-- hold them exactly; products are formed only where they stay below 2^53.
+
+local t, op, c, tag, pos = struct.unpack('<i8i8i8i8', ARGV[1])
+local n = (#ARGV[1] - 32) / 48
+local server = t == -1
+if server then
+    local tm = redis.call('TIME')
+    t = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+end
+
+if op == 2 then
+    -- A reset on the server's clock: the rule's key, and windows k - 2 ..
+    -- k + 1 around now (TIME plus an offset is far below 2^52, where fmod
+    -- and the quotient are exact).
+    for i = 1, n do
+        local algo, l, p, off
+        algo, l, p, off, pos = struct.unpack('<i8i8i8i8i8i8', ARGV[1], pos)
+        redis.call('DEL', KEYS[i])
+        if algo <= 2 then
+            local sh = t + off
+            local k = (sh - math.fmod(sh, p)) / p
+            for d = -2, 1 do
+                redis.call('DEL', KEYS[i] .. ':' .. string.format('%.0f',
+                    k + d))
+            end
+        end
+    end
+    return {t, tag}
+end
+
+-- Phase 1: each rule's state and admission; only windows write (see
+-- below). What phase 2 needs goes into
+-- st, in rule order (sized for one rule at once: growing a table costs).
+local st = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+local all = true
+local kx, o = 1, 1
+for i = 1, n do
+    local algo, l, p, a3, a4, a5
+    algo, l, p, a3, a4, a5, pos = struct.unpack('<i8i8i8i8i8i8', ARGV[1],
+        pos)
+    local admit
+    if algo <= 2 then
+        local wk, pk, te = KEYS[kx], KEYS[kx + 1], a4
+        if server then
+            local sh = t + a3
+            local e = math.fmod(sh, p)
+            local k = (sh - e) / p
+            te = p - e
+            wk = KEYS[kx] .. ':' .. string.format('%.0f', k)
+            pk = KEYS[kx] .. ':' .. string.format('%.0f', k - 1)
+            kx = kx + 1
+        elseif algo == 2 then
+            kx = kx + 2
+        else
+            kx = kx + 1
+        end
+        -- An acquire charges at once (INCRBY answers the count in the
+        -- same call) and phase 2 takes the charge back on a denial:
+        -- counted with callgrind, that is cheaper than reading first.
+        local now, prev = 0, 0
+        if op == 1 then
+            now = redis.call('INCRBY', wk, ARGV[2])
+        else
+            now = (tonumber(redis.call('GET', wk)) or 0) + c
+        end
+        if algo == 1 then
+            admit = now <= l
+        else
+            -- prev * (P - e) + (cur + c) * P <= L * P; each product stays
+            -- below 2^53, or passes it only where the sum is surely above
+            -- L * P, where the double's rounding cannot change the answer.
+            prev = tonumber(redis.call('GET', pk)) or 0
+            admit = prev * te + now * p <= l * p
+        end
+        local cur = now - c
+        st[o], st[o + 1], st[o + 2], st[o + 3] = algo, p, a5, cur
+        st[o + 4], st[o + 5], st[o + 6] = prev, wk, te
+        o = o + 7
+    elseif algo == 3 then
+        local key = KEYS[kx]
+        kx = kx + 1
+        local top = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
+        local m, u = -1, t
+        if top[2] then
+            m = tonumber(top[2])
+            if m > u then
+                u = m
+            end
+        end
+        local live = redis.call('ZRANGEBYSCORE', key,
+            '(' .. string.format('%.0f', u - p), '+inf', 'WITHSCORES')
+        local sum = 0
+        for j = 1, #live, 2 do
+            sum = sum + tonumber(string.match(live[j], '^[^:]*:(%d+)'))
+        end
+        admit = sum + c <= l
+        local xfit, cum = -1, 0
+        if not admit and c <= l then
+            -- Oldest first, until what is left plus c fits; c <= L, so
+            -- the walk ends at the latest when nothing is left.
+            for j = 1, #live, 2 do
+                cum = cum + tonumber(string.match(live[j], '^[^:]*:(%d+)'))
+                if sum - cum + c <= l then
+                    xfit = tonumber(live[j + 1])
+                    break
+                end
+            end
+        end
+        st[o], st[o + 1], st[o + 2], st[o + 3] = algo, p, a3, m
+        st[o + 4], st[o + 5], st[o + 6] = sum, xfit, cum
+        st[o + 7], st[o + 8] = u, key
+        o = o + 9
+    else
+        -- token, gcra: x (the last charge), D (the backlog in request*ms
+        -- at x) and keep (the time until which the state must live, so
+        -- that its TTL only grows): three little-endian int64.
+        local key = KEYS[kx]
+        kx = kx + 1
+        local v = redis.call('GET', key)
+        local x, d, keep = t, 0, 0
+        if v then
+            if #v ~= 24 then
+                return redis.error_reply('sluice script: unexpected data ' ..
+                    'under ' .. key .. '; is another program using the ' ..
+                    'key prefix?')
+            end
+            x, d, keep = struct.unpack('<i8i8i8', v)
+        end
+        local u = t
+        if x > u then
+            u = x
+        end
+        -- Drained at L request*ms a ms: (u - x) * L < D tells whether
+        -- anything is left; past 2^53 the product is inexact but still
+        -- above D, so the comparison holds.
+        local du = 0
+        if (u - x) * l < d then
+            du = d - (u - x) * l
+        end
+        admit = c <= a3 and du <= (a3 - c) * p
+        st[o], st[o + 1], st[o + 2], st[o + 3] = algo, p, a4, v or false
+        st[o + 4], st[o + 5], st[o + 6], st[o + 7] = u, du, keep, key
+        st[o + 8] = l
+        o = o + 9
+    end
+    if not admit then
+        all = false
+    end
+    st[o] = admit
+    o = o + 1
+end
+
+-- Phase 2: charge every rule, or take back the windows' charges; the
+-- reply goes into the slots of st as they are read.
+local r = 1
+o = 1
+for i = 1, n do
+    local algo, p, floor = st[o], st[o + 1], st[o + 2]
+    if algo <= 2 then
+        local cur, prev, wk, te, admit = st[o + 3], st[o + 4], st[o + 5],
+            st[o + 6], st[o + 7]
+        o = o + 8
+        if op == 1 and all then
+            -- The window's first charge sets its TTL: its end, and so the
+            -- TTL it needs, is the same for every later charge in it.
+            if cur == 0 then
+                local ttl = te + p
+                if algo == 2 then
+                    ttl = ttl + p
+                end
+                if ttl < floor then
+                    ttl = floor
+                end
+                redis.call('PEXPIRE', wk, ttl)
+            end
+        elseif op == 1 then
+            -- Denied: take the charge back; a window this request created
+            -- goes, so that no key is left without a TTL.
+            if cur == 0 then
+                redis.call('DEL', wk)
+            else
+                redis.call('DECRBY', wk, ARGV[2])
+            end
+        end
+        if admit then
+            st[r] = cur
+        else
+            st[r] = -1 - cur
+        end
+        r = r + 1
+        if algo == 2 then
+            st[r] = prev
+            r = r + 1
+        end
+    elseif algo == 3 then
+        local m, sum, xfit, cum, u, key, admit = st[o + 3], st[o + 4],
+            st[o + 5], st[o + 6], st[o + 7], st[o + 8], st[o + 9]
+        o = o + 10
+        if op == 1 and all then
+            local stamp = string.format('%.0f', u)
+            local same = redis.call('ZCOUNT', key, stamp, stamp)
+            redis.call('ZADD', key, stamp, stamp .. ':' .. ARGV[2] .. ':' ..
+                same)
+            redis.call('ZREMRANGEBYSCORE', key, '-inf',
+                string.format('%.0f', u - p))
+            -- The newest entry is this one, at u: the expiry it asks for
+            -- never comes before the last one's.
+            local ttl = u - t + 2 * p
+            if ttl < floor then
+                ttl = floor
+            end
+            redis.call('PEXPIRE', key, string.format('%.0f', ttl))
+        end
+        if admit then
+            st[r] = m + 1
+        else
+            st[r] = -2 - m
+        end
+        st[r + 1], st[r + 2], st[r + 3] = sum, xfit, cum
+        r = r + 4
+    else
+        local v, u, du, keep, key, l, admit = st[o + 3], st[o + 4],
+            st[o + 5], st[o + 6], st[o + 7], st[o + 8], st[o + 9]
+        o = o + 10
+        if op == 1 and all then
+            local dd = du + c * p
+            -- ceil(dd / L), exact: one correction step each way.
+            local q = math.floor(dd / l)
+            if q * l > dd then
+                q = q - 1
+            elseif (q + 1) * l <= dd then
+                q = q + 1
+            end
+            if q * l < dd then
+                q = q + 1
+            end
+            -- Until the backlog has drained, plus a period of grace; never
+            -- earlier than a previous charge asked (a raised limit drains
+            -- faster than the rule that charged before).
+            if u + q + p > keep then
+                keep = u + q + p
+            end
+            local ttl = keep - t
+            if ttl < floor then
+                ttl = floor
+            end
+            redis.call('SET', key, struct.pack('<i8i8i8', u, dd, keep), 'PX',
+                ttl)
+        end
+        if admit then
+            st[r] = 1
+        else
+            st[r] = 0
+        end
+        st[r + 1] = v
+        r = r + 2
+    end
+end
+
+-- The reply: the first r - 1 slots of st, then t on the server's clock,
+-- then the tag; whatever phase 1 left after them is cut off by a nil.
+if server then
+    st[r] = t
+    r = r + 1
+end
+st[r] = tag
+st[r + 1] = nil
+return st
