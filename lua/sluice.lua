@@ -38,14 +38,104 @@
 --           over m (the newest stamp, -1 none: admitted m + 1, else
 --           -2 - m), sum (the live cost at u = max(t, m)), xfit, cum (a
 --           fitting denial: the stamp whose leaving lets it fit and the
---           live cost up to it; else -1, 0); token, gcra: admitted (1/0)
---           and the state string (nil: none). Then, on the server's
---           clock, t. Last the tag.
+--           live cost up to it; else -1, 0); token, gcra: admitted (1/0),
+--           x and D read (-1, -1: none). Then, on the server's clock, t.
+--           Last the tag. All as little-endian int64s in one string.
 -- Numbers are below 2^53 (SEMANTICS.md, "Accepted ranges"), so doubles
 -- hold them exactly; products are formed only where they stay below 2^53.
 
-local t, op, c, tag, pos = struct.unpack('<i8i8i8i8', ARGV[1])
+local t, op, c, tag, algo1, l1, p1, x1, y1, z1 = struct.unpack(
+    '<i8i8i8i8i8i8i8i8i8i8', ARGV[1])
 local n = (#ARGV[1] - 32) / 48
+
+-- The shapes most requests have, one rule acquired on the client's clock,
+-- each on its shortest path (the general path below costs about half as
+-- much again). Both decide by the same comparisons, and the client checks
+-- every reply of either against src/algo.c.
+if n == 1 and op == 1 and t >= 0 then
+    if algo1 <= 2 then
+        -- A window: INCRBY charges at once; a denial takes it back.
+        local now = redis.call('INCRBY', KEYS[1], ARGV[2])
+        local cur, prev, admit = now - c, 0, now <= l1
+        if algo1 == 2 then
+            prev = tonumber(redis.call('GET', KEYS[2])) or 0
+            admit = prev * y1 + now * p1 <= l1 * p1
+        end
+        if not admit then
+            if cur == 0 then
+                redis.call('DEL', KEYS[1])
+            else
+                redis.call('DECRBY', KEYS[1], ARGV[2])
+            end
+            if algo1 == 1 then
+                return struct.pack('<i8i8', -1 - cur, tag)
+            end
+            return struct.pack('<i8i8i8', -1 - cur, prev, tag)
+        end
+        if cur == 0 then
+            local ttl = y1 + p1
+            if algo1 == 2 then
+                ttl = ttl + p1
+            end
+            if ttl < z1 then
+                ttl = z1
+            end
+            redis.call('PEXPIRE', KEYS[1], ttl)
+        end
+        if algo1 == 1 then
+            return struct.pack('<i8i8', cur, tag)
+        end
+        return struct.pack('<i8i8i8', cur, prev, tag)
+    elseif algo1 >= 4 then
+        -- A bucket: read, decide, write back with the TTL in one SET.
+        local v = redis.call('GET', KEYS[1])
+        local x, d, keep, has = t, 0, 0, false
+        if v and #v == 24 then
+            x, d, keep = struct.unpack('<i8i8i8', v)
+            has = true
+        end
+        if v == false or has then
+            local u = t
+            if x > u then
+                u = x
+            end
+            local du = 0
+            if (u - x) * l1 < d then
+                du = d - (u - x) * l1
+            end
+            local vx, vd = -1, -1
+            if has then
+                vx, vd = x, d
+            end
+            if c > x1 or du > (x1 - c) * p1 then
+                return struct.pack('<i8i8i8i8', 0, vx, vd, tag)
+            end
+            local dd = du + c * p1
+            local q = math.floor(dd / l1)
+            if q * l1 > dd then
+                q = q - 1
+            elseif (q + 1) * l1 <= dd then
+                q = q + 1
+            end
+            if q * l1 < dd then
+                q = q + 1
+            end
+            if u + q + p1 > keep then
+                keep = u + q + p1
+            end
+            local ttl = keep - t
+            if ttl < y1 then
+                ttl = y1
+            end
+            redis.call('SET', KEYS[1], struct.pack('<i8i8i8', u, dd, keep),
+                'PX', ttl)
+            return struct.pack('<i8i8i8i8', 1, vx, vd, tag)
+        end
+        -- Anything else under the key: the general path says what.
+    end
+end
+
+local pos = 33
 local server = t == -1
 if server then
     local tm = redis.call('TIME')
@@ -69,7 +159,7 @@ if op == 2 then
             end
         end
     end
-    return {t, tag}
+    return struct.pack('<i8i8', t, tag)
 end
 
 -- Phase 1: each rule's state and admission; only windows write (see
@@ -184,8 +274,8 @@ for i = 1, n do
         admit = c <= a3 and du <= (a3 - c) * p
         st[o], st[o + 1], st[o + 2], st[o + 3] = algo, p, a4, v or false
         st[o + 4], st[o + 5], st[o + 6], st[o + 7] = u, du, keep, key
-        st[o + 8] = l
-        o = o + 9
+        st[o + 8], st[o + 9], st[o + 10] = l, x, d
+        o = o + 11
     end
     if not admit then
         all = false
@@ -263,9 +353,10 @@ for i = 1, n do
         st[r + 1], st[r + 2], st[r + 3] = sum, xfit, cum
         r = r + 4
     else
-        local v, u, du, keep, key, l, admit = st[o + 3], st[o + 4],
-            st[o + 5], st[o + 6], st[o + 7], st[o + 8], st[o + 9]
-        o = o + 10
+        local v, u, du, keep, key, l, vx, vd, admit = st[o + 3], st[o + 4],
+            st[o + 5], st[o + 6], st[o + 7], st[o + 8], st[o + 9],
+            st[o + 10], st[o + 11]
+        o = o + 12
         if op == 1 and all then
             local dd = du + c * p
             -- ceil(dd / L), exact: one correction step each way.
@@ -291,22 +382,30 @@ for i = 1, n do
             redis.call('SET', key, struct.pack('<i8i8i8', u, dd, keep), 'PX',
                 ttl)
         end
+        -- admitted (1/0), then the state read: x and D, or -1, -1 (none).
         if admit then
             st[r] = 1
         else
             st[r] = 0
         end
-        st[r + 1] = v
-        r = r + 2
+        if v then
+            st[r + 1], st[r + 2] = vx, vd
+        else
+            st[r + 1], st[r + 2] = -1, -1
+        end
+        r = r + 3
     end
 end
 
 -- The reply: the first r - 1 slots of st, then t on the server's clock,
--- then the tag; whatever phase 1 left after them is cut off by a nil.
+-- then the tag, packed as little-endian int64s in one string: a table
+-- reply costs Redis a look-up of every special field ('err', 'ok', ...)
+-- on top of each element.
 if server then
     st[r] = t
     r = r + 1
 end
 st[r] = tag
-st[r + 1] = nil
-return st
+return struct.pack(string.sub(
+    '<i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8', 1, 1 + 2 * r),
+    unpack(st, 1, r))

@@ -284,9 +284,9 @@ static int in_child(int (*body)(void))
  * not SLUICE_OK). Returns the number of requests that did not match. */
 static int big_batch(sluice *sl, size_t n, sluice_status want)
 {
-    static sluice_request reqs[20000];
-    static sluice_result outs[20000];
-    static char keys[20000][16];
+    static sluice_request reqs[100000];
+    static sluice_result outs[100000];
+    static char keys[100000][16];
     sluice_ruleset rs;
     sluice_status st;
     size_t i;
@@ -348,7 +348,7 @@ static void a_connection_the_server_closed_while_idle_is_reopened(void **state)
 static int dropped_mid_write(void)
 {
     sluice *sl = open_with("&timeout_ms=2000");
-    int bad = big_batch(sl, 20000, SLUICE_EIO);
+    int bad = big_batch(sl, 100000, SLUICE_EIO);
     sigset_t pending;
 
     sluice_close(sl);
@@ -366,7 +366,7 @@ static void
 a_connection_dropped_mid_write_is_an_error_not_a_signal(void **state)
 {
     (void)state;
-    admin_set("client-output-buffer-limit", "normal 4kb 0 0");
+    admin_set("client-output-buffer-limit", "normal 1kb 0 0");
     assert_int_equal(in_child(dropped_mid_write), 0);
 }
 

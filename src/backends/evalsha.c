@@ -161,54 +161,58 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
     return sl_conn_append(cn, (int)a, argv, lens, err, err_len);
 }
 
-/* Element *at of rep as an integer in lo..hi; advances *at. */
-static bool reply_num(const redisReply *rep, size_t *at, int64_t lo, int64_t hi,
-                      int64_t *v)
-{
-    const redisReply *e;
+/* The script's reply: little-endian int64s, read in order. */
+typedef struct wire {
+    const unsigned char *p;
+    size_t n, at; /* values, and the next one to read */
+} wire;
 
-    if (*at >= rep->elements)
+/* The next value, if it is in lo..hi. */
+static bool wire_num(wire *w, int64_t lo, int64_t hi, int64_t *v)
+{
+    uint64_t u = 0;
+    int i;
+
+    if (w->at >= w->n)
         return false;
-    e = rep->element[(*at)++];
-    if (e->type != REDIS_REPLY_INTEGER || e->integer < lo || e->integer > hi)
-        return false;
-    *v = e->integer;
-    return true;
+    for (i = 0; i < 8; i++)
+        u |= (uint64_t)w->p[8 * w->at + (size_t)i] << (8 * i);
+    w->at++;
+    *v = (int64_t)u;
+    return *v >= lo && *v <= hi;
 }
 
-/* One rule's part of the reply, from *at: the script's admission and the
- * state it read, as the view sl_decide reads; e holds up to two log
- * entries. False when the part is malformed or out of range. */
-static bool rule_view(const sluice_rule *r, const redisReply *rep, size_t *at,
-                      bool *admit, sl_state_view *s, sl_log_entry *e)
+/* One rule's part of the reply: the script's admission and the state it
+ * read, as the view sl_decide reads; e holds up to two log entries. False
+ * when the part is malformed or out of range. */
+static bool rule_view(const sluice_rule *r, wire *w, bool *admit,
+                      sl_state_view *s, sl_log_entry *e)
 {
-    int64_t a, b, c, d, keep;
+    int64_t a, b, c, d;
     /* Counts read back never exceed what keeps count * P far from
      * overflow; times and backlogs stay below 2^53. */
     int64_t count_max = INT64_MAX / 4 / r->period_ms;
-    const redisReply *packed;
 
     memset(s, 0, sizeof(*s));
     switch (r->algorithm) {
     case SLUICE_FIXED:
     case SLUICE_SLIDING:
         /* cur if admitted, else -1 - cur. */
-        if (!reply_num(rep, at, -1 - count_max, count_max, &a))
+        if (!wire_num(w, -1 - count_max, count_max, &a))
             return false;
         *admit = a >= 0;
         s->cur = a >= 0 ? a : -1 - a;
         return r->algorithm == SLUICE_FIXED ||
-               reply_num(rep, at, 0, count_max, &s->prev);
+               wire_num(w, 0, count_max, &s->prev);
     case SLUICE_LOG:
         /* m + 1 (m the newest stamp, -1 none) if admitted, else -2 - m;
          * sum, the live cost at u; xfit and cum: the stamp whose leaving
          * lets a denied request fit, and the live cost up to it. Two
          * entries give sl_log_decide the same sum, newest stamp and wait
          * as the whole log would. */
-        if (!reply_num(rep, at, -2 - SL_MAX_TIME_MS, SL_MAX_TIME_MS + 1, &a) ||
-            !reply_num(rep, at, 0, SL_EXACT_BOUND, &b) ||
-            !reply_num(rep, at, -1, SL_MAX_TIME_MS, &c) ||
-            !reply_num(rep, at, 0, b, &d))
+        if (!wire_num(w, -2 - SL_MAX_TIME_MS, SL_MAX_TIME_MS + 1, &a) ||
+            !wire_num(w, 0, SL_EXACT_BOUND, &b) ||
+            !wire_num(w, -1, SL_MAX_TIME_MS, &c) || !wire_num(w, 0, b, &d))
             return false;
         *admit = a >= 0;
         a = a >= 0 ? a - 1 : -2 - a;
@@ -225,16 +229,15 @@ static bool rule_view(const sluice_rule *r, const redisReply *rep, size_t *at,
         return a >= 0;
     case SLUICE_TOKEN:
     case SLUICE_GCRA:
-        /* admitted (1/0), and the stored state or nil. */
-        if (!reply_num(rep, at, 0, 1, &a) || *at >= rep->elements)
+        /* admitted (1/0), then x and D as stored, or -1, -1 for none. */
+        if (!wire_num(w, 0, 1, &a) || !wire_num(w, -1, SL_MAX_TIME_MS, &b) ||
+            !wire_num(w, -1, SL_EXACT_BOUND - 1, &c))
             return false;
         *admit = a == 1;
-        packed = rep->element[(*at)++];
-        if (packed->type == REDIS_REPLY_NIL)
-            return true;
-        s->has = true;
-        return packed->type == REDIS_REPLY_STRING &&
-               sl_bucket_unpack(packed->str, packed->len, &s->x, &s->d, &keep);
+        s->has = b >= 0;
+        s->x = b;
+        s->d = c;
+        return (b < 0) == (c < 0);
     }
     return false;
 }
@@ -252,9 +255,9 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
     bool admits[SLUICE_MAX_RULES];
     sl_verdict v[SLUICE_MAX_RULES];
     sl_charge ch[SLUICE_MAX_RULES];
-    const redisReply *echo;
-    int64_t t = rq->now_ms;
-    size_t i, at = 0;
+    int64_t t = rq->now_ms, echo = -1;
+    wire w;
+    size_t i;
 
     if (rq->op == SL_OP_RESET && rq->now_ms >= 0) {
         if (rep->type == REDIS_REPLY_INTEGER)
@@ -262,30 +265,31 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
         sl_errf(err, err_len, "evalsha: DEL answered type %d", rep->type);
         return SLUICE_EPROTO;
     }
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1) {
+    if (rep->type != REDIS_REPLY_STRING || rep->len == 0 || rep->len % 8 != 0) {
         sl_errf(err, err_len,
-                "evalsha: unexpected script reply (type %d); is another "
-                "program using the key prefix?",
-                rep->type);
+                "evalsha: unexpected script reply (type %d, %zu bytes); is "
+                "another program using the key prefix, or a script of "
+                "another version loaded?",
+                rep->type, rep->type == REDIS_REPLY_STRING ? rep->len : 0);
         return SLUICE_EPROTO;
     }
-    /* The script echoes the request's tag: a reply meant for another
+    w.p = (const unsigned char *)rep->str;
+    w.n = rep->len / 8;
+    /* The script echoes the request's tag last: a reply meant for another
      * request (a connection out of step) is never taken for this one. */
-    echo = rep->element[rep->elements - 1];
-    if (echo->type != REDIS_REPLY_INTEGER || echo->integer != wire_tag(tag)) {
+    w.at = w.n - 1;
+    if (!wire_num(&w, wire_tag(tag), wire_tag(tag), &echo)) {
         sl_errf(err, err_len,
                 "evalsha: a reply out of step (tag %lld, expected %lld); the "
                 "connection is dropped",
-                echo->type == REDIS_REPLY_INTEGER ? (long long)echo->integer
-                                                  : -1LL,
-                (long long)wire_tag(tag));
+                (long long)echo, (long long)wire_tag(tag));
         return SLUICE_EPROTO;
     }
+    w.at = 0;
     if (rq->op == SL_OP_RESET)
-        return rep->elements == 2 ? SLUICE_OK : SLUICE_EPROTO;
+        return w.n == 2 ? SLUICE_OK : SLUICE_EPROTO;
     for (i = 0; i < rs->count; i++) {
-        if (!rule_view(&rs->rules[i], rep, &at, &admits[i], &views[i],
-                       entries[i])) {
+        if (!rule_view(&rs->rules[i], &w, &admits[i], &views[i], entries[i])) {
             sl_errf(err, err_len,
                     "evalsha: script reply for rule %zu out of range; is "
                     "another program using the key prefix?",
@@ -294,10 +298,9 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
         }
     }
     /* On the server's clock, the time the script decided at. */
-    if ((rq->now_ms < 0 && !reply_num(rep, &at, 0, SL_MAX_TIME_MS, &t)) ||
-        at + 1 != rep->elements) {
-        sl_errf(err, err_len, "evalsha: script reply of %zu elements",
-                rep->elements);
+    if ((rq->now_ms < 0 && !wire_num(&w, 0, SL_MAX_TIME_MS, &t)) ||
+        w.at + 1 != w.n) {
+        sl_errf(err, err_len, "evalsha: script reply of %zu values", w.n);
         return SLUICE_EPROTO;
     }
     sl_decide(rs, views, t, rq->cost, v, ch);
