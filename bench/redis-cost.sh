@@ -21,7 +21,9 @@ valgrind --tool=callgrind --callgrind-out-file="$out/cg.%p" \
     redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
     >/dev/null 2>&1 &
 vpid=$!
-trap 'redis-cli -p "$port" SHUTDOWN NOSAVE >/dev/null 2>&1; kill "$vpid" 2>/dev/null; rm -rf "$out"' EXIT
+trap 'redis-cli -p "$port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+      wait "$vpid" 2>/dev/null || true
+      rm -rf "$out"' EXIT
 for _ in $(seq 100); do
     redis-cli -p "$port" PING >/dev/null 2>&1 && break
     sleep 0.2
@@ -48,10 +50,17 @@ fn=$(count floor-new redis-benchmark -p "$port" -P 16 -n "$n" -r 100000000 -q \
     EVALSHA "$floor" 1 "fk:__rand_int__" 60000)
 printf '%-28s %9s %6s %9s %6s\n' rule hot "x" new "x"
 printf '%-28s %9d %6s %9d %6s\n' "floor (INCR+PEXPIRE)" "$fh" 1.00 "$fn" 1.00
+declare -A hot new
 for rule in fixed:1000/1s sliding:1000/1s token:1000/1s gcra:1000/1s log:100/1s \
     fixed:1000/1s+token:1000/1s; do
     h=$(count "h${rule//[^a-z0-9]/}" "$drv" "$url" "$rule" hot "$n")
     w=$(count "n${rule//[^a-z0-9]/}" "$drv" "$url" "$rule" new "$n")
+    hot[$rule]=$h
+    new[$rule]=$w
     printf '%-28s %9d %6.2f %9d %6.2f\n' "$rule" "$h" \
         "$(echo "$h / $fh" | bc -l)" "$w" "$(echo "$w / $fn" | bc -l)"
 done
+c=fixed:1000/1s+token:1000/1s
+printf 'the composite against its two rules alone: %.2f hot, %.2f new\n' \
+    "$(echo "${hot[$c]} / (${hot[fixed:1000/1s]} + ${hot[token:1000/1s]})" | bc -l)" \
+    "$(echo "${new[$c]} / (${new[fixed:1000/1s]} + ${new[token:1000/1s]})" | bc -l)"
