@@ -25,6 +25,25 @@ int sl_slotmap_node(sl_slotmap *m, const char *host, int port)
     return (int)m->nnodes++;
 }
 
+/* Whether entry e of CLUSTER SLOTS is [start, end, [host, port, ...], ...]
+ * with 0 <= start <= end < 16384 and a port in 1..65535. */
+static bool entry_ok(const redisReply *e)
+{
+    const redisReply *node;
+
+    if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+        e->element[0]->type != REDIS_REPLY_INTEGER ||
+        e->element[1]->type != REDIS_REPLY_INTEGER ||
+        e->element[2]->type != REDIS_REPLY_ARRAY ||
+        e->element[2]->elements < 2 ||
+        e->element[2]->element[1]->type != REDIS_REPLY_INTEGER)
+        return false;
+    node = e->element[2];
+    return e->element[0]->integer >= 0 && e->element[1]->integer < SL_NSLOTS &&
+           e->element[0]->integer <= e->element[1]->integer &&
+           node->element[1]->integer >= 1 && node->element[1]->integer <= 65535;
+}
+
 long sl_slotmap_load(sl_slotmap *m, const redisReply *r, const char *asked_host)
 {
     long assigned = 0;
@@ -32,32 +51,22 @@ long sl_slotmap_load(sl_slotmap *m, const redisReply *r, const char *asked_host)
 
     if (r->type != REDIS_REPLY_ARRAY || r->elements == 0)
         return -1;
+    /* Every entry is checked before the map changes: a reply refused
+     * halfway must not leave half a map. */
+    for (k = 0; k < r->elements; k++)
+        if (!entry_ok(r->element[k]))
+            return -1;
     for (k = 0; k < r->elements; k++) {
-        const redisReply *e = r->element[k], *node;
-        const char *host;
-        long long lo, hi, s;
-        int owner;
+        const redisReply *e = r->element[k], *node = e->element[2];
+        const char *host = node->element[0]->type == REDIS_REPLY_STRING &&
+                                   node->element[0]->len > 0 &&
+                                   strcmp(node->element[0]->str, "?") != 0
+                               ? node->element[0]->str
+                               : asked_host;
+        int owner = sl_slotmap_node(m, host, (int)node->element[1]->integer);
+        long long s;
 
-        /* [start, end, [host, port, id, meta], replicas...] */
-        if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
-            e->element[0]->type != REDIS_REPLY_INTEGER ||
-            e->element[1]->type != REDIS_REPLY_INTEGER ||
-            e->element[2]->type != REDIS_REPLY_ARRAY ||
-            e->element[2]->elements < 2 ||
-            e->element[2]->element[1]->type != REDIS_REPLY_INTEGER)
-            return -1;
-        lo = e->element[0]->integer;
-        hi = e->element[1]->integer;
-        node = e->element[2];
-        host = node->element[0]->type == REDIS_REPLY_STRING &&
-                       node->element[0]->len > 0 &&
-                       strcmp(node->element[0]->str, "?") != 0
-                   ? node->element[0]->str
-                   : asked_host;
-        owner = sl_slotmap_node(m, host, (int)node->element[1]->integer);
-        if (lo < 0 || hi >= SL_NSLOTS || lo > hi)
-            return -1;
-        for (s = lo; s <= hi; s++) {
+        for (s = e->element[0]->integer; s <= e->element[1]->integer; s++) {
             m->slots[s] = (int16_t)owner;
             assigned++;
         }

@@ -2,6 +2,7 @@
 /* url.c - parses backend URLs and their query options. */
 #include "internal.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,15 +65,17 @@ static bool decode(char *dst, size_t dst_len, const char *s, size_t n)
         char c = s[i];
 
         if (c == '%') {
+            /* Exactly two hex digits, and never a NUL that would cut the
+             * value short in silence. */
             char hex[3] = {0};
-            char *end;
 
-            if (i + 2 >= n)
+            if (i + 2 >= n || !isxdigit((unsigned char)s[i + 1]) ||
+                !isxdigit((unsigned char)s[i + 2]))
                 return false;
             hex[0] = s[i + 1];
             hex[1] = s[i + 2];
-            c = (char)strtol(hex, &end, 16);
-            if (end != hex + 2)
+            c = (char)strtol(hex, NULL, 16);
+            if (c == '\0')
                 return false;
             i += 2;
         }
@@ -379,6 +382,11 @@ static sluice_status credentials_from_options(const char *url,
     if (opts == NULL || u->password[0] != '\0' || opts->password == NULL ||
         opts->password[0] == '\0' || u->scheme == SL_SCHEME_MEM)
         return SLUICE_OK;
+    if (u->scheme == SL_SCHEME_TWEMPROXY && opts->user != NULL &&
+        opts->user[0] != '\0')
+        return bad(err, err_len, url,
+                   "twemproxy takes only a password (AUTH with one "
+                   "argument): drop options.user (SLUICE_USER for the CLI)");
     if (strlen(opts->password) >= sizeof(u->password))
         return bad(err, err_len, url, "options.password longer than 255 bytes");
     if (opts->user != NULL && strlen(opts->user) >= sizeof(u->user))

@@ -98,6 +98,19 @@ static void the_map_follows_cluster_slots(void **state)
     r = resp("*1\r\n*3\r\n:9\r\n:99999\r\n*2\r\n$1\r\nh\r\n:1\r\n");
     assert_int_equal(sl_slotmap_load(&m, r, "h"), -1);
     freeReplyObject(r);
+    /* Ports out of range are refused (found by fuzz_reply). */
+    r = resp("*1\r\n*3\r\n:0\r\n:100\r\n*2\r\n$1\r\nh\r\n:99999\r\n");
+    assert_int_equal(sl_slotmap_load(&m, r, "h"), -1);
+    freeReplyObject(r);
+    r = resp("*1\r\n*3\r\n:0\r\n:100\r\n*2\r\n$1\r\nh\r\n:-7\r\n");
+    assert_int_equal(sl_slotmap_load(&m, r, "h"), -1);
+    freeReplyObject(r);
+    /* A reply refused at its second entry changes nothing of the map. */
+    r = resp("*2\r\n*3\r\n:0\r\n:100\r\n*2\r\n$1\r\nq\r\n:7000\r\n:5\r\n");
+    assert_int_equal(sl_slotmap_load(&m, r, "h"), -1);
+    freeReplyObject(r);
+    assert_string_equal(m.nodes[m.slots[0]].host, "127.0.0.1");
+    assert_int_equal(m.nnodes, 3);
 }
 
 static void moved_updates_the_map_and_ask_does_not(void **state)

@@ -180,6 +180,21 @@ static void every_url_form_parses_alike_with_and_without_a_query(void **state)
     parse_bad("redis-cluster://127.0.0.1:x?timeout_ms=1", "bad port \":x\"");
 }
 
+/* Percent escapes are two hex digits and never a NUL (found by fuzz_url:
+ * strtol took "%-1", and "%00" cut the value short in silence). */
+static void percent_escapes_are_two_hex_digits_and_never_nul(void **state)
+{
+    (void)state;
+    assert_string_equal(parse_ok("redis://u:%41%62@h:1").password, "Ab");
+    assert_string_equal(parse_ok("redis://h:1?prefix=a%3Ab").prefix, "a:b");
+    parse_bad("redis://u:%-1@h:1", "escape");
+    parse_bad("redis://u:%+9@h:1", "escape");
+    parse_bad("redis://u:% f@h:1", "escape");
+    parse_bad("redis://u:ab%00cd@h:1", "escape");
+    parse_bad("redis://h:1?prefix=a%00b", "escape");
+    parse_bad("redis://u:%4@h:1", "escape");
+}
+
 /* A message that shows a URL never shows its password. */
 static void messages_hide_passwords(void **state)
 {
@@ -283,6 +298,7 @@ static void credentials_come_from_options_when_the_url_has_none(void **state)
     o.user = "svc";
     assert_int_equal(sl_url_parse("twemproxy://h:1", &o, &u, err, sizeof(err)),
                      SLUICE_EURL);
+    assert_non_null(strstr(err, "options.user"));
     assert_int_equal(sl_url_parse("mem://", &o, &u, err, sizeof(err)),
                      SLUICE_OK);
     assert_string_equal(u.password, "");
@@ -355,6 +371,7 @@ int main(void)
         cmocka_unit_test(null_url_is_misuse),
         cmocka_unit_test(every_url_form_parses_alike_with_and_without_a_query),
         cmocka_unit_test(messages_hide_passwords),
+        cmocka_unit_test(percent_escapes_are_two_hex_digits_and_never_nul),
         cmocka_unit_test(credentials_come_from_options_when_the_url_has_none),
         cmocka_unit_test(options_are_read_as_far_as_their_struct_size_says),
         cmocka_unit_test(open_reports_bad_urls_and_unreachable_servers),
