@@ -279,6 +279,17 @@ sluice_status sl_conn_reply_status(const sl_conn *cn, const redisReply *rep,
                 cn->who, cn->url->host, cn->url->port, rep->str);
         return strstr(rep->str, "timed out") ? SLUICE_ETIMEOUT : SLUICE_EIO;
     }
+    /* A server that wants a password says so in two ways: NOAUTH, or, for
+     * a command of more than ten arguments, a protocol error. */
+    if (strncmp(rep->str, "NOAUTH", 6) == 0 ||
+        strstr(rep->str, "unauthenticated") != NULL) {
+        sl_errf(err, err_len,
+                "%s: %s:%d requires authentication; give the password in "
+                "the URL (redis://user:password@host:port) or in "
+                "options.password (SLUICE_PASSWORD for the CLI): %s",
+                cn->who, cn->url->host, cn->url->port, rep->str);
+        return SLUICE_ESERVER;
+    }
     sl_errf(err, err_len, "%s: %s:%d answered: %s", cn->who, cn->url->host,
             cn->url->port, rep->str);
     return SLUICE_ESERVER;
