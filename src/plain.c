@@ -680,24 +680,49 @@ static sluice_status decide_watched(sl_plain *p, job *j, sluice_result *out,
     return SLUICE_OK;
 }
 
+/* A request's key and place in the batch, sorted to find repeats. */
+typedef struct keyed {
+    const void *key;
+    size_t len, idx;
+} keyed;
+
+static int keyed_cmp(const void *pa, const void *pb)
+{
+    const keyed *a = pa, *b = pb;
+    int c;
+
+    if (a->len != b->len)
+        return a->len < b->len ? -1 : 1;
+    if ((c = memcmp(a->key, b->key, a->len)) != 0)
+        return c;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
 /* Sorts requests into waves: a request on a key that an earlier request
  * of the batch also uses waits for the next wave, so that it sees that
- * request's outcome, taken-back charges included. */
-static size_t assign_waves(job *jobs, size_t n, size_t *waves)
+ * request's outcome, taken-back charges included. The wave of a request
+ * is the number of earlier requests on its key: found by sorting (n log n;
+ * comparing every pair took minutes for 100,000 requests). Returns the
+ * number of waves, 0 when out of memory. */
+static size_t assign_waves(const job *jobs, size_t n, size_t *waves)
 {
-    size_t i, j, most = 0;
+    keyed *ks = sl_calloc(n, sizeof(*ks));
+    size_t i, most = 0;
 
+    if (ks == NULL)
+        return 0;
+    for (i = 0; i < n; i++)
+        ks[i] = (keyed){jobs[i].rq->key, jobs[i].rq->key_len, i};
+    qsort(ks, n, sizeof(*ks), keyed_cmp);
     for (i = 0; i < n; i++) {
-        waves[i] = 0;
-        for (j = 0; j < i; j++)
-            if (waves[j] >= waves[i] &&
-                jobs[j].rq->key_len == jobs[i].rq->key_len &&
-                memcmp(jobs[j].rq->key, jobs[i].rq->key, jobs[i].rq->key_len) ==
-                    0)
-                waves[i] = waves[j] + 1;
-        if (waves[i] > most)
-            most = waves[i];
+        bool repeat = i > 0 && ks[i].len == ks[i - 1].len &&
+                      memcmp(ks[i].key, ks[i - 1].key, ks[i].len) == 0;
+
+        waves[ks[i].idx] = repeat ? waves[ks[i - 1].idx] + 1 : 0;
+        if (waves[ks[i].idx] > most)
+            most = waves[ks[i].idx];
     }
+    sl_free(ks);
     return most + 1;
 }
 
@@ -816,7 +841,11 @@ sluice_status sl_plain_decide(void *state, const sl_request *reqs, size_t n,
         jobs[i].rq = &reqs[i];
         memset(&out[i], 0, sizeof(out[i]));
     }
-    nwaves = assign_waves(jobs, n, waves);
+    if ((nwaves = assign_waves(jobs, n, waves)) == 0) {
+        sl_errf(err, err_len, "%s: out of memory for %zu requests", p->name, n);
+        st = SLUICE_ENOMEM;
+        goto done;
+    }
     for (w = 0; w < nwaves && st == SLUICE_OK; w++) {
         for (i = 0; i < n; i++)
             in[i] =
