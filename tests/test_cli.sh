@@ -195,6 +195,15 @@ expect_replay replay_nul_in_rule_and_op \
 {"error": "input: unknown op \"peek\\u0000\" (use acquire, peek or reset)"}' \
     '{"t": 0, "key": "r", "rule": "fixed:1/1s\u0000+junk"}
 {"t": 0, "key": "r", "rule": "fixed:1/1s", "op": "peek\u0000"}'
+# The largest limit times the largest period is 10^19, past INT64_MAX: a
+# rule error, and replay answers the next line (it once died of SIGFPE).
+printf '%s\n' '{"t": 1000, "key": "ov", "rule": "sliding:1000000000/10000000000ms"}' \
+    '{"t": 1000, "key": "ov", "rule": "fixed:1/1s"}' >"$tmp/in"
+expect_exit replay_rule_overflow 0 "$bin" replay --url "$url" <"$tmp/in"
+expect_text replay_rule_overflow_is_a_rule_error "$tmp/out" '^{"error": "rule: .*below 2^53'
+expect_text replay_rule_overflow_carries_on "$tmp/out" '^{"allowed": true, "limit": 1, "remaining": 0,'
+expect_exit check_rule_overflow 2 "$bin" check --url "$url" --rule fixed:1000000000/10000000000ms --key ov
+expect_text check_rule_overflow_says_why "$tmp/err" 'below 2^53'
 # Integers beyond 64 bits: a reset ignores its cost, an acquire or peek
 # names the cost, "t" names the time; fractions stay bad input.
 big=1180591620717411303424
