@@ -220,39 +220,133 @@ for i = 1, n do
         st[o + 4], st[o + 5], st[o + 6] = prev, wk, te
         o = o + 7
     elseif algo == 3 then
+        -- A log: a sorted set scored by stamp, members 'x:c:rest' (every
+        -- backend reads x and c so). The script's own members are links
+        -- of a chain: 'x:c:~' and 32 bytes, q, S, x and c as big-endian
+        -- int64, where q counts the script's entries on the key and S
+        -- their costs (mod 2^50), both up to and with this one (binary:
+        -- one struct.unpack reads them, where Lua's patterns and strtod
+        -- cost a third of the decision; links of one stamp and cost sort
+        -- by q). When the newest and the oldest member are links and the
+        -- set holds exactly the q's between them, the live cost is an S
+        -- difference: a few commands that read one member each, however
+        -- many entries live. Anything else (members written by the plain
+        -- backends; links of one stamp with different costs, which sort
+        -- by cost) is read whole, as before.
         local key = KEYS[kx]
         kx = kx + 1
-        local top = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
-        local m, u = -1, t
-        if top[2] then
-            m = tonumber(top[2])
+        local top = redis.call('ZRANGE', key, '-1', '-1')
+        local m, u, sum, xfit, cum, sq, ss, dead = -1, t, 0, -1, 0, 0, 0, 0
+        local lo, nl, fast, r0
+        local v = top[1]
+        if v then
+            local q, s
+            if string.byte(v, -33) == 126 then
+                q, s, m = struct.unpack('>i8>i8>i8', v, #v - 31)
+            else
+                m = tonumber(string.match(v, '^(%d+):%d+:'))
+                if m == nil then
+                    return redis.error_reply('sluice script: unexpected ' ..
+                        'data under ' .. key .. '; is another program ' ..
+                        'using the key prefix?')
+                end
+            end
             if m > u then
                 u = m
             end
-        end
-        local live = redis.call('ZRANGEBYSCORE', key,
-            '(' .. string.format('%.0f', u - p), '+inf', 'WITHSCORES')
-        local sum = 0
-        for j = 1, #live, 2 do
-            sum = sum + tonumber(string.match(live[j], '^[^:]*:(%d+)'))
-        end
-        admit = sum + c <= l
-        local xfit, cum = -1, 0
-        if not admit and c <= l then
-            -- Oldest first, until what is left plus c fits; c <= L, so
-            -- the walk ends at the latest when nothing is left.
-            for j = 1, #live, 2 do
-                cum = cum + tonumber(string.match(live[j], '^[^:]*:(%d+)'))
-                if sum - cum + c <= l then
-                    xfit = tonumber(live[j + 1])
-                    break
+            lo = '(' .. string.format('%.0f', u - p)
+            dead = 1 -- unknown: an admission prunes
+            local qf, sf, xf, cf
+            if q then
+                v = redis.call('ZRANGE', key, '0', '0')[1]
+                if string.byte(v, -33) == 126 then
+                    qf, sf, xf, cf = struct.unpack('>i8>i8>i8>i8', v,
+                        #v - 31)
+                end
+            end
+            if qf and q - qf + 1 == redis.call('ZCARD', key) then
+                -- Every member a link: the first live one is the oldest,
+                -- or the first after the dead ones, which must then be
+                -- the next q (else its stamp has links of other costs).
+                local qo = qf
+                dead = 0
+                if xf <= u - p then
+                    dead = redis.call('ZCOUNT', key, '-inf',
+                        string.format('%.0f', u - p))
+                    v = redis.call('ZRANGEBYSCORE', key, lo, '+inf',
+                        'LIMIT', '0', '1')[1]
+                    qf = false
+                    if v == nil then
+                        fast, nl = true, 0 -- nothing lives: a new chain
+                    elseif string.byte(v, -33) == 126 then
+                        qf, sf, xf, cf = struct.unpack('>i8>i8>i8>i8', v,
+                            #v - 31)
+                    end
+                end
+                if qf == qo + dead then
+                    fast, r0, sq, ss = true, dead, q, s
+                    nl = q - qf + 1
+                    sum = (s - sf + cf) % 1125899906842624
                 end
             end
         end
+        if fast then
+            admit = sum + c <= l
+            if not admit and c <= l and sum == nl then
+                -- Every live cost is 1: the entry whose leaving lets the
+                -- request fit is the (nl + c - l)-th oldest, read by rank.
+                cum = nl + c - l
+                local e = redis.call('ZRANGE', key, r0 + cum - 1,
+                    r0 + cum - 1)
+                xfit = tonumber(string.match(e[1], '^(%d+):'))
+            end
+        end
+        if (not fast and top[1]) or (fast and not admit and c <= l and
+                xfit == -1) then
+            -- Read whole: the sum, the chain's newest link (if any link
+            -- lives), and for a denial that can fit, the oldest-first
+            -- walk to the entry whose leaving lets it fit.
+            local live = redis.call('ZRANGEBYSCORE', key, lo, '+inf')
+            if not fast then
+                sum, sq, ss = 0, 0, 0
+                for j = 1, #live do
+                    local w, s, q = string.match(live[j],
+                        '^%d+:(%d+):(.*)$')
+                    if w == nil then
+                        return redis.error_reply('sluice script: ' ..
+                            'unexpected data under ' .. key .. '; is ' ..
+                            'another program using the key prefix?')
+                    end
+                    sum = sum + tonumber(w)
+                    if string.byte(s, -33) == 126 then
+                        local q, sv = struct.unpack('>i8>i8', s, #s - 31)
+                        if q > sq then
+                            sq, ss = q, sv
+                        end
+                    end
+                end
+                admit = sum + c <= l
+            end
+            if not admit and c <= l then
+                -- Oldest first, until what is left plus c fits; c <= L,
+                -- so the walk ends at the latest when nothing is left.
+                for j = 1, #live do
+                    local x, w = string.match(live[j], '^(%d+):(%d+):')
+                    cum = cum + tonumber(w)
+                    if sum - cum + c <= l then
+                        xfit = tonumber(x)
+                        break
+                    end
+                end
+            end
+        elseif not top[1] then
+            admit = c <= l
+        end
         st[o], st[o + 1], st[o + 2], st[o + 3] = algo, p, a3, m
         st[o + 4], st[o + 5], st[o + 6] = sum, xfit, cum
-        st[o + 7], st[o + 8] = u, key
-        o = o + 9
+        st[o + 7], st[o + 8], st[o + 9], st[o + 10] = u, key, sq, ss
+        st[o + 11] = dead
+        o = o + 12
     else
         -- token, gcra: x (the last charge), D (the backlog in request*ms
         -- at x) and keep (the time until which the state must live, so
@@ -336,16 +430,20 @@ for i = 1, n do
             r = r + 1
         end
     elseif algo == 3 then
-        local m, sum, xfit, cum, u, key, admit = st[o + 3], st[o + 4],
-            st[o + 5], st[o + 6], st[o + 7], st[o + 8], st[o + 9]
-        o = o + 10
+        local m, sum, xfit, cum, u, key, sq, ss, dead, admit = st[o + 3],
+            st[o + 4], st[o + 5], st[o + 6], st[o + 7], st[o + 8],
+            st[o + 9], st[o + 10], st[o + 11], st[o + 12]
+        o = o + 13
         if op == 1 and all then
+            -- The next link of the chain (the first, if no link lives).
             local stamp = string.format('%.0f', u)
-            local same = redis.call('ZCOUNT', key, stamp, stamp)
-            redis.call('ZADD', key, stamp, stamp .. ':' .. ARGV[2] .. ':' ..
-                same)
-            redis.call('ZREMRANGEBYSCORE', key, '-inf',
-                string.format('%.0f', u - p))
+            redis.call('ZADD', key, stamp, stamp .. ':' .. ARGV[2] ..
+                ':~' .. struct.pack('>i8>i8>i8>i8', sq + 1, (ss + c) %
+                1125899906842624, u, c))
+            if dead ~= 0 then
+                redis.call('ZREMRANGEBYSCORE', key, '-inf',
+                    string.format('%.0f', u - p))
+            end
             -- The newest entry is this one, at u: the expiry it asks for
             -- never comes before the last one's.
             local ttl = u - t + 2 * p

@@ -46,6 +46,17 @@ stop_recorded() {
     rm -f "$dir/pid"
 }
 
+# debug_opt: the option that allows DEBUG (the fault tests' DEBUG SLEEP):
+# Redis 7 refuses DEBUG without it, Redis 6.2 has no such option and allows
+# DEBUG by default. REDIS_SERVER_VERSION caches the answer.
+debug_opt() {
+    if [ -z "${REDIS_SERVER_VERSION:-}" ]; then
+        REDIS_SERVER_VERSION=$(redis-server --version | sed -n 's/.*v=\([0-9]*\)\..*/\1/p')
+    fi
+    [ "${REDIS_SERVER_VERSION:-7}" -ge 7 ] && echo --enable-debug-command yes
+    return 0
+}
+
 # start_redis DIR [redis-server args...]: a redis-server on a free loopback
 # port, no persistence; writes DIR/port and DIR/pid.
 start_redis() {
@@ -60,7 +71,7 @@ start_redis() {
         pin redis-server --port "$port" --bind 127.0.0.1 --save '' \
             --appendonly no --daemonize yes --dir "$dir" \
             --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
-            --enable-debug-command yes "$@" || continue
+            $(debug_opt) "$@" || continue
         for _ in $(seq 1 50); do
             if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
                 cp "$dir/redis.pid" "$dir/pid"
@@ -91,7 +102,7 @@ restart_redis() {
     pin redis-server --port "$port" --bind 127.0.0.1 --save '' \
         --appendonly no --daemonize yes --dir "$dir" \
         --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
-        --enable-debug-command yes "$@"
+        $(debug_opt) "$@"
     for _ in $(seq 1 50); do
         if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
             cp "$dir/redis.pid" "$dir/pid"
