@@ -5,9 +5,9 @@
 #   scripts/install-deps.sh --test   also the servers and tools the tests use
 set -euo pipefail
 
-pkgs=(build-essential cmake pkg-config libhiredis-dev libjansson-dev)
+pkgs=(build-essential cmake pkg-config libhiredis-dev libssl-dev libjansson-dev)
 if [[ ${1:-} == --test ]]; then
-    pkgs+=(libcmocka-dev redis-server redis-tools nutcracker valgrind clang-format clang libfuzzer-14-dev)
+    pkgs+=(libcmocka-dev redis-server redis-tools nutcracker openssl valgrind clang-format clang libfuzzer-14-dev)
 fi
 
 missing=()

@@ -108,8 +108,13 @@ typedef struct sl_url {
         char host[256];
         int port;
     } seeds[SL_MAX_SEEDS];
-    sluice_options opts; /* defaults resolved, query applied */
-    char prefix[64];     /* storage of opts.key_prefix */
+    char socket[108];  /* ?socket=PATH: a Unix-domain socket, not TCP */
+    bool tls;          /* rediss://, or ?tls=1 */
+    bool tls_insecure; /* ?tls_verify=0: no verification (tests only) */
+    char tls_ca_file[256], tls_ca_dir[256], tls_cert[256], tls_key[256];
+    char tls_server_name[256]; /* verified and sent as SNI; default host */
+    sluice_options opts;       /* defaults resolved, query applied */
+    char prefix[64];           /* storage of opts.key_prefix */
 } sl_url;
 
 /* Copies url into dst with its password shown as "***"; every message

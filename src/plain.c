@@ -110,7 +110,7 @@ static void log_member(sl_plain *p, int64_t x, int64_t cost, char *buf,
 }
 
 /* Appends one command; hiredis formats it into the output buffer. */
-#define APPEND(p, ...) redisAppendCommand((p)->conn.c, __VA_ARGS__)
+#define APPEND(p, ...) sl_conn_appendf(&(p)->conn, NULL, 0, __VA_ARGS__)
 
 /* Appends the block of one job; returns its number of commands. */
 static size_t append_block(sl_plain *p, job *j)
@@ -596,7 +596,7 @@ static void append_watch(sl_plain *p, job *j)
             argc++;
         }
     }
-    redisAppendCommandArgv(p->conn.c, argc, argv, lens);
+    sl_conn_append(&p->conn, argc, argv, lens, NULL, 0);
 }
 
 /* Sends UNWATCH first if a denied watched request left a WATCH behind. */

@@ -2,6 +2,7 @@
 /* sluice.c - the handle: options, input checks, dispatch to the backend,
  * and the fail policy. */
 #include "backend.h"
+#include "redis.h"
 
 #include <string.h>
 #include <time.h>
@@ -77,6 +78,8 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
         sl->backend = &sl_backend_cluster;
         break;
     }
+    if ((st = sl_tls_check(&sl->url, err, err_len)) != SLUICE_OK)
+        goto fail;
     st = sl->backend->open(&sl->url, &sl->state, err, err_len);
     if (st != SLUICE_OK)
         goto fail;

@@ -152,6 +152,40 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
         else
             return bad(err, err_len, url,
                        "option fail: expected fail=error, open or closed");
+    } else if (KEY_IS("tls") || KEY_IS("tls_verify")) {
+        bool on;
+
+        if (VAL_IS("1") || VAL_IS("yes") || VAL_IS("true"))
+            on = true;
+        else if (VAL_IS("0") || VAL_IS("no") || VAL_IS("false"))
+            on = false;
+        else {
+            snprintf(msg, sizeof(msg), "option %.*s: expected 1 or 0",
+                     (int)klen, kv);
+            return bad(err, err_len, url, msg);
+        }
+        if (KEY_IS("tls"))
+            u->tls = on;
+        else
+            u->tls_insecure = !on;
+    } else if (KEY_IS("tls_ca_file") || KEY_IS("tls_ca_dir") ||
+               KEY_IS("tls_cert") || KEY_IS("tls_key") ||
+               KEY_IS("tls_server_name") || KEY_IS("socket")) {
+        char *dst = KEY_IS("tls_ca_file")  ? u->tls_ca_file
+                    : KEY_IS("tls_ca_dir") ? u->tls_ca_dir
+                    : KEY_IS("tls_cert")   ? u->tls_cert
+                    : KEY_IS("tls_key")    ? u->tls_key
+                    : KEY_IS("socket")     ? u->socket
+                                           : u->tls_server_name;
+        size_t cap = KEY_IS("socket") ? sizeof(u->socket) : 256;
+
+        if (vlen == 0 || !decode(dst, cap, v, vlen)) {
+            snprintf(msg, sizeof(msg),
+                     "option %.*s: empty, a bad escape, or longer than %zu "
+                     "bytes",
+                     (int)klen, kv, cap - 1);
+            return bad(err, err_len, url, msg);
+        }
     } else if (KEY_IS("prefix")) {
         if (!decode(u->prefix, sizeof(u->prefix), v, vlen))
             return bad(err, err_len, url,
@@ -161,7 +195,8 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
         snprintf(msg, sizeof(msg),
                  "unknown option \"%.*s\" (known: "
                  "timeout_ms, connect_timeout_ms, clock, fail, prefix, "
-                 "ttl_floor_ms)",
+                 "ttl_floor_ms, socket, tls, tls_verify, tls_ca_file, "
+                 "tls_ca_dir, tls_cert, tls_key, tls_server_name)",
                  (int)(klen > 40 ? 40 : klen), kv);
         return bad(err, err_len, url, msg);
     }
@@ -405,6 +440,7 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
         sl_scheme scheme;
     } schemes[] = {{"mem://", SL_SCHEME_MEM},
                    {"redis://", SL_SCHEME_REDIS},
+                   {"rediss://", SL_SCHEME_REDIS},
                    {"redis+multi://", SL_SCHEME_MULTI},
                    {"twemproxy://", SL_SCHEME_TWEMPROXY},
                    {"redis-cluster://", SL_SCHEME_CLUSTER}};
@@ -425,13 +461,15 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
 
         if (strncmp(url, schemes[i].prefix, plen) == 0) {
             out->scheme = schemes[i].scheme;
+            out->tls = strcmp(schemes[i].prefix, "rediss://") == 0;
             rest = url + plen;
         }
     }
     if (rest == NULL)
         return bad(err, err_len, url,
                    "unknown scheme; use mem://, "
-                   "redis://[user:password@]host:port[/db], redis+multi://"
+                   "redis://[user:password@]host:port[/db] (rediss:// with "
+                   "TLS), redis+multi://"
                    "[user:password@]host:port[/db], "
                    "twemproxy://[password@]host:port or "
                    "redis-cluster://[user:password@]host:port[,host:port]");
@@ -463,6 +501,27 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
         (st = parse_query(url, q + 1, out, err, err_len)) != SLUICE_OK)
         return st;
     out->opts.key_prefix = out->prefix;
+    if (out->scheme == SL_SCHEME_MEM && (out->tls || out->socket[0]))
+        return bad(err, err_len, url,
+                   "mem:// keeps its state in this process: no socket, no "
+                   "TLS");
+    if (out->scheme == SL_SCHEME_TWEMPROXY && out->tls)
+        return bad(err, err_len, url,
+                   "twemproxy has no TLS (nutcracker 0.5.0 speaks plain "
+                   "TCP): put a TLS terminator in front of it, or use "
+                   "rediss:// to Redis itself");
+    if (out->scheme == SL_SCHEME_CLUSTER && out->socket[0] != '\0')
+        return bad(err, err_len, url,
+                   "option socket: a cluster's nodes are reached at the "
+                   "TCP addresses they announce, not through a socket");
+    if (!out->tls &&
+        (out->tls_ca_file[0] || out->tls_ca_dir[0] || out->tls_cert[0] ||
+         out->tls_key[0] || out->tls_server_name[0] || out->tls_insecure))
+        return bad(err, err_len, url,
+                   "tls_* options without TLS: use rediss:// or tls=1");
+    if (out->socket[0] != '\0' && out->socket[0] != '/')
+        return bad(err, err_len, url,
+                   "option socket: expected an absolute path");
     if (strpbrk(out->prefix, "{}") != NULL)
         return bad(err, err_len, url,
                    "key prefix may not hold '{' or '}': the key's hash tag "

@@ -260,16 +260,16 @@ static int64_t read_node(cluster *c, int i, const sl_request *reqs, route *rt,
         rt[k].sent = false;
         if (rt[k].asking) {
             rt[k].asking = false;
-            if (nd->conn.c != NULL &&
+            if (sl_conn_is_open(&nd->conn) &&
                 sl_conn_read(&nd->conn, &r, err, err_len) == SLUICE_OK)
                 freeReplyObject(r);
         }
-        if (nd->conn.c == NULL ||
+        if (!sl_conn_is_open(&nd->conn) ||
             (st = sl_conn_read(&nd->conn, &r, err, err_len)) != SLUICE_OK) {
             /* Sent, and the connection is gone: the script may have run,
              * so it is not sent again (no double charge). */
             out[k].status = SLUICE_EIO;
-            if (nd->conn.c == NULL)
+            if (!sl_conn_is_open(&nd->conn))
                 sl_errf(err, err_len,
                         "cluster: lost the connection to "
                         "%s:%d with a request in flight; its outcome is "
