@@ -361,36 +361,45 @@ static sluice_status tls_handshake(sl_conn *cn, int64_t deadline, char *err,
 
 /* ------------------------------------------------------------ connect */
 
-/* Starts a non-blocking connect and waits for it; the socket in *fd. */
+/* Starts a non-blocking connect and waits for it; the socket in *fd.
+ * Returns 0 or the errno that ended it (ETIMEDOUT at the deadline). */
 static int connect_by(int family, const struct sockaddr *sa, socklen_t len,
                       int64_t deadline, int *fd)
 {
     int s = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int soerr = 0, w;
+    int soerr = 0, w, rc;
     socklen_t sl = sizeof(soerr);
 
     if (s < 0)
         return errno;
-    if (connect(s, sa, len) == 0)
-        goto done;
-    if (errno != EINPROGRESS && errno != EAGAIN) {
-        soerr = errno;
-        close(s);
-        return soerr;
+    /* A Unix-domain socket whose backlog is full says EAGAIN, and the
+     * connect has not started: try again until the deadline. */
+    while ((rc = connect(s, sa, len)) < 0 && family == AF_UNIX &&
+           errno == EAGAIN && now_ms() < deadline) {
+        struct timespec ms = {0, 1000000};
+
+        nanosleep(&ms, NULL);
     }
-    w = wait_fd(s, POLLOUT, deadline);
-    if (w <= 0) {
-        soerr = w == 0 ? ETIMEDOUT : errno;
-        close(s);
-        return soerr;
+    if (rc < 0) {
+        if (errno != EINPROGRESS && errno != EINTR) {
+            soerr = errno == EAGAIN ? ETIMEDOUT : errno;
+            close(s);
+            return soerr;
+        }
+        w = wait_fd(s, POLLOUT, deadline);
+        if (w <= 0) {
+            soerr = w == 0 ? ETIMEDOUT : errno;
+            close(s);
+            return soerr;
+        }
+        if (getsockopt(s, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 ||
+            soerr != 0) {
+            if (soerr == 0)
+                soerr = errno;
+            close(s);
+            return soerr;
+        }
     }
-    if (getsockopt(s, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr != 0) {
-        if (soerr == 0)
-            soerr = errno;
-        close(s);
-        return soerr;
-    }
-done:
     if (family != AF_UNIX) {
         int one = 1;
 
@@ -466,8 +475,20 @@ static sluice_status setup_command(sl_conn *cn, int argc, const char **argv,
 
     if ((st = sl_conn_append(cn, argc, argv, NULL, err, err_len)) != SLUICE_OK)
         return st;
-    if ((st = sl_conn_read(cn, &rep, err, err_len)) != SLUICE_OK)
-        return st;
+    if ((st = sl_conn_read(cn, &rep, err, err_len)) != SLUICE_OK) {
+        /* The connection could not be set up: a server that refuses the
+         * TLS client (no certificate, or one it does not trust) says so
+         * only here, after the handshake, with TLS 1.3. */
+        if (cn->url->tls && err != NULL && st != SLUICE_ENOMEM) {
+            size_t n = strlen(err);
+
+            snprintf(err + n, err_len > n ? err_len - n : 0,
+                     " (during %s after the TLS handshake: does the server "
+                     "want a client certificate, tls_cert= and tls_key=?)",
+                     what);
+        }
+        return st == SLUICE_ENOMEM ? st : SLUICE_ECONNECT;
+    }
     if (rep->type == REDIS_REPLY_ERROR) {
         sl_errf(err, err_len, "%s: %s refused %s: %s", cn->who,
                 endpoint(cn, ep, sizeof(ep)), what, rep->str);
@@ -534,6 +555,15 @@ sluice_status sl_conn_ensure(sl_conn *cn, char *err, size_t err_len)
                     "out of memory setting up the connection");
     if (u->tls && (st = tls_handshake(cn, deadline, err, err_len)) != SLUICE_OK)
         return st;
+    if (u->tls && u->password[0] == '\0' && u->db == 0) {
+        /* Something to answer, so that a refused client is a failure to
+         * connect, not of the first request. */
+        const char *argv[1] = {"PING"};
+
+        if ((st = setup_command(cn, 1, argv, "PING", err, err_len)) !=
+            SLUICE_OK)
+            return st;
+    }
     if (u->password[0] != '\0') {
         const char *argv[3] = {"AUTH", u->user, u->password};
 

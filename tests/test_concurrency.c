@@ -126,7 +126,7 @@ static void exact_algorithms_admit_exactly_the_limit(void **state)
         "sliding:1000/1d",
         "fixed:1000/1d+token:1500/1d,burst=1500",
         "fixed:1000/1d+log:1500/1d"};
-    static const char *const clocks[] = {"", "?clock=server"};
+    static const char *const clocks[] = {"", "clock=server"};
     size_t k, c;
     int round = 0;
 
@@ -134,8 +134,13 @@ static void exact_algorithms_admit_exactly_the_limit(void **state)
     for (c = 0; c < 2; c++) {
         char u[600];
 
-        snprintf(u, sizeof(u), "%s%s", url, clocks[c]);
+        snprintf(u, sizeof(u), "%s%s%s", url,
+                 c == 0                     ? ""
+                 : strchr(url, '?') != NULL ? "&"
+                                            : "?",
+                 clocks[c]);
         if (c == 1 && ((strncmp(url, "redis://", 8) != 0 &&
+                        strncmp(url, "rediss://", 9) != 0 &&
                         strncmp(url, "redis-cluster://", 16) != 0) ||
                        getenv("SLUICE_NO_SERVER_CLOCK") != NULL))
             break; /* the server's clock is the Lua backend's */

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# tls.sh - throwaway redis-servers that speak TLS, with a CA and
+# certificates made here by openssl:
+#   DIR/main      a plain port (for the tests' own checks) and a TLS port
+#                 that requires a client certificate signed by the CA
+#   DIR/expired   a TLS port whose certificate expired when it was made
+# and the files DIR/ca.crt, DIR/other-ca.crt (a CA that signed nothing of
+# these), DIR/client.crt, DIR/client.key. Writes DIR/url (rediss://),
+# DIR/url-multi (redis+multi:// with tls=1), DIR/servers, DIR/tls-port,
+# DIR/expired-port.
+#   tls.sh start DIR | tls.sh stop DIR
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+
+cmd=${1:?usage: tls.sh start|stop DIR}
+dir=${2:?usage: tls.sh start|stop DIR}
+
+# cert NAME CA DAYS SAN: a key and a certificate signed by CA.
+cert() {
+    local name=$1 ca=$2 days=$3 san=$4
+    openssl req -newkey rsa:2048 -nodes -keyout "$dir/$name.key" \
+        -out "$dir/$name.csr" -subj "/CN=$name" 2>/dev/null
+    printf 'subjectAltName=%s\n' "$san" >"$dir/$name.ext"
+    openssl x509 -req -in "$dir/$name.csr" -CA "$dir/$ca.crt" \
+        -CAkey "$dir/$ca.key" -CAcreateserial -out "$dir/$name.crt" \
+        -days "$days" -extfile "$dir/$name.ext" 2>/dev/null
+}
+
+case "$cmd" in
+start)
+    command -v openssl >/dev/null ||
+        { echo "openssl not installed (apt-get install openssl)" >&2; exit 1; }
+    mkdir -p "$dir"
+    stop_recorded "$dir/main"
+    stop_recorded "$dir/expired"
+    for ca in ca other-ca; do
+        openssl req -x509 -newkey rsa:2048 -nodes -keyout "$dir/$ca.key" \
+            -out "$dir/$ca.crt" -days 2 -subj "/CN=sluice test $ca" 2>/dev/null
+    done
+    cert server ca 2 "IP:127.0.0.1,DNS:localhost"
+    cert client ca 2 "DNS:client"
+    cert expired ca 0 "IP:127.0.0.1,DNS:localhost"
+    tport=$(pick_port)
+    start_redis "$dir/main" --tls-port "$tport" \
+        --tls-cert-file "$dir/server.crt" --tls-key-file "$dir/server.key" \
+        --tls-ca-cert-file "$dir/ca.crt" --tls-auth-clients yes
+    eport=$(pick_port)
+    start_redis "$dir/expired" --tls-port "$eport" \
+        --tls-cert-file "$dir/expired.crt" --tls-key-file "$dir/expired.key" \
+        --tls-ca-cert-file "$dir/ca.crt" --tls-auth-clients no
+    q="tls_ca_file=$dir/ca.crt&tls_cert=$dir/client.crt&tls_key=$dir/client.key"
+    echo "rediss://127.0.0.1:$tport?$q" >"$dir/url"
+    echo "redis+multi://127.0.0.1:$tport?tls=1&$q" >"$dir/url-multi"
+    echo "127.0.0.1:$(cat "$dir/main/port")" >"$dir/servers"
+    echo "$tport" >"$dir/tls-port"
+    echo "$eport" >"$dir/expired-port"
+    sleep 1 # the expired certificate is past its end from here on
+    echo "tls.sh: TLS redis-server on 127.0.0.1:$tport, expired certificate on 127.0.0.1:$eport"
+    ;;
+stop)
+    stop_recorded "$dir/main"
+    stop_recorded "$dir/expired"
+    ;;
+*)
+    echo "usage: tls.sh start|stop DIR" >&2
+    exit 2
+    ;;
+esac
