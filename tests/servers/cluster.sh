@@ -6,6 +6,10 @@
 #   cluster.sh stop DIR      stops every node recorded in DIR
 # Node timeout: CLUSTER_NODE_TIMEOUT ms (default 2000), so that failover
 # tests take seconds, not tens of seconds.
+# CLUSTER_TLS=1: 3 masters, no replicas, each with a TLS port beside its
+# plain one (the tests' own checks use the plain ports) and TLS on the
+# cluster bus (tls-cluster yes); certificates made in DIR; DIR/url then
+# names the TLS ports with tls=1 and the CA and client certificate.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -13,6 +17,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 cmd=${1:?usage: cluster.sh start|stop DIR}
 dir=${2:?usage: cluster.sh start|stop DIR}
 nodes=6
+replicas=1
+tls=${CLUSTER_TLS:-}
+if [[ -n $tls ]]; then
+    nodes=3
+    replicas=0
+fi
 
 stop_all() {
     for i in $(seq 1 $nodes); do
@@ -26,6 +36,11 @@ start)
     rm -rf "$dir"
     mkdir -p "$dir"
     addrs=()
+    tlsaddrs=()
+    tlsargs=()
+    if [[ -n $tls ]]; then
+        make_certs "$dir"
+    fi
     for i in $(seq 1 $nodes); do
         # The cluster bus listens on port + 10000: both must be free, and
         # below the ephemeral range.
@@ -33,9 +48,19 @@ start)
         for _ in $(seq 1 20); do
             p=$((10000 + RANDOM % 12000))
             port_free "$p" && port_free $((p + 10000)) || continue
+            if [[ -n $tls ]]; then
+                tp=$(pick_port)
+                [[ $tp != "$p" && $tp != $((p + 10000)) ]] || continue
+                tlsargs=(--tls-port "$tp" --tls-cluster yes
+                    --tls-replication yes --tls-auth-clients no
+                    --tls-cert-file "$dir/server.crt"
+                    --tls-key-file "$dir/server.key"
+                    --tls-ca-cert-file "$dir/ca.crt")
+            fi
             if start_at "$dir/n$i" "$p" --cluster-enabled yes \
                 --cluster-config-file nodes.conf \
-                --cluster-node-timeout "${CLUSTER_NODE_TIMEOUT:-2000}"; then
+                --cluster-node-timeout "${CLUSTER_NODE_TIMEOUT:-2000}" \
+                "${tlsargs[@]}"; then
                 started=1
                 break
             fi
@@ -46,8 +71,15 @@ start)
             exit 1
         fi
         addrs+=("127.0.0.1:$p")
+        [[ -z $tls ]] || tlsaddrs+=("127.0.0.1:$tp")
     done
-    redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 \
+    tlscli=()
+    [[ -z $tls ]] || tlscli=(--tls --cacert "$dir/ca.crt")
+    # With TLS on the bus, the nodes meet through their TLS ports.
+    create=("${addrs[@]}")
+    [[ -z $tls ]] || create=("${tlsaddrs[@]}")
+    redis-cli "${tlscli[@]}" --cluster create "${create[@]}" \
+        --cluster-replicas "$replicas" \
         --cluster-yes >"$dir/create.log" 2>&1 ||
         { cat "$dir/create.log" >&2; stop_all; exit 1; }
     # Wait until every node sees the whole cluster and every replica syncs.
@@ -66,8 +98,12 @@ start)
         done
     done
     (IFS=,; echo "redis-cluster://${addrs[*]:0:3}") | sed 's/ /,/g' >"$dir/url"
+    if [[ -n $tls ]]; then
+        (IFS=,; echo "redis-cluster://${tlsaddrs[*]:0:3}?tls=1&tls_ca_file=$dir/ca.crt&tls_cert=$dir/client.crt&tls_key=$dir/client.key") |
+            sed 's/ /,/g' >"$dir/url"
+    fi
     printf '%s\n' "${addrs[@]}" >"$dir/servers"
-    echo "cluster.sh: 3 masters + 3 replicas on ${addrs[*]}"
+    echo "cluster.sh: $nodes nodes ($replicas replica a master) on ${addrs[*]} ${tlsaddrs[*]}"
     ;;
 stop)
     stop_all

@@ -112,3 +112,30 @@ restart_redis() {
     done
     return 1
 }
+
+# make_cert DIR NAME [CA DAYS SAN]: DIR/NAME.key and DIR/NAME.crt, signed by
+# DIR/CA (a new self-signed CA when CA is not given).
+make_cert() {
+    local dir=$1 name=$2 ca=${3:-} days=${4:-2} san=${5:-}
+    command -v openssl >/dev/null ||
+        { echo "openssl not installed (apt-get install openssl)" >&2; return 1; }
+    if [[ -z $ca ]]; then
+        openssl req -x509 -newkey rsa:2048 -nodes -keyout "$dir/$name.key" \
+            -out "$dir/$name.crt" -days 2 -subj "/CN=sluice test $name" 2>/dev/null
+        return
+    fi
+    openssl req -newkey rsa:2048 -nodes -keyout "$dir/$name.key" \
+        -out "$dir/$name.csr" -subj "/CN=$name" 2>/dev/null
+    printf 'subjectAltName=%s\n' "$san" >"$dir/$name.ext"
+    openssl x509 -req -in "$dir/$name.csr" -CA "$dir/$ca.crt" \
+        -CAkey "$dir/$ca.key" -CAcreateserial -out "$dir/$name.crt" \
+        -days "$days" -extfile "$dir/$name.ext" 2>/dev/null
+}
+
+# make_certs DIR: a CA (ca), a server certificate for 127.0.0.1 and
+# localhost (server) and a client certificate (client), all signed by it.
+make_certs() {
+    make_cert "$1" ca &&
+        make_cert "$1" server ca 2 "IP:127.0.0.1,DNS:localhost" &&
+        make_cert "$1" client ca 2 "DNS:client"
+}

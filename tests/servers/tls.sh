@@ -16,31 +16,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 cmd=${1:?usage: tls.sh start|stop DIR}
 dir=${2:?usage: tls.sh start|stop DIR}
 
-# cert NAME CA DAYS SAN: a key and a certificate signed by CA.
-cert() {
-    local name=$1 ca=$2 days=$3 san=$4
-    openssl req -newkey rsa:2048 -nodes -keyout "$dir/$name.key" \
-        -out "$dir/$name.csr" -subj "/CN=$name" 2>/dev/null
-    printf 'subjectAltName=%s\n' "$san" >"$dir/$name.ext"
-    openssl x509 -req -in "$dir/$name.csr" -CA "$dir/$ca.crt" \
-        -CAkey "$dir/$ca.key" -CAcreateserial -out "$dir/$name.crt" \
-        -days "$days" -extfile "$dir/$name.ext" 2>/dev/null
-}
-
 case "$cmd" in
 start)
-    command -v openssl >/dev/null ||
-        { echo "openssl not installed (apt-get install openssl)" >&2; exit 1; }
     mkdir -p "$dir"
     stop_recorded "$dir/main"
     stop_recorded "$dir/expired"
-    for ca in ca other-ca; do
-        openssl req -x509 -newkey rsa:2048 -nodes -keyout "$dir/$ca.key" \
-            -out "$dir/$ca.crt" -days 2 -subj "/CN=sluice test $ca" 2>/dev/null
-    done
-    cert server ca 2 "IP:127.0.0.1,DNS:localhost"
-    cert client ca 2 "DNS:client"
-    cert expired ca 0 "IP:127.0.0.1,DNS:localhost"
+    make_certs "$dir"
+    make_cert "$dir" other-ca
+    make_cert "$dir" expired ca 0 "IP:127.0.0.1,DNS:localhost"
     tport=$(pick_port)
     start_redis "$dir/main" --tls-port "$tport" \
         --tls-cert-file "$dir/server.crt" --tls-key-file "$dir/server.key" \
