@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* threads.c - one handle per thread: four threads send 100 requests each
  * on one key limited to 100 an hour, and exactly 100 of the 400 are
- * admitted. A handle is not thread-safe; handles on one mem://NAME share
- * one in-process store (locked), and handles on one Redis share the server.
+ * admitted. (One handle shared by all threads works too, and pipelines
+ * their requests on one connection; tests/test_concurrency.c shows it.)
+ * Handles on one mem://NAME share one in-process store (locked), and
+ * handles on one Redis share the server.
  *   threads [URL]      default mem://threads-example */
 #include "sluice.h"
 

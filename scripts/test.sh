@@ -46,7 +46,7 @@ run sanitize "" -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=address,undefined
 run valgrind "" -DCMAKE_BUILD_TYPE=Debug -DSLUICE_VALGRIND=ON
 # ThreadSanitizer over the tests that run threads: handles of one
 # mem://NAME store in several threads, the cluster client under a load
-# from several threads.
-run tsan "-R unit\.test_memory|faults\.cluster" -DCMAKE_BUILD_TYPE=Debug \
-    -DSLUICE_SANITIZE=thread
+# from several threads, and one handle shared by threads on each backend.
+run tsan "-R unit\.test_memory|faults\.cluster|concurrency\." \
+    -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=thread
 echo "== all test runs passed"

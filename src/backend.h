@@ -52,6 +52,9 @@ void *sl_handle_state(const sluice *sl);
 size_t sl_memory_count(void *state);
 /* For the benchmark: network round trips the handle has made. */
 uint64_t sl_handle_round_trips(const sluice *sl);
+/* For tests: the backend calls the handle made (threads' requests that
+ * went out together count once). */
+uint64_t sl_handle_batches(sluice *sl);
 
 extern const sl_backend sl_backend_memory;
 extern const sl_backend sl_backend_evalsha;

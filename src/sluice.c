@@ -1,18 +1,75 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* sluice.c - the handle: options, input checks, dispatch to the backend,
- * and the fail policy. */
+ * and the fail policy.
+ *
+ * A handle is shared by threads. Requests that arrive while another
+ * thread's round trip is in flight wait in a queue; when the round trip
+ * ends, the queue goes to the backend as one batch (one pipelined write
+ * and its replies), driven by one of the waiting threads, while every
+ * other caller sleeps on its own condition until its answer is in: no
+ * thread waits for the connection, and no request waits for more than the
+ * round trip ahead of it and its own. The order of arrival is the order in
+ * the batch, so requests on one key keep their order. */
 #include "backend.h"
 #include "redis.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
+
+/* A caller waiting for its requests' answers. */
+typedef struct waiter {
+    const sl_request *reqs;
+    size_t n;
+    sluice_result *res;
+    sluice_status st;
+    char *err; /* the caller's message buffer, SL_ERR_LEN bytes */
+    bool done;
+    pthread_cond_t cv;
+    struct waiter *next;
+} waiter;
 
 struct sluice {
     const sl_backend *backend;
     void *state;
     sl_url url;
-    char errmsg[SL_ERR_LEN];
+    pthread_mutex_t mu;  /* guards what follows */
+    bool busy;           /* a thread is in the backend */
+    waiter *head, *tail; /* queued, not yet taken */
+    uint64_t batches;    /* backend calls: fewer than the calls when
+                            threads' requests went out together */
 };
+
+/* sluice_errmsg: each thread keeps the message of its last call on each of
+ * the last few handles it used, so that threads sharing a handle never
+ * read each other's messages. */
+#define ERR_SLOTS 4
+static _Thread_local struct err_slot {
+    const sluice *sl;
+    unsigned long used;
+    char msg[SL_ERR_LEN];
+} err_slots[ERR_SLOTS];
+static _Thread_local unsigned long err_clock;
+
+/* This thread's message buffer for sl, emptied. */
+static char *err_of(const sluice *sl)
+{
+    struct err_slot *e = &err_slots[0];
+    size_t i;
+
+    for (i = 0; i < ERR_SLOTS; i++) {
+        if (err_slots[i].sl == sl) {
+            e = &err_slots[i];
+            break;
+        }
+        if (err_slots[i].used < e->used)
+            e = &err_slots[i];
+    }
+    e->sl = sl;
+    e->used = ++err_clock;
+    e->msg[0] = '\0';
+    return e->msg;
+}
 
 static int64_t realtime_ms(void *ctx)
 {
@@ -45,6 +102,11 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
     sl = sl_calloc(1, sizeof(*sl));
     if (sl == NULL) {
         sl_errf(err, err_len, "open: out of memory");
+        return SLUICE_ENOMEM;
+    }
+    if (pthread_mutex_init(&sl->mu, NULL) != 0) {
+        sl_free(sl);
+        sl_errf(err, err_len, "open: cannot make a mutex");
         return SLUICE_ENOMEM;
     }
     st = sl_url_parse(url, opts, &sl->url, err, err_len);
@@ -86,6 +148,7 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
     *out = sl;
     return SLUICE_OK;
 fail:
+    pthread_mutex_destroy(&sl->mu);
     sl_free(sl);
     return st;
 }
@@ -95,12 +158,137 @@ void sluice_close(sluice *sl)
     if (sl == NULL)
         return;
     sl->backend->close(sl->state);
+    pthread_mutex_destroy(&sl->mu);
     sl_free(sl);
 }
 
 const char *sluice_errmsg(const sluice *sl)
 {
-    return sl == NULL ? "handle is NULL" : sl->errmsg;
+    size_t i;
+
+    if (sl == NULL)
+        return "handle is NULL";
+    for (i = 0; i < ERR_SLOTS; i++)
+        if (err_slots[i].sl == sl)
+            return err_slots[i].msg;
+    return "";
+}
+
+/* Decides the requests of a batch of waiters in one backend call: their
+ * requests side by side, in the order they arrived. */
+static void run_batch(sluice *sl, waiter *batch)
+{
+    sl_request stack_reqs[64], *reqs = stack_reqs;
+    sluice_result stack_res[64], *res = stack_res;
+    char err[SL_ERR_LEN] = "";
+    size_t total = 0, at = 0;
+    sluice_status st;
+    waiter *w;
+
+    if (batch->next == NULL) {
+        batch->st = sl->backend->decide(sl->state, batch->reqs, batch->n,
+                                        batch->res, batch->err, SL_ERR_LEN);
+        return;
+    }
+    for (w = batch; w != NULL; w = w->next)
+        total += w->n;
+    if (total > 64) {
+        reqs = sl_calloc(total, sizeof(*reqs));
+        res = sl_calloc(total, sizeof(*res));
+    }
+    if (reqs == NULL || res == NULL) {
+        /* No memory to combine them: one after the other. */
+        if (reqs != stack_reqs)
+            sl_free(reqs);
+        if (res != stack_res)
+            sl_free(res);
+        for (w = batch; w != NULL; w = w->next)
+            w->st = sl->backend->decide(sl->state, w->reqs, w->n, w->res,
+                                        w->err, SL_ERR_LEN);
+        return;
+    }
+    for (w = batch; w != NULL; w = w->next) {
+        memcpy(reqs + at, w->reqs, w->n * sizeof(*reqs));
+        at += w->n;
+    }
+    memset(res, 0, total * sizeof(*res));
+    st = sl->backend->decide(sl->state, reqs, total, res, err, SL_ERR_LEN);
+    at = 0;
+    for (w = batch; w != NULL; w = w->next) {
+        size_t i;
+        bool failed = st != SLUICE_OK;
+
+        memcpy(w->res, res + at, w->n * sizeof(*res));
+        for (i = 0; i < w->n; i++)
+            failed |= res[at + i].status != SLUICE_OK;
+        at += w->n;
+        w->st = st;
+        if (failed)
+            memcpy(w->err, err, SL_ERR_LEN);
+    }
+    if (reqs != stack_reqs)
+        sl_free(reqs);
+    if (res != stack_res)
+        sl_free(res);
+}
+
+/* Queues the requests and returns when they are decided: by this thread,
+ * together with whatever queued meanwhile, when no other thread is in the
+ * backend; else by the thread that is, or the next one. */
+static sluice_status dispatch(sluice *sl, const sl_request *reqs, size_t n,
+                              sluice_result *res, char *err)
+{
+    waiter me;
+
+    memset(&me, 0, sizeof(me));
+    me.reqs = reqs;
+    me.n = n;
+    me.res = res;
+    me.err = err;
+    pthread_cond_init(&me.cv, NULL);
+    pthread_mutex_lock(&sl->mu);
+    if (sl->tail != NULL)
+        sl->tail->next = &me;
+    else
+        sl->head = &me;
+    sl->tail = &me;
+    while (!me.done) {
+        if (!sl->busy) {
+            waiter *batch = sl->head, *w, *next;
+
+            sl->head = sl->tail = NULL;
+            sl->busy = true;
+            sl->batches++;
+            pthread_mutex_unlock(&sl->mu);
+            run_batch(sl, batch);
+            pthread_mutex_lock(&sl->mu);
+            sl->busy = false;
+            for (w = batch; w != NULL; w = next) {
+                next = w->next; /* w may be gone once done */
+                w->done = true;
+                if (w != &me)
+                    pthread_cond_signal(&w->cv);
+            }
+            /* The next in the queue drives the next round trip. */
+            if (sl->head != NULL)
+                pthread_cond_signal(&sl->head->cv);
+        } else {
+            pthread_cond_wait(&me.cv, &sl->mu);
+        }
+    }
+    pthread_mutex_unlock(&sl->mu);
+    pthread_cond_destroy(&me.cv);
+    return me.st;
+}
+
+uint64_t sl_handle_batches(sluice *sl)
+{
+    uint64_t n;
+
+    pthread_mutex_lock(&sl->mu);
+    n = sl->batches;
+    pthread_mutex_unlock(&sl->mu);
+    return n;
 }
 
 uint64_t sl_handle_round_trips(const sluice *sl)
@@ -169,9 +357,9 @@ static void policy_result(const sluice *sl, const sluice_ruleset *rs,
 /* Checks one request and fills r; messages go to the handle. */
 static sluice_status prepare(sluice *sl, sl_op op, const void *key,
                              size_t key_len, const sluice_ruleset *rules,
-                             int64_t cost, int64_t now, sl_request *r)
+                             int64_t cost, int64_t now, sl_request *r,
+                             char *err)
 {
-    char *err = sl->errmsg;
     sluice_status st;
 
     if ((st = sl_key_check(key, key_len, err, SL_ERR_LEN)) != SLUICE_OK)
@@ -208,19 +396,20 @@ static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
     sl_request r;
     sluice_result res;
     sluice_status st;
+    char *err;
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    sl->errmsg[0] = '\0';
+    err = err_of(sl);
     if (out == NULL && op != SL_OP_RESET) {
-        sl_errf(sl->errmsg, SL_ERR_LEN, "out is NULL");
+        sl_errf(err, SL_ERR_LEN, "out is NULL");
         return SLUICE_EINVAL;
     }
-    st = prepare(sl, op, key, key_len, rules, cost, handle_now(sl), &r);
+    st = prepare(sl, op, key, key_len, rules, cost, handle_now(sl), &r, err);
     if (st != SLUICE_OK)
         return st;
     memset(&res, 0, sizeof(res));
-    st = sl->backend->decide(sl->state, &r, 1, &res, sl->errmsg, SL_ERR_LEN);
+    st = dispatch(sl, &r, 1, &res, err);
     if (st != SLUICE_OK) {
         if (op == SL_OP_RESET || !policy_answers(sl, st))
             return st;
@@ -265,16 +454,16 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
     sluice_result stack_res[64], *res = stack_res;
     size_t *map = NULL, i, m = 0;
     sluice_status st = SLUICE_OK, first = SLUICE_OK;
-    char first_msg[SL_ERR_LEN] = "";
+    char first_msg[SL_ERR_LEN] = "", *err;
     int64_t now;
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    sl->errmsg[0] = '\0';
+    err = err_of(sl);
     if (n == 0)
         return SLUICE_OK;
     if (reqs == NULL || out == NULL) {
-        sl_errf(sl->errmsg, SL_ERR_LEN, "acquire_many: %s is NULL",
+        sl_errf(err, SL_ERR_LEN, "acquire_many: %s is NULL",
                 reqs == NULL ? "reqs" : "out");
         return SLUICE_EINVAL;
     }
@@ -286,7 +475,7 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
     map = sl_calloc(n, sizeof(*map));
     if (rs == NULL || res == NULL || map == NULL) {
         st = SLUICE_ENOMEM;
-        sl_errf(sl->errmsg, SL_ERR_LEN,
+        sl_errf(err, SL_ERR_LEN,
                 "acquire_many: out of memory for %zu "
                 "requests",
                 n);
@@ -296,7 +485,7 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
     for (i = 0; i < n; i++) {
         sluice_status rst =
             prepare(sl, SL_OP_ACQUIRE, reqs[i].key, reqs[i].key_len,
-                    reqs[i].rules, reqs[i].cost, now, &rs[m]);
+                    reqs[i].rules, reqs[i].cost, now, &rs[m], err);
 
         memset(&out[i], 0, sizeof(out[i]));
         out[i].status = rst;
@@ -304,12 +493,12 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
             map[m++] = i;
         } else if (first == SLUICE_OK) {
             first = rst;
-            memcpy(first_msg, sl->errmsg, SL_ERR_LEN);
+            memcpy(first_msg, err, SL_ERR_LEN);
         }
     }
     if (m > 0) {
         memset(res, 0, m * sizeof(*res));
-        st = sl->backend->decide(sl->state, rs, m, res, sl->errmsg, SL_ERR_LEN);
+        st = dispatch(sl, rs, m, res, err);
         for (i = 0; i < m; i++) {
             size_t j = map[i];
 
@@ -332,7 +521,7 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
     if (st == SLUICE_OK && first != SLUICE_OK) {
         st = first;
         if (first_msg[0] != '\0')
-            memcpy(sl->errmsg, first_msg, SL_ERR_LEN);
+            memcpy(err, first_msg, SL_ERR_LEN);
     }
 done:
     if (rs != stack_reqs)

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_concurrency.c - several processes, each with its own connection,
  * hammer one key on a real server; for the exact algorithms the number
- * admitted must equal the limit exactly:
+ * admitted must equal the limit exactly. Then threads sharing one handle
+ * do the same, single calls and batches mixed, and their requests must go
+ * out together (fewer round trips than calls):
  *   test_concurrency URL|@file */
 #include "algo.h"
+#include "backend.h"
 #include "testutil.h"
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -211,11 +215,138 @@ static void sliding_counter_with_a_weighted_previous_window(void **state)
     assert_int_equal(total, 700);
 }
 
+/* One handle, THREADS threads: odd threads acquire one at a time, even
+ * ones in batches of 4 (the same key twice in each batch, and another
+ * key), one thread also makes a bad call now and then. */
+#define THREADS 8
+#define BATCH   4
+
+typedef struct shared_run {
+    sluice *sl;
+    sluice_ruleset rs;
+    int index;
+    int64_t admitted, errors, others;
+    bool own_message; /* the bad call's message, never another thread's */
+} shared_run;
+
+static void *shared_thread(void *arg)
+{
+    shared_run *t = arg;
+    int i, j;
+
+    for (i = 0; i < ATTEMPTS;) {
+        if (t->index % 2 == 1) {
+            sluice_result r;
+            sluice_status st = sluice_acquire(t->sl, "hot", 3, &t->rs, 1, &r);
+
+            if (st != SLUICE_OK && st != SLUICE_ECONTENDED)
+                t->errors++;
+            else if (st == SLUICE_OK)
+                t->admitted += r.allowed;
+            else if (strcmp(sluice_errmsg(t->sl), "") == 0)
+                t->own_message = false; /* contention says why */
+            i++;
+        } else {
+            sluice_request q[BATCH] = {{"hot", 3, &t->rs, 1},
+                                       {"other", 5, &t->rs, 1},
+                                       {"hot", 3, &t->rs, 1},
+                                       {"other", 5, &t->rs, 1}};
+            sluice_result r[BATCH];
+            sluice_status st = sluice_acquire_many(t->sl, q, BATCH, r);
+
+            if (st != SLUICE_OK && st != SLUICE_ECONTENDED)
+                t->errors++;
+            for (j = 0; j < BATCH; j += 2) {
+                if (r[j].status == SLUICE_OK)
+                    t->admitted += r[j].allowed;
+                else if (r[j].status != SLUICE_ECONTENDED)
+                    t->errors++;
+                t->others += r[j + 1].status == SLUICE_OK;
+            }
+            i += 2;
+        }
+        if (t->index == 0 && i % 50 == 0) {
+            sluice_result r;
+
+            /* A key over the cap: this thread's own message. */
+            static char big[SLUICE_MAX_KEY_LEN + 1];
+            if (sluice_acquire(t->sl, big, sizeof(big), &t->rs, 1, &r) !=
+                    SLUICE_EKEY ||
+                strstr(sluice_errmsg(t->sl), "key") == NULL)
+                t->own_message = false;
+        }
+    }
+    return NULL;
+}
+
+static void one_handle_shared_by_threads_admits_exactly_the_limit(void **st)
+{
+    static const char *const rules[] = {"fixed:1000/1d", "log:1000/1d",
+                                        "gcra:1000/1d", "sliding:1000/1d"};
+    size_t k;
+
+    (void)st;
+    for (k = 0; k < sizeof(rules) / sizeof(rules[0]); k++) {
+        shared_run t[THREADS];
+        pthread_t th[THREADS];
+        char prefix[64];
+        sluice_options o;
+        sluice *sl = NULL;
+        int64_t total = 0, errors = 0, calls;
+        uint64_t trips, batches;
+        int i;
+
+        if (strstr(unsupported, rules[k]) != NULL ||
+            (strncmp(rules[k], "gcra", 4) == 0 &&
+             strstr(unsupported, "gcra") != NULL))
+            continue;
+        snprintf(prefix, sizeof(prefix), "ct%ld-%zu:", (long)getpid(), k);
+        memset(&o, 0, sizeof(o));
+        o.key_prefix = prefix;
+        o.command_timeout_ms = 5000;
+        assert_int_equal(sluice_open(url, &o, &sl, NULL, 0), SLUICE_OK);
+        for (i = 0; i < THREADS; i++) {
+            memset(&t[i], 0, sizeof(t[i]));
+            t[i].sl = sl;
+            t[i].index = i;
+            t[i].own_message = true;
+            assert_int_equal(sluice_ruleset_parse(rules[k], &t[i].rs, NULL, 0),
+                             SLUICE_OK);
+            assert_int_equal(pthread_create(&th[i], NULL, shared_thread, &t[i]),
+                             0);
+        }
+        for (i = 0; i < THREADS; i++) {
+            assert_int_equal(pthread_join(th[i], NULL), 0);
+            total += t[i].admitted;
+            errors += t[i].errors;
+            assert_true(t[i].own_message);
+        }
+        trips = sl_handle_round_trips(sl);
+        batches = sl_handle_batches(sl);
+        sluice_close(sl);
+        /* Single calls, batches, and thread 0's bad calls (which never
+         * reach the server). */
+        calls = THREADS / 2 * ATTEMPTS + THREADS / 2 * ATTEMPTS / 2;
+        printf("# %s: one handle, %d threads x %d attempts (singles and "
+               "batches of %d), admitted %lld (limit 1000); %lld calls went "
+               "to the backend in %llu batches, %llu round trips\n",
+               rules[k], THREADS, ATTEMPTS, BATCH, (long long)total,
+               (long long)calls, (unsigned long long)batches,
+               (unsigned long long)trips);
+        assert_int_equal(errors, 0);
+        assert_int_equal(total, 1000);
+        /* Calls made while another was in the backend went with the
+         * next batch (thread 0's bad calls never reach it). */
+        assert_true(batches < (uint64_t)calls);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(exact_algorithms_admit_exactly_the_limit),
         cmocka_unit_test(sliding_counter_with_a_weighted_previous_window),
+        cmocka_unit_test(one_handle_shared_by_threads_admits_exactly_the_limit),
     };
 
     if (argc < 2) {
