@@ -56,12 +56,13 @@ typedef enum mode {
     MODE_PIPE,    /* one connection, 16 in flight (acquire-many) */
     MODE_THREADS, /* 50 threads, each its own handle */
     MODE_PIPE50,  /* one connection, 50 in flight (acquire-many) */
-    MODE_REPLAY   /* redis-benchmark -c 1 -P 16 of the exact command */
+    MODE_REPLAY,  /* redis-benchmark -c 1 -P 16 of the exact command */
+    MODE_SHARED50 /* 50 threads sharing one handle (its floor: conc50's) */
 } mode;
 
 static const char *const pattern_names[] = {"hot", "uniform", "zipf", "new"};
-static const char *const mode_names[] = {"seq", "pipe16", "conc50", "pipe50",
-                                         "replay16"};
+static const char *const mode_names[] = {"seq",    "pipe16",   "conc50",
+                                         "pipe50", "replay16", "shared50"};
 
 /* Decisions in flight on one connection. */
 static int batch_of(mode m)
@@ -598,6 +599,7 @@ typedef struct cell {
     pattern pat;
     mode md;
     const char *section; /* "rcpu", "throughput", "peers" */
+    sluice *shared;      /* MODE_SHARED50: the handle of every thread */
     /* The floor run in turns with this cell, so that both meet the same
      * weather on a shared machine (Redis CPU cells); NULL: none. */
     struct cell *pair;
@@ -758,11 +760,14 @@ static void *sluice_worker(void *arg)
     o.key_prefix = c->prefix;
     o.command_timeout_ms = 2000;
     if (sluice_ruleset_parse(c->rule, &rs, err, sizeof(err)) != SLUICE_OK ||
-        sluice_open(c->tgt->url, &o, &sl, err, sizeof(err)) != SLUICE_OK) {
+        (c->shared == NULL &&
+         sluice_open(c->tgt->url, &o, &sl, err, sizeof(err)) != SLUICE_OK)) {
         fprintf(stderr, "sluice-bench: %s\n", err);
         w->errors++;
         return NULL;
     }
+    if (c->shared != NULL)
+        sl = c->shared;
     while (now_us() < w->deadline) {
         int64_t t0 = now_us();
         sluice_status st;
@@ -793,6 +798,8 @@ static void *sluice_worker(void *arg)
             }
         }
     }
+    if (c->shared != NULL)
+        return NULL; /* its round trips are counted once, by run_turn */
     w->round_trips = sl_handle_round_trips(sl);
     sluice_close(sl);
     return NULL;
@@ -989,7 +996,7 @@ static void warm_script(const cell *c)
  * INFO of the servers taken right before and after. */
 static void run_turn(cell *c, double secs)
 {
-    int n = c->md == MODE_THREADS ? THREADS : 1, i;
+    int n = c->md == MODE_THREADS || c->md == MODE_SHARED50 ? THREADS : 1, i;
     worker *ws = calloc((size_t)n, sizeof(*ws));
     pthread_t *th = calloc((size_t)n, sizeof(*th));
     snapshot *before = malloc(sizeof(*before)), *after = malloc(sizeof(*after));
@@ -999,6 +1006,20 @@ static void run_turn(cell *c, double secs)
 
     if (c->turns == 0)
         warm_script(c);
+    if (c->md == MODE_SHARED50) {
+        sluice_options o;
+        char err[512];
+
+        memset(&o, 0, sizeof(o));
+        o.key_prefix = c->prefix;
+        o.command_timeout_ms = 2000;
+        if (sluice_open(c->tgt->url, &o, &c->shared, err, sizeof(err)) !=
+            SLUICE_OK) {
+            fprintf(stderr, "sluice-bench: %s\n", err);
+            c->shared = NULL;
+            c->errors++;
+        }
+    }
     take_snapshot(c->tgt->servers, before);
     t0 = now_us();
     for (i = 0; i < n; i++) {
@@ -1015,6 +1036,11 @@ static void run_turn(cell *c, double secs)
         for (i = 0; i < n; i++)
             pthread_join(th[i], NULL);
     t1 = now_us();
+    if (c->shared != NULL) {
+        c->round_trips += sl_handle_round_trips(c->shared);
+        sluice_close(c->shared);
+        c->shared = NULL;
+    }
     take_snapshot(c->tgt->servers, after);
     diff_snapshots(before, after, &d);
     c->sum.all_calls += d.all_calls;
@@ -1472,10 +1498,13 @@ int main(int argc, char **argv)
                 }
         for (i = 0; k == 0 && i < ntargets; i++)
             for (r = 0; r < nrules; r++)
-                if (!refused(&targets[i], rules[r]))
+                if (!refused(&targets[i], rules[r])) {
                     for (m = MODE_SEQ; m <= MODE_THREADS; m++)
                         add_cell(&targets[i], rules[r], NULL, PAT_UNIFORM,
                                  (mode)m, "throughput");
+                    add_cell(&targets[i], rules[r], NULL, PAT_UNIFORM,
+                             MODE_SHARED50, "throughput");
+                }
     }
 
     /* 3. What the peers are set against: redis:// fixed windows on each key
@@ -1487,6 +1516,9 @@ int main(int argc, char **argv)
         add_cell(&targets[i], rules[0], NULL, PAT_ZIPF, MODE_SEQ, "peers");
         add_cell(&targets[i], rules[0], NULL, PAT_HOT, MODE_THREADS, "peers");
         add_cell(&targets[i], rules[0], NULL, PAT_ZIPF, MODE_THREADS, "peers");
+        for (p = PAT_HOT; p <= PAT_ZIPF; p++)
+            add_cell(&targets[i], rules[0], NULL, (pattern)p, MODE_SHARED50,
+                     "peers");
         for (p = PAT_HOT; p <= PAT_ZIPF; p++)
             add_cell(&targets[i], rules[0], NULL, (pattern)p, MODE_PIPE50,
                      "peers");

@@ -313,8 +313,12 @@ static sluice_status tls_handshake(sl_conn *cn, int64_t deadline, char *err,
     }
     BIO_set_fd(bio, cn->fd, BIO_NOCLOSE);
     SSL_set_bio(cn->ssl, bio, bio);
-    if (!is_ip)
-        SSL_set_tlsext_host_name(cn->ssl, name);
+    if (!is_ip) {
+        char sni[sizeof(u->tls_server_name)];
+
+        snprintf(sni, sizeof(sni), "%s", name);
+        SSL_set_tlsext_host_name(cn->ssl, sni);
+    }
     if (!u->tls_insecure) {
         X509_VERIFY_PARAM *param = SSL_get0_param(cn->ssl);
 

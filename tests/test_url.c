@@ -304,6 +304,39 @@ static void credentials_come_from_options_when_the_url_has_none(void **state)
     assert_string_equal(u.password, "");
 }
 
+static void tls_and_unix_socket_options(void **state)
+{
+    sl_url u = parse_ok("rediss://h:6380?tls_ca_file=/ca%20dir/ca.crt&"
+                        "tls_cert=/c.pem&tls_key=/k.pem&tls_server_name=r.x");
+
+    (void)state;
+    assert_int_equal(u.scheme, SL_SCHEME_REDIS);
+    assert_true(u.tls);
+    assert_false(u.tls_insecure);
+    assert_string_equal(u.tls_ca_file, "/ca dir/ca.crt");
+    assert_string_equal(u.tls_cert, "/c.pem");
+    assert_string_equal(u.tls_key, "/k.pem");
+    assert_string_equal(u.tls_server_name, "r.x");
+    u = parse_ok("redis://h:6379");
+    assert_false(u.tls);
+    u = parse_ok("redis+multi://h?tls=1&tls_verify=0&tls_ca_dir=/etc/ssl");
+    assert_int_equal(u.scheme, SL_SCHEME_MULTI);
+    assert_true(u.tls);
+    assert_true(u.tls_insecure);
+    assert_string_equal(u.tls_ca_dir, "/etc/ssl");
+    u = parse_ok("redis-cluster://a:1,b:2?tls=yes");
+    assert_true(u.tls);
+    u = parse_ok("redis://localhost?socket=/run/redis/redis.sock");
+    assert_string_equal(u.socket, "/run/redis/redis.sock");
+    parse_bad("twemproxy://h:22121?tls=1", "twemproxy has no TLS");
+    parse_bad("redis://h?tls_ca_file=/ca.crt", "without TLS");
+    parse_bad("redis://h?tls=maybe", "expected 1 or 0");
+    parse_bad("redis://h?socket=run/redis.sock", "absolute path");
+    parse_bad("redis-cluster://h:1?socket=/s", "not through a socket");
+    parse_bad("mem://?tls=1", "no socket, no TLS");
+    parse_bad("rediss://h?tls_cert=", "option tls_cert: empty");
+}
+
 static void null_url_is_misuse(void **state)
 {
     sl_url u;
@@ -369,6 +402,7 @@ int main(void)
         cmocka_unit_test(defaults_are_filled_and_query_overrides_them),
         cmocka_unit_test(bad_urls_are_refused_with_the_reason),
         cmocka_unit_test(null_url_is_misuse),
+        cmocka_unit_test(tls_and_unix_socket_options),
         cmocka_unit_test(every_url_form_parses_alike_with_and_without_a_query),
         cmocka_unit_test(messages_hide_passwords),
         cmocka_unit_test(percent_escapes_are_two_hex_digits_and_never_nul),

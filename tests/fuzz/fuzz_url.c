@@ -48,8 +48,23 @@ static void check_accepted(const char *url, const sl_url *u,
     if (!terminated(u->name, sizeof(u->name)) ||
         !terminated(u->user, sizeof(u->user)) ||
         !terminated(u->password, sizeof(u->password)) ||
-        !terminated(u->prefix, sizeof(u->prefix)))
+        !terminated(u->prefix, sizeof(u->prefix)) ||
+        !terminated(u->socket, sizeof(u->socket)) ||
+        !terminated(u->tls_ca_file, sizeof(u->tls_ca_file)) ||
+        !terminated(u->tls_ca_dir, sizeof(u->tls_ca_dir)) ||
+        !terminated(u->tls_cert, sizeof(u->tls_cert)) ||
+        !terminated(u->tls_key, sizeof(u->tls_key)) ||
+        !terminated(u->tls_server_name, sizeof(u->tls_server_name)))
         broken("a field is not terminated", url, "");
+    if (u->scheme == SL_SCHEME_TWEMPROXY && u->tls)
+        broken("twemproxy with TLS", url, "");
+    if (u->scheme == SL_SCHEME_MEM && (u->tls || u->socket[0] != '\0'))
+        broken("mem:// with TLS or a socket", url, "");
+    if (u->socket[0] != '\0' && u->socket[0] != '/')
+        broken("a socket path that is not absolute", url, u->socket);
+    if (!u->tls && (u->tls_ca_file[0] != '\0' || u->tls_cert[0] != '\0' ||
+                    u->tls_key[0] != '\0' || u->tls_insecure))
+        broken("TLS settings without TLS", url, "");
     if (u->scheme != SL_SCHEME_MEM)
         check_endpoint(url, u->host, sizeof(u->host), u->port);
     if (u->scheme == SL_SCHEME_CLUSTER) {
