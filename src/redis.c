@@ -537,12 +537,21 @@ static bool idle_connection_is_sound(sl_conn *cn)
            (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
+/* Backoff after failures in a row: the second waits 50 ms, then twice as
+ * long each time, up to a second. */
+static int64_t backoff_ms(unsigned failures)
+{
+    if (failures < 2)
+        return 0;
+    return failures >= 7 ? 1000 : 50LL << (failures - 2);
+}
+
+static sluice_status open_connection(sl_conn *cn, char *err, size_t err_len);
+
 sluice_status sl_conn_ensure(sl_conn *cn, char *err, size_t err_len)
 {
-    const sl_url *u = cn->url;
-    int64_t deadline;
+    int64_t now;
     sluice_status st;
-    char db[16];
 
     if (cn->fd >= 0 && cn->olen == 0 && !idle_connection_is_sound(cn)) {
         cn->reopened++;
@@ -550,6 +559,34 @@ sluice_status sl_conn_ensure(sl_conn *cn, char *err, size_t err_len)
     }
     if (cn->fd >= 0)
         return SLUICE_OK;
+    now = now_ms();
+    if (cn->failures > 0 && now < cn->retry_at) {
+        sl_errf(err, err_len,
+                "%s (%u failed attempts in a row; the next in %lld ms)",
+                cn->last_failure, cn->failures,
+                (long long)(cn->retry_at - now));
+        return SLUICE_ECONNECT;
+    }
+    if ((st = open_connection(cn, cn->last_failure,
+                              sizeof(cn->last_failure))) == SLUICE_OK) {
+        cn->failures = 0;
+        return SLUICE_OK;
+    }
+    sl_errf(err, err_len, "%s", cn->last_failure);
+    if (st == SLUICE_ECONNECT) {
+        cn->failures++;
+        cn->retry_at = now_ms() + backoff_ms(cn->failures);
+    }
+    return st;
+}
+
+static sluice_status open_connection(sl_conn *cn, char *err, size_t err_len)
+{
+    const sl_url *u = cn->url;
+    int64_t deadline;
+    sluice_status st;
+    char db[16];
+
     deadline = now_ms() + u->opts.connect_timeout_ms;
     if ((st = open_socket(cn, deadline, err, err_len)) != SLUICE_OK)
         return st;

@@ -21,6 +21,13 @@ typedef struct sl_conn {
     const char *who;      /* backend name, for messages */
     uint64_t round_trips; /* replies that had to wait for the network */
     uint64_t reopened;    /* idle connections found closed and reopened */
+    /* Connect attempts that failed in a row, and the time (monotonic ms)
+     * before which no new attempt is made: a server that is down costs
+     * the callers an immediate SLUICE_ECONNECT, not a connect timeout
+     * each, and is not hammered with connects. */
+    unsigned failures;
+    int64_t retry_at;
+    char last_failure[SL_ERR_LEN];
 } sl_conn;
 
 void sl_conn_init(sl_conn *cn, const sl_url *url, const char *who);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -337,6 +338,45 @@ static void tls_and_unix_socket_options(void **state)
     parse_bad("rediss://h?tls_cert=", "option tls_cert: empty");
 }
 
+/* A server that is down: after two failed connects in a row, calls fail
+ * at once (naming the last failure) until the backoff has passed, then
+ * try again. */
+static void connects_back_off_after_failures(void **state)
+{
+    sluice_options o;
+    sluice_ruleset rs;
+    sluice_result r;
+    sluice *sl = NULL;
+    struct timespec pause = {0, 250 * 1000000L};
+    int i;
+
+    (void)state;
+    memset(&o, 0, sizeof(o));
+    o.fail = SLUICE_FAIL_OPEN; /* open connects, and goes on if it fails */
+    assert_int_equal(sluice_open("redis://127.0.0.1:1", &o, &sl, NULL, 0),
+                     SLUICE_OK);
+    assert_int_equal(sluice_ruleset_parse("fixed:3/1s", &rs, NULL, 0),
+                     SLUICE_OK);
+    /* The open's attempt and this one fail for real (nothing listens). */
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_ECONNECT);
+    assert_null(strstr(sluice_errmsg(sl), "in a row"));
+    /* Two in a row: the next calls wait for the backoff (50 ms, then
+     * twice as long) and fail at once, naming the last failure. */
+    for (i = 0; i < 3; i++) {
+        assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+        assert_int_equal(r.status, SLUICE_ECONNECT);
+        assert_non_null(strstr(sluice_errmsg(sl), "cannot connect"));
+        assert_non_null(
+            strstr(sluice_errmsg(sl), "2 failed attempts in a row"));
+    }
+    nanosleep(&pause, NULL);
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_ECONNECT);
+    assert_null(strstr(sluice_errmsg(sl), "in a row"));
+    sluice_close(sl);
+}
+
 static void null_url_is_misuse(void **state)
 {
     sl_url u;
@@ -403,6 +443,7 @@ int main(void)
         cmocka_unit_test(bad_urls_are_refused_with_the_reason),
         cmocka_unit_test(null_url_is_misuse),
         cmocka_unit_test(tls_and_unix_socket_options),
+        cmocka_unit_test(connects_back_off_after_failures),
         cmocka_unit_test(every_url_form_parses_alike_with_and_without_a_query),
         cmocka_unit_test(messages_hide_passwords),
         cmocka_unit_test(percent_escapes_are_two_hex_digits_and_never_nul),
