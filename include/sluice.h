@@ -218,7 +218,9 @@ SLUICE_API sluice_status sluice_acquire_many(sluice *sl,
                                              const sluice_request *reqs,
                                              size_t n, sluice_result *out);
 
-/* Detail of the last failure on this handle; valid until the next call. */
+/* Detail of the calling thread's last failure on this handle ("" if its
+ * last call succeeded); valid until the thread's next call on it. Threads
+ * sharing a handle each see their own. */
 SLUICE_API const char *sluice_errmsg(const sluice *sl);
 
 /* Name of the handle's backend: "memory", "evalsha", ... */
