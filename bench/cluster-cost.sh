@@ -9,9 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-3200}
 . bench/cost-lib.sh
-cost_build
-out=$(mktemp -d)
-trap 'cost_stop; rm -rf "$out"' EXIT
+cost_init
 
 measure() { # MODE: prints floor-new, fixed-new, fixed-hot
     local mode=$1 dir=$out/$1 extra=()

@@ -3,6 +3,15 @@
 # evalShaCommand per decision of a command run against it. Sourced, with
 # n (decisions a cell) set.
 
+# cost_init: installs what is missing, builds the driver (sets drv), makes
+# a directory for the dumps (sets out), and stops the server and removes
+# it on exit.
+cost_init() {
+    cost_build
+    out=$(mktemp -d)
+    trap 'cost_stop; rm -rf "$out"' EXIT
+}
+
 # cost_build: installs what is missing, builds the driver; sets drv.
 cost_build() {
     scripts/install-deps.sh --test

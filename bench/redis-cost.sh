@@ -10,9 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-3200}
 . bench/cost-lib.sh
-cost_build
-out=$(mktemp -d)
-trap 'cost_stop; rm -rf "$out"' EXIT
+cost_init
 cost_server "$out"
 url=redis://127.0.0.1:$port
 fh=$(cost_count floor-hot redis-benchmark -p "$port" -P 16 -n "$n" -q EVALSHA "$floor" 1 fk 60000)

@@ -123,6 +123,25 @@ static sluice_status fail(sl_conn *cn, sluice_status st, char *err,
     return st;
 }
 
+/* Waits until the socket is ready for events, by the deadline: SLUICE_OK
+ * to try again, else the connection is closed and the status says why
+ * (doing: what the server was to do, for the message). */
+static sluice_status await(sl_conn *cn, short events, int64_t deadline,
+                           const char *doing, char *err, size_t err_len)
+{
+    int w = wait_fd(cn->fd, events, deadline);
+
+    if (w > 0)
+        return SLUICE_OK;
+    if (w == 0)
+        return fail(cn, SLUICE_ETIMEOUT, err, err_len,
+                    "did not answer %s within %u ms; the next call "
+                    "reconnects",
+                    doing, cn->url->opts.command_timeout_ms);
+    return fail(cn, SLUICE_EIO, err, err_len,
+                "%s: %s; the next call reconnects", doing, strerror(errno));
+}
+
 /* ---------------------------------------------------------------- TLS */
 
 /* OpenSSL writes to a socket with write(), which raises SIGPIPE on a
@@ -259,22 +278,12 @@ sluice_status sl_tls_check(const sl_url *url, char *err, size_t err_len)
 static sluice_status ssl_wait(sl_conn *cn, int rc, int64_t deadline,
                               const char *doing, char *err, size_t err_len)
 {
-    int e = SSL_get_error(cn->ssl, rc), w;
+    int e = SSL_get_error(cn->ssl, rc);
     char why[256];
 
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-        w = wait_fd(cn->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT,
-                    deadline);
-        if (w > 0)
-            return SLUICE_OK;
-        if (w == 0)
-            return fail(cn, SLUICE_ETIMEOUT, err, err_len,
-                        "did not answer %s within %u ms; the next call "
-                        "reconnects",
-                        doing, cn->url->opts.command_timeout_ms);
-        return fail(cn, SLUICE_EIO, err, err_len, "%s: %s", doing,
-                    strerror(errno));
-    }
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+        return await(cn, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline,
+                     doing, err, err_len);
     if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && rc == 0))
         return fail(cn, SLUICE_EIO, err, err_len,
                     "%s: connection lost; the next call reconnects", doing);
@@ -738,19 +747,13 @@ sluice_status sl_conn_flush(sl_conn *cn, char *err, size_t err_len)
         }
         if (errno == EINTR)
             continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            int w = wait_fd(cn->fd, POLLOUT, deadline);
-
-            if (w > 0)
-                continue;
-            if (w == 0)
-                return fail(cn, SLUICE_ETIMEOUT, err, err_len,
-                            "did not take the request within %u ms; the "
-                            "next call reconnects",
-                            cn->url->opts.command_timeout_ms);
-        }
-        return fail(cn, SLUICE_EIO, err, err_len,
-                    "sending: %s; the next call reconnects", strerror(errno));
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return fail(cn, SLUICE_EIO, err, err_len,
+                        "sending: %s; the next call reconnects",
+                        strerror(errno));
+        if ((st = await(cn, POLLOUT, deadline, "taking the request", err,
+                        err_len)) != SLUICE_OK)
+            return st;
     }
     cn->olen = 0;
     return SLUICE_OK;
@@ -786,8 +789,6 @@ static sluice_status fill(sl_conn *cn, int64_t deadline, char *err,
                             "reading a reply: connection lost; the next "
                             "call reconnects");
             if (n < 0) {
-                int w;
-
                 if (errno == EINTR)
                     continue;
                 if (errno != EAGAIN && errno != EWOULDBLOCK)
@@ -795,17 +796,10 @@ static sluice_status fill(sl_conn *cn, int64_t deadline, char *err,
                                 "reading a reply: %s; the next call "
                                 "reconnects",
                                 strerror(errno));
-                w = wait_fd(cn->fd, POLLIN, deadline);
-                if (w > 0)
-                    continue;
-                if (w == 0)
-                    return fail(cn, SLUICE_ETIMEOUT, err, err_len,
-                                "did not answer reading a reply within %u "
-                                "ms; the next call reconnects",
-                                cn->url->opts.command_timeout_ms);
-                return fail(cn, SLUICE_EIO, err, err_len,
-                            "reading a reply: %s; the next call reconnects",
-                            strerror(errno));
+                if ((st = await(cn, POLLIN, deadline, "a reply", err,
+                                err_len)) != SLUICE_OK)
+                    return st;
+                continue;
             }
         }
         if (redisReaderFeed(cn->reader, buf, (size_t)n) != REDIS_OK)
