@@ -220,6 +220,28 @@ for b in BACKENDS:
                    [("bytes", c["memory_bytes_per_key"])], 100, "max")
 
 
+# One connection engine: 50 callers on one connection against
+# rate-limiter-flexible's 50 in flight on one connection (ioredis), and the
+# shared handle's Redis CPU against 50 threads with their own handles.
+for p in peers:
+    if p["mode"] != "inflight50" or "rate-limiter-flexible" not in p["peer"]:
+        continue
+    ms = []
+    for mode in ("shared50", "loop50", "loop1000"):
+        c = find("redis", RULES[0], p["pattern"], mode, "peers")
+        if c and p["decisions_per_s"]:
+            ms.append((mode, c["decisions_per_s"] / p["decisions_per_s"]))
+    if ms:
+        target("redis", RULES[0], "decisions/s ≥ 2.5 × rate-limiter-flexible "
+               "(50 in flight, one connection), %s keys" % p["pattern"], ms, 2.5, "min")
+for rule in RULES:
+    sh, own = (find("redis", rule, "uniform", m, "throughput") for m in ("shared50", "conc50"))
+    if sh and own and cpu_of(own):
+        target("redis", rule, "whole-process Redis CPU/decision of 50 threads on one "
+               "handle ≤ 1/3 × 50 threads with their own",
+               [("ratio", cpu_of(sh) / cpu_of(own))], 1 / 3, "max")
+
+
 def verdict(t):
     return "-" if t["met"] is None else ("met" if t["met"] else "**missed**")
 
@@ -369,21 +391,25 @@ md.append("shared50: the same 50 threads as conc50 on one shared handle (one "
           "connection; calls made while a round trip is in flight go out together), "
           "against the floor's conc50 (50 connections).")
 md.append("")
+md.append("loop50, loop1000: one thread, one handle attached to libevent "
+          "(`sluice_acquire_async`), 50 or 1,000 decisions in flight.")
+md.append("")
 md.append("| backend | rule | seq /s (×) | pipe16 /s (×) | conc50 /s (×) | shared50 /s (×) | "
+          "loop50 /s | loop1000 /s | "
           "p99 seq µs | Redis µs/decision | cmds | round trips | bytes/key |")
-md.append("|---|---|---|---|---|---|---|---|---|---|---|")
+md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 rows = []
 for at in ("twemproxy", "redis"):
     for what in ("EVALSHA", "INCR"):
         if find(at, what, "uniform", "seq", "throughput"):
             rows.append((at, what))
-for b in BACKENDS + ["mem"]:
+for b in BACKENDS + ["tls", "mem"]:
     for rule in RULES:
         if find(b, rule, "uniform", "seq", "throughput"):
             rows.append((b, rule))
 for tgt, what in rows:
     cols = []
-    for mode in ("seq", "pipe16", "conc50", "shared50"):
+    for mode in ("seq", "pipe16", "conc50", "shared50", "loop50", "loop1000"):
         c = find(tgt, what, "uniform", mode, "throughput")
         if c is None:
             cols.append("-")
@@ -392,12 +418,28 @@ for tgt, what in rows:
         else:
             cols.append("%.0f (%.2f)" % (c["decisions_per_s"], c["ratio_to_floor"]))
     s = find(tgt, what, "uniform", "seq", "throughput")
-    md.append("| %s | %s | %s | %s | %s | %s | %.0f | %.1f | %.1f | %.2f | %s |" % (
+    md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.1f | %.1f | %.2f | %s |" % (
         tgt, what if s["kind"] == "sluice" else what + " (floor)", cols[0], cols[1], cols[2],
-        cols[3],
+        cols[3], cols[4], cols[5],
         s["p99_us"], s["redis_usec_per_decision"], s["commands_per_decision"],
         s["round_trips_per_decision"],
         "%.0f" % s["memory_bytes_per_key"] if s["memory_bytes_per_key"] else "-"))
+md.append("")
+
+md.append("## TLS against plain TCP")
+md.append("")
+md.append("`redis://` `fixed:1000/1s`, uniform keys: `tls` is a server that requires "
+          "a client certificate (TLS 1.3, the test run's CA), `redis` plain TCP; "
+          "the same run.")
+md.append("")
+md.append("| mode | TLS /s | TCP /s | TLS ÷ TCP |")
+md.append("|---|---|---|---|")
+for mode in ("seq", "pipe16", "conc50", "shared50", "loop50", "loop1000"):
+    t, r = (find(x, RULES[0], "uniform", mode, "throughput") for x in ("tls", "redis"))
+    if t and r:
+        md.append("| %s | %.0f | %.0f | %.2f |" % (mode, t["decisions_per_s"],
+                                                  r["decisions_per_s"],
+                                                  t["decisions_per_s"] / r["decisions_per_s"]))
 md.append("")
 
 md.append("## Peers, same Redis, same key patterns")
@@ -411,7 +453,8 @@ for p in peers:
     else:
         # 50 callers at once on one connection: sluice's 50 threads on one
         # shared handle (pipe50, one thread batching 50, if not run).
-        s = (find("redis", "fixed:1000/1s", p["pattern"], "shared50")
+        s = (find("redis", "fixed:1000/1s", p["pattern"], "loop50")
+             or find("redis", "fixed:1000/1s", p["pattern"], "shared50")
              or find("redis", "fixed:1000/1s", p["pattern"], "pipe50"))
     md.append("| %s (%s) %s | %s | %s | %.0f | %.0f | %.1f | %.1f | %.1f | %s | %s |" % (
         p["peer"], p.get("client", ""), p["what"], p["pattern"], p["mode"],

@@ -26,6 +26,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sluice/libevent.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,17 +53,20 @@ typedef enum pattern {
 } pattern;
 
 typedef enum mode {
-    MODE_SEQ,     /* one connection, one decision at a time */
-    MODE_PIPE,    /* one connection, 16 in flight (acquire-many) */
-    MODE_THREADS, /* 50 threads, each its own handle */
-    MODE_PIPE50,  /* one connection, 50 in flight (acquire-many) */
-    MODE_REPLAY,  /* redis-benchmark -c 1 -P 16 of the exact command */
-    MODE_SHARED50 /* 50 threads sharing one handle (its floor: conc50's) */
+    MODE_SEQ,      /* one connection, one decision at a time */
+    MODE_PIPE,     /* one connection, 16 in flight (acquire-many) */
+    MODE_THREADS,  /* 50 threads, each its own handle */
+    MODE_PIPE50,   /* one connection, 50 in flight (acquire-many) */
+    MODE_REPLAY,   /* redis-benchmark -c 1 -P 16 of the exact command */
+    MODE_SHARED50, /* 50 threads sharing one handle (its floor: conc50's) */
+    MODE_LOOP50,   /* one thread, one handle on libevent, 50 in flight */
+    MODE_LOOP1000  /* the same, 1,000 in flight */
 } mode;
 
 static const char *const pattern_names[] = {"hot", "uniform", "zipf", "new"};
 static const char *const mode_names[] = {"seq",    "pipe16",   "conc50",
-                                         "pipe50", "replay16", "shared50"};
+                                         "pipe50", "replay16", "shared50",
+                                         "loop50", "loop1000"};
 
 /* Decisions in flight on one connection. */
 static int batch_of(mode m)
@@ -741,6 +745,91 @@ static void *floor_worker(void *arg)
     return NULL;
 }
 
+/* MODE_LOOP50, MODE_LOOP1000: one decision of a loop worker in flight. */
+typedef struct loop_slot {
+    worker *w;
+    const sluice_ruleset *rs;
+    struct event_base *base;
+    uint64_t *rng, *n;
+    int *left; /* slots still in flight */
+    int64_t t0;
+    char key[32];
+} loop_slot;
+
+static void loop_start(sluice *sl, loop_slot *s);
+
+static void loop_done(sluice *sl, void *arg, sluice_status st,
+                      const sluice_result *res, size_t n)
+{
+    loop_slot *s = arg;
+    worker *w = s->w;
+
+    (void)n;
+    if (st != SLUICE_OK) {
+        w->errors++;
+    } else {
+        add_lat(w, now_us() - s->t0, 1);
+        w->decisions++;
+        if (res[0].allowed) {
+            int64_t t = real_ms();
+
+            w->admitted++;
+            if (w->first_ms == 0)
+                w->first_ms = t;
+            w->last_ms = t;
+        }
+    }
+    if (now_us() < w->deadline) {
+        loop_start(sl, s);
+    } else if (--*s->left == 0) {
+        event_base_loopbreak(s->base);
+    }
+}
+
+static void loop_start(sluice *sl, loop_slot *s)
+{
+    key_name(s->key, sizeof(s->key), s->w->c->pat, s->w->c->turns, s->w->id,
+             (*s->n)++, s->rng);
+    s->t0 = now_us();
+    if (sluice_acquire_async(sl, s->key, strlen(s->key), s->rs, 1, loop_done,
+                             s) != SLUICE_OK) {
+        s->w->errors++;
+        if (--*s->left == 0)
+            event_base_loopbreak(s->base);
+    }
+}
+
+/* One thread keeps `inflight` decisions going on one handle attached to
+ * libevent until the deadline: each answer starts the next. */
+static void loop_worker(worker *w, sluice *sl, const sluice_ruleset *rs,
+                        int inflight, uint64_t *rng, uint64_t *n)
+{
+    struct event_base *base = event_base_new();
+    loop_slot *slots = calloc((size_t)inflight, sizeof(*slots));
+    int i, left = inflight;
+
+    if (base == NULL || slots == NULL ||
+        sluice_libevent_attach(sl, base) != SLUICE_OK) {
+        fprintf(stderr, "sluice-bench: cannot attach to libevent: %s\n",
+                sluice_errmsg(sl));
+        w->errors++;
+        free(slots);
+        if (base != NULL)
+            event_base_free(base);
+        return;
+    }
+    for (i = 0; i < inflight; i++) {
+        slots[i] = (loop_slot){w, rs, base, rng, n, &left, 0, ""};
+        loop_start(sl, &slots[i]);
+    }
+    if (left > 0)
+        event_base_dispatch(base);
+    w->round_trips = sl_handle_round_trips(sl);
+    sluice_close(sl); /* removes its events first */
+    event_base_free(base);
+    free(slots);
+}
+
 static void *sluice_worker(void *arg)
 {
     worker *w = arg;
@@ -768,6 +857,10 @@ static void *sluice_worker(void *arg)
     }
     if (c->shared != NULL)
         sl = c->shared;
+    if (c->md == MODE_LOOP50 || c->md == MODE_LOOP1000) {
+        loop_worker(w, sl, &rs, c->md == MODE_LOOP50 ? 50 : 1000, &rng, &n);
+        return NULL;
+    }
     while (now_us() < w->deadline) {
         int64_t t0 = now_us();
         sluice_status st;
@@ -1314,6 +1407,15 @@ static const target *floor_target(const target *t)
     return NULL;
 }
 
+/* Targets that run on an event loop (sluice_attach). */
+static bool async_capable(const target *t)
+{
+    return strncmp(t->url, "redis://", 8) == 0 ||
+           strncmp(t->url, "rediss://", 9) == 0 ||
+           strncmp(t->url, "redis-cluster://", 16) == 0 ||
+           strncmp(t->url, "mem://", 6) == 0;
+}
+
 static bool refused(const target *t, const char *rule)
 {
     /* twemproxy:// refuses token and gcra by design (no scripts, no
@@ -1447,7 +1549,8 @@ int main(int argc, char **argv)
             add_cell(ft, NULL, "INCR", rcpu_pats[p], MODE_PIPE, "rcpu");
         }
         for (i = 0; i < ntargets; i++) {
-            if (floor_target(&targets[i]) != ft)
+            /* TLS: throughput beside plain TCP only (below). */
+            if (floor_target(&targets[i]) != ft || named(&targets[i], "tls"))
                 continue;
             for (r = 0; r < nrules; r++)
                 if (!refused(&targets[i], rules[r]))
@@ -1498,12 +1601,19 @@ int main(int argc, char **argv)
                 }
         for (i = 0; k == 0 && i < ntargets; i++)
             for (r = 0; r < nrules; r++)
-                if (!refused(&targets[i], rules[r])) {
+                if (!refused(&targets[i], rules[r]) &&
+                    !(named(&targets[i], "tls") && r > 0)) {
                     for (m = MODE_SEQ; m <= MODE_THREADS; m++)
                         add_cell(&targets[i], rules[r], NULL, PAT_UNIFORM,
                                  (mode)m, "throughput");
                     add_cell(&targets[i], rules[r], NULL, PAT_UNIFORM,
                              MODE_SHARED50, "throughput");
+                    if (async_capable(&targets[i])) {
+                        add_cell(&targets[i], rules[r], NULL, PAT_UNIFORM,
+                                 MODE_LOOP50, "throughput");
+                        add_cell(&targets[i], rules[r], NULL, PAT_UNIFORM,
+                                 MODE_LOOP1000, "throughput");
+                    }
                 }
     }
 
@@ -1522,6 +1632,12 @@ int main(int argc, char **argv)
         for (p = PAT_HOT; p <= PAT_ZIPF; p++)
             add_cell(&targets[i], rules[0], NULL, (pattern)p, MODE_PIPE50,
                      "peers");
+        for (p = PAT_HOT; p <= PAT_ZIPF; p++) {
+            add_cell(&targets[i], rules[0], NULL, (pattern)p, MODE_LOOP50,
+                     "peers");
+            add_cell(&targets[i], rules[0], NULL, (pattern)p, MODE_LOOP1000,
+                     "peers");
+        }
     }
 
     if (json != NULL)

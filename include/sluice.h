@@ -226,6 +226,84 @@ SLUICE_API const char *sluice_errmsg(const sluice *sl);
 /* Name of the handle's backend: "memory", "evalsha", ... */
 SLUICE_API const char *sluice_backend_name(const sluice *sl);
 
+/* ------------------------------------------ on the caller's event loop
+ *
+ * A handle attached to a loop decides without blocking, in the style of
+ * libcurl's multi-socket API: sluice tells the loop which sockets to watch
+ * for what (watch) and when its next deadline is (timer); the loop calls
+ * sluice_socket_action() when a socket is ready or the timer fires; each
+ * decision ends in its done callback, called from sluice_socket_action(),
+ * never from the call that started it. The sockets and timers are the
+ * loop's; nothing on this path blocks, except a host name's first lookup
+ * (numeric hosts and Unix sockets need none). Ready adapters:
+ * <sluice/libevent.h> and <sluice/libuv.h>. An attached handle belongs to
+ * its loop's thread, and its blocking calls return SLUICE_EINVAL. */
+#define SLUICE_WATCH_IN       1  /* readable */
+#define SLUICE_WATCH_OUT      2  /* writable */
+#define SLUICE_SOCKET_TIMEOUT -1 /* sluice_socket_action's fd: the timer */
+
+typedef struct sluice_loop {
+    void *data; /* passed to each function */
+    /* Watch fd for events (SLUICE_WATCH_IN | SLUICE_WATCH_OUT); 0: stop
+     * watching it (sluice closes it next). Called with a new mask when it
+     * changes. */
+    void (*watch)(void *data, int fd, int events);
+    /* Call sluice_socket_action(sl, SLUICE_SOCKET_TIMEOUT, 0) in
+     * timeout_ms (0: as soon as the loop can; replaces any earlier
+     * timer); -1: no timer. */
+    void (*timer)(void *data, int64_t timeout_ms);
+    /* The handle closes: free what the loop's side holds. May be NULL. */
+    void (*cleanup)(void *data);
+} sluice_loop;
+
+/* A decision started on the loop has ended. st is what the blocking call
+ * would have returned (the fail policy applied), res the n results (n is
+ * 1 for acquire, peek and reset, whose result holds only the status), valid
+ * during the call; the message is sluice_errmsg(sl) during the call. After
+ * sluice_close() on a handle with decisions in flight, each gets
+ * SLUICE_EIO: its outcome is unknown. */
+typedef void (*sluice_done_fn)(sluice *sl, void *arg, sluice_status st,
+                               const sluice_result *res, size_t n);
+
+/* Attaches the handle to a loop (copied). Once only; mem://, redis://
+ * (also through twemproxy) and redis-cluster://. redis+multi:// and
+ * twemproxy:// answer SLUICE_EUNSUPPORTED: their WATCH/MULTI and
+ * compensating round trips run blocking only. */
+SLUICE_API sluice_status sluice_attach(sluice *sl, const sluice_loop *loop);
+
+/* fd became ready for events (SLUICE_WATCH_IN | SLUICE_WATCH_OUT; poll's
+ * error and hang-up count as IN), or fd is SLUICE_SOCKET_TIMEOUT: the
+ * timer fired. Runs the done callbacks of what ended. */
+SLUICE_API void sluice_socket_action(sluice *sl, int fd, int events);
+
+/* Start the decision; on SLUICE_OK, done(sl, arg, ...) runs exactly once,
+ * later. Bad input is returned here (done never runs), as by the blocking
+ * calls. The key, rules and requests are copied. */
+SLUICE_API sluice_status sluice_acquire_async(sluice *sl, const void *key,
+                                              size_t key_len,
+                                              const sluice_ruleset *rules,
+                                              int64_t cost, sluice_done_fn done,
+                                              void *arg);
+SLUICE_API sluice_status sluice_peek_async(sluice *sl, const void *key,
+                                           size_t key_len,
+                                           const sluice_ruleset *rules,
+                                           int64_t cost, sluice_done_fn done,
+                                           void *arg);
+SLUICE_API sluice_status sluice_reset_async(sluice *sl, const void *key,
+                                            size_t key_len,
+                                            const sluice_ruleset *rules,
+                                            sluice_done_fn done, void *arg);
+/* A bad request of the batch gets its own status in res, as with
+ * sluice_acquire_many(). */
+SLUICE_API sluice_status sluice_acquire_many_async(sluice *sl,
+                                                   const sluice_request *reqs,
+                                                   size_t n,
+                                                   sluice_done_fn done,
+                                                   void *arg);
+
+/* Decisions started on the loop and not yet ended. */
+SLUICE_API size_t sluice_pending(const sluice *sl);
+
 /* Replaces the allocator of sluice's own memory (not hiredis's). Call before
  * any handle exists; NULL arguments restore the C library's. */
 SLUICE_API void sluice_set_allocator(void *(*malloc_fn)(size_t),

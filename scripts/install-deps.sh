@@ -7,7 +7,8 @@ set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libhiredis-dev libssl-dev libjansson-dev)
 if [[ ${1:-} == --test ]]; then
-    pkgs+=(libcmocka-dev redis-server redis-tools nutcracker openssl valgrind clang-format clang libfuzzer-14-dev)
+    # libevent and libuv: the event-loop adapters' tests and the bench.
+    pkgs+=(libcmocka-dev redis-server redis-tools nutcracker openssl valgrind clang-format clang libfuzzer-14-dev libevent-dev libuv1-dev)
 fi
 
 missing=()

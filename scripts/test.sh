@@ -13,7 +13,7 @@ jobs=$(nproc)
 
 echo "== format"
 clang-format --dry-run -Werror src/*.c src/*.h src/backends/*.c src/cli/*.[ch] \
-    include/*.h tests/*.c tests/*.h examples/*.c bench/*.c \
+    include/*.h include/sluice/*.h tests/*.c tests/*.h examples/*.c bench/*.c \
     tests/consumers/*.c tests/consumers/*.cpp tests/fuzz/*.c
 echo "== fuzz"
 scripts/fuzz.sh 60 # each libFuzzer target a minute, clang, ASan+UBSan

@@ -4,9 +4,10 @@
 #ifndef SL_BACKEND_H
 #define SL_BACKEND_H
 
+#include "engine.h"
 #include "internal.h"
 
-#define SL_BACKEND_VERSION 2
+#define SL_BACKEND_VERSION 3
 
 typedef enum sl_op {
     SL_OP_ACQUIRE = 1,
@@ -28,9 +29,11 @@ typedef struct sl_backend {
     const char *name; /* "memory", "evalsha", ...; used in messages */
     int version;      /* SL_BACKEND_VERSION it was built against */
 
-    /* Connects (or attaches to the store); private state in *state. */
-    sluice_status (*open)(const sl_url *url, void **state, char *err,
-                          size_t err_len);
+    /* Connects (or attaches to the store); private state in *state. A
+     * backend that works on the engine (start below) opens its
+     * connections on eng. */
+    sluice_status (*open)(const sl_url *url, sl_engine *eng, void **state,
+                          char *err, size_t err_len);
     void (*close)(void *state); /* accepts NULL */
 
     /* Decides n requests, atomically per request for all clients of its
@@ -44,6 +47,17 @@ typedef struct sl_backend {
 
     /* Version 2. Optional, NULL = none: network round trips so far. */
     uint64_t (*round_trips)(void *state);
+
+    /* Version 3. Optional, NULL: blocking only (no sluice_attach). Starts
+     * deciding the job's requests without waiting: queues commands with
+     * their callbacks on the engine's connections, which answer each
+     * request (sl_engine_answer) now or later. */
+    void (*start)(void *state, sl_job *job);
+    /* The job's wake_at has come (job NULL: the engine's own wake_at). */
+    void (*resume)(void *state, sl_job *job);
+    /* The job's deadline has passed: close what carries its requests and
+     * answer them; the engine answers what is left with job->last. */
+    void (*expire)(void *state, sl_job *job);
 } sl_backend;
 
 /* For tests: the backend state of a handle, and the number of entries a

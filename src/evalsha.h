@@ -5,7 +5,9 @@
 #define SL_EVALSHA_H
 
 #include "backend.h"
-#include "redis.h"
+#include "conn.h"
+
+#include <string.h>
 
 /* Queues one request on cn: EVALSHA (EVAL when as_eval) with the keys of
  * every rule and the request's tag, or, for a reset on the client's clock,
@@ -22,5 +24,15 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
 sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
                                 uint64_t tag, sluice_result *out, char *err,
                                 size_t err_len);
+
+/* Whether rep answers a request sent as EVALSHA with NOSCRIPT: the server
+ * lacks the script (a restart, a failover, SCRIPT FLUSH, a slot's new
+ * owner), and the request goes again as EVAL, which runs it and caches
+ * it. Nothing ran. */
+static inline bool sl_evalsha_noscript(const redisReply *rep, bool as_eval)
+{
+    return !as_eval && rep->type == REDIS_REPLY_ERROR &&
+           strncmp(rep->str, "NOSCRIPT", 8) == 0;
+}
 
 #endif /* SL_EVALSHA_H */

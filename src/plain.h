@@ -6,7 +6,7 @@
 #define SL_PLAIN_H
 
 #include "backend.h"
-#include "redis.h"
+#include "conn.h"
 
 typedef struct sl_plain {
     sl_conn conn;

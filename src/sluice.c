@@ -11,7 +11,8 @@
  * round trip ahead of it and its own. The order of arrival is the order in
  * the batch, so requests on one key keep their order. */
 #include "backend.h"
-#include "redis.h"
+#include "conn.h"
+#include "engine.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -33,6 +34,7 @@ struct sluice {
     const sl_backend *backend;
     void *state;
     sl_url url;
+    sl_engine eng;       /* the connections' I/O, blocking or on a loop */
     pthread_mutex_t mu;  /* guards what follows */
     bool busy;           /* a thread is in the backend */
     waiter *head, *tail; /* queued, not yet taken */
@@ -142,9 +144,12 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
     }
     if ((st = sl_tls_check(&sl->url, err, err_len)) != SLUICE_OK)
         goto fail;
-    st = sl->backend->open(&sl->url, &sl->state, err, err_len);
+    sl_engine_init(&sl->eng, &sl->url);
+    sl->eng.be = sl->backend;
+    st = sl->backend->open(&sl->url, &sl->eng, &sl->state, err, err_len);
     if (st != SLUICE_OK)
         goto fail;
+    sl->eng.state = sl->state;
     *out = sl;
     return SLUICE_OK;
 fail:
@@ -157,6 +162,7 @@ void sluice_close(sluice *sl)
 {
     if (sl == NULL)
         return;
+    sl_engine_shutdown(&sl->eng);
     sl->backend->close(sl->state);
     pthread_mutex_destroy(&sl->mu);
     sl_free(sl);
@@ -389,6 +395,37 @@ static int64_t handle_now(const sluice *sl)
     return sl->url.opts.clock(sl->url.opts.clock_ctx);
 }
 
+/* What a single call returns for the backend's answer (st for the call,
+ * res for the request): the fail policy applied; *out set unless the call
+ * fails. */
+static sluice_status answer_one(const sluice *sl, sl_op op,
+                                const sluice_ruleset *rules, sluice_status st,
+                                const sluice_result *res, sluice_result *out)
+{
+    if (st == SLUICE_OK)
+        st = res->status;
+    if (st != SLUICE_OK) {
+        if (op == SL_OP_RESET || !policy_answers(sl, st))
+            return st;
+        policy_result(sl, rules, st, out);
+        return SLUICE_OK;
+    }
+    if (out != NULL)
+        *out = *res;
+    return SLUICE_OK;
+}
+
+/* An attached handle is its loop's; a blocking call would stall it. */
+static bool refuse_blocking(const sluice *sl, char *err)
+{
+    if (!sl->eng.attached)
+        return false;
+    sl_errf(err, SL_ERR_LEN,
+            "the handle is attached to an event loop: use the _async calls "
+            "(or open another handle for blocking calls)");
+    return true;
+}
+
 static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
                                 size_t key_len, const sluice_ruleset *rules,
                                 int64_t cost, sluice_result *out)
@@ -405,26 +442,14 @@ static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
         sl_errf(err, SL_ERR_LEN, "out is NULL");
         return SLUICE_EINVAL;
     }
+    if (refuse_blocking(sl, err))
+        return SLUICE_EINVAL;
     st = prepare(sl, op, key, key_len, rules, cost, handle_now(sl), &r, err);
     if (st != SLUICE_OK)
         return st;
     memset(&res, 0, sizeof(res));
     st = dispatch(sl, &r, 1, &res, err);
-    if (st != SLUICE_OK) {
-        if (op == SL_OP_RESET || !policy_answers(sl, st))
-            return st;
-        policy_result(sl, rules, st, out);
-        return SLUICE_OK;
-    }
-    if (res.status != SLUICE_OK) {
-        if (op == SL_OP_RESET || !policy_answers(sl, res.status))
-            return res.status;
-        policy_result(sl, rules, res.status, out);
-        return SLUICE_OK;
-    }
-    if (out != NULL)
-        *out = res;
-    return SLUICE_OK;
+    return answer_one(sl, op, rules, st, &res, out);
 }
 
 sluice_status sluice_acquire(sluice *sl, const void *key, size_t key_len,
@@ -447,6 +472,44 @@ sluice_status sluice_reset(sluice *sl, const void *key, size_t key_len,
     return decide_one(sl, SL_OP_RESET, key, key_len, rules, 1, NULL);
 }
 
+/* What a batch returns for the backend's answer (st for the call, res
+ * for the m requests that were sent, which are out[map[i]]): the fail
+ * policy applied, and the first failure, first being that of the requests
+ * refused before (with its message). */
+static sluice_status answer_many(const sluice *sl, const sl_request *rs,
+                                 const sluice_result *res, size_t m,
+                                 const size_t *map, sluice_status st,
+                                 sluice_result *out, sluice_status first,
+                                 const char *first_msg, char *err)
+{
+    size_t i;
+
+    for (i = 0; i < m; i++) {
+        size_t j = map[i];
+
+        if (st == SLUICE_OK && policy_answers(sl, res[i].status))
+            policy_result(sl, rs[i].rules, res[i].status, &out[j]);
+        else if (st == SLUICE_OK)
+            out[j] = res[i];
+        else if (policy_answers(sl, st))
+            policy_result(sl, rs[i].rules, st, &out[j]);
+        else
+            out[j].status = st;
+    }
+    if (st != SLUICE_OK && policy_answers(sl, st))
+        st = SLUICE_OK;
+    for (i = 0; i < m && first == SLUICE_OK && st == SLUICE_OK; i++)
+        if (out[map[i]].status != SLUICE_OK &&
+            !policy_answers(sl, out[map[i]].status))
+            first = out[map[i]].status;
+    if (st == SLUICE_OK && first != SLUICE_OK) {
+        st = first;
+        if (first_msg[0] != '\0')
+            memcpy(err, first_msg, SL_ERR_LEN);
+    }
+    return st;
+}
+
 sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
                                   size_t n, sluice_result *out)
 {
@@ -467,6 +530,8 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
                 reqs == NULL ? "reqs" : "out");
         return SLUICE_EINVAL;
     }
+    if (refuse_blocking(sl, err))
+        return SLUICE_EINVAL;
     /* calloc's overflow check: n comes from the caller. */
     if (n > 64) {
         rs = sl_calloc(n, sizeof(*rs));
@@ -499,30 +564,8 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
     if (m > 0) {
         memset(res, 0, m * sizeof(*res));
         st = dispatch(sl, rs, m, res, err);
-        for (i = 0; i < m; i++) {
-            size_t j = map[i];
-
-            if (st == SLUICE_OK && policy_answers(sl, res[i].status))
-                policy_result(sl, reqs[j].rules, res[i].status, &out[j]);
-            else if (st == SLUICE_OK)
-                out[j] = res[i];
-            else if (policy_answers(sl, st))
-                policy_result(sl, reqs[j].rules, st, &out[j]);
-            else
-                out[j].status = st;
-        }
-        if (st != SLUICE_OK && policy_answers(sl, st))
-            st = SLUICE_OK;
-        for (i = 0; i < m && first == SLUICE_OK && st == SLUICE_OK; i++)
-            if (out[map[i]].status != SLUICE_OK &&
-                !policy_answers(sl, out[map[i]].status))
-                first = out[map[i]].status;
     }
-    if (st == SLUICE_OK && first != SLUICE_OK) {
-        st = first;
-        if (first_msg[0] != '\0')
-            memcpy(err, first_msg, SL_ERR_LEN);
-    }
+    st = answer_many(sl, rs, res, m, map, st, out, first, first_msg, err);
 done:
     if (rs != stack_reqs)
         sl_free(rs);
@@ -530,4 +573,268 @@ done:
         sl_free(res);
     sl_free(map);
     return st;
+}
+
+/* ------------------------------------------------- on the caller's loop */
+
+/* A decision started on the loop: the engine's job first, then copies of
+ * everything the caller passed, which it may free once the call returns. */
+typedef struct async_call {
+    sl_job job;
+    sluice *sl;
+    sluice_done_fn done;
+    void *arg;
+    sl_op op;
+    bool many;
+    size_t n;              /* the caller's requests; job.n of them were sent */
+    sl_request *reqs;      /* job.n, pointing into keys and rules */
+    sluice_result *res;    /* job.n: the backend's answers */
+    sluice_result *out;    /* n: what the callback gets */
+    size_t *map;           /* job.n: their places in out */
+    sluice_ruleset *rules; /* job.n copies */
+    unsigned char *marks;  /* job.n */
+    char *keys;            /* the keys, end to end */
+    sluice_status first;   /* the first request refused, for a batch */
+    char first_msg[SL_ERR_LEN];
+} async_call;
+
+static void free_call(async_call *a)
+{
+    sl_free(a->reqs);
+    sl_free(a->res);
+    sl_free(a->out);
+    sl_free(a->map);
+    sl_free(a->rules);
+    sl_free(a->marks);
+    sl_free(a->keys);
+    sl_free(a);
+}
+
+/* The job ended: the fail policy, then the caller's callback. */
+static void async_done(sl_job *job)
+{
+    async_call *a = (async_call *)job;
+    sluice *sl = a->sl;
+    char *err = err_of(sl);
+    sluice_status st;
+
+    if (job->err[0] != '\0')
+        memcpy(err, job->err, SL_ERR_LEN);
+    if (a->many) {
+        st = answer_many(sl, a->reqs, a->res, job->n, a->map, SLUICE_OK, a->out,
+                         a->first, a->first_msg, err);
+    } else {
+        memset(a->out, 0, sizeof(*a->out));
+        st = answer_one(sl, a->op, a->reqs[0].rules, SLUICE_OK, &a->res[0],
+                        a->out);
+        if (st != SLUICE_OK || a->op == SL_OP_RESET)
+            a->out->status = st;
+    }
+    a->done(sl, a->arg, st, a->out, a->n);
+    free_call(a);
+}
+
+/* A call with room for n requests whose keys take key_bytes. */
+static async_call *new_call(sluice *sl, size_t n, size_t key_bytes,
+                            sluice_done_fn done, void *arg)
+{
+    async_call *a = sl_calloc(1, sizeof(*a));
+
+    if (a == NULL)
+        return NULL;
+    a->sl = sl;
+    a->done = done;
+    a->arg = arg;
+    a->n = n;
+    a->reqs = sl_calloc(n, sizeof(*a->reqs));
+    a->res = sl_calloc(n, sizeof(*a->res));
+    a->out = sl_calloc(n, sizeof(*a->out));
+    a->map = sl_calloc(n, sizeof(*a->map));
+    a->rules = sl_calloc(n, sizeof(*a->rules));
+    a->marks = sl_calloc(n, 1);
+    a->keys = sl_malloc(key_bytes > 0 ? key_bytes : 1);
+    if (a->reqs == NULL || a->res == NULL || a->out == NULL || a->map == NULL ||
+        a->rules == NULL || a->marks == NULL || a->keys == NULL) {
+        free_call(a);
+        return NULL;
+    }
+    a->job.reqs = a->reqs;
+    a->job.out = a->res;
+    a->job.marks = a->marks;
+    a->job.done = async_done;
+    return a;
+}
+
+/* Checks what every async call needs; the message in err. */
+static sluice_status async_ready(const sluice *sl, sluice_done_fn done,
+                                 char *err)
+{
+    if (done == NULL) {
+        sl_errf(err, SL_ERR_LEN, "done is NULL");
+        return SLUICE_EINVAL;
+    }
+    if (!sl->eng.attached || sl->eng.closing) {
+        sl_errf(err, SL_ERR_LEN,
+                "the handle is not attached to an event loop: call "
+                "sluice_attach() (or an adapter's attach) first");
+        return SLUICE_EINVAL;
+    }
+    return SLUICE_OK;
+}
+
+/* Starts request i of a (checked by prepare into a->reqs[m]). */
+static void keep_request(async_call *a, size_t m, size_t at_key,
+                         const void *key, size_t key_len,
+                         const sluice_ruleset *rules)
+{
+    memcpy(a->keys + at_key, key, key_len);
+    a->rules[m] = *rules;
+    a->reqs[m].key = a->keys + at_key;
+    a->reqs[m].rules = &a->rules[m];
+}
+
+static sluice_status start_one(sluice *sl, sl_op op, const void *key,
+                               size_t key_len, const sluice_ruleset *rules,
+                               int64_t cost, sluice_done_fn done, void *arg)
+{
+    async_call *a;
+    sl_request r;
+    sluice_status st;
+    char *err;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    err = err_of(sl);
+    if ((st = async_ready(sl, done, err)) != SLUICE_OK)
+        return st;
+    st = prepare(sl, op, key, key_len, rules, cost, handle_now(sl), &r, err);
+    if (st != SLUICE_OK)
+        return st;
+    if ((a = new_call(sl, 1, key_len, done, arg)) == NULL) {
+        sl_errf(err, SL_ERR_LEN, "out of memory");
+        return SLUICE_ENOMEM;
+    }
+    a->reqs[0] = r;
+    keep_request(a, 0, 0, key, key_len, rules);
+    a->op = op;
+    a->job.n = 1;
+    sl_engine_submit(&sl->eng, &a->job);
+    return SLUICE_OK;
+}
+
+sluice_status sluice_acquire_async(sluice *sl, const void *key, size_t key_len,
+                                   const sluice_ruleset *rules, int64_t cost,
+                                   sluice_done_fn done, void *arg)
+{
+    return start_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, done, arg);
+}
+
+sluice_status sluice_peek_async(sluice *sl, const void *key, size_t key_len,
+                                const sluice_ruleset *rules, int64_t cost,
+                                sluice_done_fn done, void *arg)
+{
+    return start_one(sl, SL_OP_PEEK, key, key_len, rules, cost, done, arg);
+}
+
+sluice_status sluice_reset_async(sluice *sl, const void *key, size_t key_len,
+                                 const sluice_ruleset *rules,
+                                 sluice_done_fn done, void *arg)
+{
+    return start_one(sl, SL_OP_RESET, key, key_len, rules, 1, done, arg);
+}
+
+sluice_status sluice_acquire_many_async(sluice *sl, const sluice_request *reqs,
+                                        size_t n, sluice_done_fn done,
+                                        void *arg)
+{
+    async_call *a;
+    size_t i, m = 0, bytes = 0, at = 0;
+    sluice_status st;
+    char *err;
+    int64_t now;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    err = err_of(sl);
+    if ((st = async_ready(sl, done, err)) != SLUICE_OK)
+        return st;
+    if (n == 0 || reqs == NULL) {
+        sl_errf(err, SL_ERR_LEN, "acquire_many_async: %s",
+                reqs == NULL ? "reqs is NULL" : "no requests");
+        return SLUICE_EINVAL;
+    }
+    for (i = 0; i < n; i++)
+        if (reqs[i].key_len <= SLUICE_MAX_KEY_LEN)
+            bytes += reqs[i].key_len;
+    if ((a = new_call(sl, n, bytes, done, arg)) == NULL) {
+        sl_errf(err, SL_ERR_LEN,
+                "acquire_many_async: out of memory for %zu "
+                "requests",
+                n);
+        return SLUICE_ENOMEM;
+    }
+    a->many = true;
+    a->op = SL_OP_ACQUIRE;
+    now = handle_now(sl);
+    for (i = 0; i < n; i++) {
+        sluice_status rst =
+            prepare(sl, SL_OP_ACQUIRE, reqs[i].key, reqs[i].key_len,
+                    reqs[i].rules, reqs[i].cost, now, &a->reqs[m], err);
+
+        a->out[i].status = rst;
+        if (rst == SLUICE_OK) {
+            keep_request(a, m, at, reqs[i].key, reqs[i].key_len, reqs[i].rules);
+            at += reqs[i].key_len;
+            a->map[m++] = i;
+        } else if (a->first == SLUICE_OK) {
+            a->first = rst;
+            memcpy(a->first_msg, err, SL_ERR_LEN);
+        }
+    }
+    a->job.n = m; /* none: the callback still runs, from the loop */
+    sl_engine_submit(&sl->eng, &a->job);
+    return SLUICE_OK;
+}
+
+sluice_status sluice_attach(sluice *sl, const sluice_loop *loop)
+{
+    char *err;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    err = err_of(sl);
+    if (loop == NULL || loop->watch == NULL || loop->timer == NULL) {
+        sl_errf(err, SL_ERR_LEN, "attach: the loop needs watch and timer");
+        return SLUICE_EINVAL;
+    }
+    if (sl->backend->start == NULL) {
+        sl_errf(err, SL_ERR_LEN,
+                "attach: %s decides with blocking round trips (WATCH/MULTI, "
+                "compensations) and has no event-loop mode yet; use "
+                "redis://, redis-cluster:// or mem://, or call it from a "
+                "thread",
+                sl->backend->name);
+        return SLUICE_EUNSUPPORTED;
+    }
+    if (sl->eng.attached) {
+        sl_errf(err, SL_ERR_LEN, "attach: the handle is attached already");
+        return SLUICE_EINVAL;
+    }
+    sl->eng.loop = *loop;
+    sl->eng.attached = true;
+    sl->eng.timer_at = -1;
+    sl_engine_report(&sl->eng);
+    return SLUICE_OK;
+}
+
+void sluice_socket_action(sluice *sl, int fd, int events)
+{
+    if (sl == NULL || !sl->eng.attached)
+        return;
+    sl_engine_action(&sl->eng, fd, events);
+}
+
+size_t sluice_pending(const sluice *sl)
+{
+    return sl == NULL ? 0 : sl_engine_pending(&sl->eng);
 }

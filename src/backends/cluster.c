@@ -7,11 +7,12 @@
 #include "../evalsha.h"
 #include "../slotmap.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #define MAX_REDIRECTS 5
+#define RETRY_MS      20 /* between map refreshes; after TRYAGAIN */
 
 typedef struct node {
     sl_url url;   /* the handle's URL with this node's host and port */
@@ -20,40 +21,29 @@ typedef struct node {
 
 typedef struct cluster {
     const sl_url *url;
+    sl_engine *eng;
     sl_slotmap map;            /* slots to node indexes */
     node *nodes[SL_MAX_NODES]; /* connections, by the map's index */
     size_t nnodes;
-    bool stale;   /* refresh the map before the next call */
-    size_t rr;    /* which node to ask for the map first */
-    uint64_t tag; /* of the next request; scripts echo it */
+    bool stale;                /* the map may be out of date: refresh it */
+    bool refreshing;           /* a CLUSTER SLOTS is under way */
+    bool settled;              /* the last refresh ended, well or not */
+    size_t rr, tried;          /* which node to ask first; asked this round */
+    int64_t refresh_after;     /* no new round before (monotonic ms) */
+    uint64_t tag;              /* of the next request; scripts echo it */
+    char last_msg[SL_ERR_LEN]; /* why the last refresh failed */
 } cluster;
 
-/* Where one request stands in the current call. */
+/* Where one request stands. */
 typedef struct route {
     unsigned slot;
-    int node;     /* where it goes next */
+    int node;     /* where it goes next; -1 unknown */
     bool asking;  /* send ASKING first (one-shot ASK redirect) */
     bool as_eval; /* the node lacked the script */
-    bool pending; /* still to be sent */
-    bool sent;    /* sent this round, reply not read yet */
+    bool waiting; /* to be sent */
     int redirects;
-    uint64_t tag; /* echoed by the script: replies out of step show */
+    int64_t not_before; /* a TRYAGAIN's retry, not before then */
 } route;
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
-
-    nanosleep(&ts, NULL);
-}
 
 /* Opens connections' slots for every node the map learned of. */
 static bool sync_nodes(cluster *c)
@@ -68,7 +58,7 @@ static bool sync_nodes(cluster *c)
         snprintf(n->url.host, sizeof(n->url.host), "%s",
                  c->map.nodes[c->nnodes].host);
         n->url.port = c->map.nodes[c->nnodes].port;
-        sl_conn_init(&n->conn, &n->url, "cluster");
+        sl_conn_init(&n->conn, &n->url, "cluster", c->eng);
         c->nodes[c->nnodes++] = n;
     }
     return true;
@@ -82,58 +72,110 @@ static int node_index(cluster *c, const char *host, int port)
     return i >= 0 && sync_nodes(c) ? i : -1;
 }
 
-/* Reads CLUSTER SLOTS from node i into the map. */
-static sluice_status load_slots(cluster *c, int i, char *err, size_t err_len)
+static node *node_of(sl_conn *cn)
 {
-    node *n = c->nodes[i];
-    const char *argv[2] = {"CLUSTER", "SLOTS"};
-    redisReply *r;
-    sluice_status st;
-
-    if ((st = sl_conn_ensure(&n->conn, err, err_len)) != SLUICE_OK)
-        return st;
-    if ((st = sl_conn_append(&n->conn, 2, argv, NULL, err, err_len)) !=
-            SLUICE_OK ||
-        (st = sl_conn_read(&n->conn, &r, err, err_len)) != SLUICE_OK)
-        return st;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
-        sl_errf(err, err_len,
-                "cluster: %s:%d gave no slot map (%s); is it "
-                "a cluster node?",
-                n->url.host, n->url.port,
-                r->type == REDIS_REPLY_ERROR ? r->str : "empty");
-        freeReplyObject(r);
-        return SLUICE_ESERVER;
-    }
-    if (sl_slotmap_load(&c->map, r, n->url.host) < 0 || !sync_nodes(c)) {
-        sl_errf(err, err_len,
-                "cluster: %s:%d gave a slot map that could "
-                "not be read",
-                n->url.host, n->url.port);
-        freeReplyObject(r);
-        return SLUICE_EPROTO;
-    }
-    freeReplyObject(r);
-    return SLUICE_OK;
+    return (node *)(void *)((char *)cn - offsetof(node, conn));
 }
 
-/* Refreshes the map from any node that answers, seeds included. */
-static sluice_status refresh(cluster *c, char *err, size_t err_len)
-{
-    sluice_status st = SLUICE_ECONNECT;
-    size_t i, tried, start = c->rr++;
+static void pump(cluster *c, sl_job *job);
+static void ask_next(cluster *c);
 
+/* Every job's requests waiting for an owner go where the map says. */
+static void reroute_all(cluster *c)
+{
+    sl_job *j, *next;
+
+    for (j = c->eng->head; j != NULL; j = next) {
+        route *rt = j->data;
+        size_t k;
+
+        next = j->next;
+        for (k = 0; rt != NULL && k < j->n; k++)
+            if (rt[k].waiting && !rt[k].asking)
+                rt[k].node = c->map.slots[rt[k].slot];
+        pump(c, j);
+    }
+}
+
+/* CLUSTER SLOTS from one node: the map, or ask the next. */
+static void on_slots(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
+                     sluice_status st, bool sent, const char *msg)
+{
+    node *n = node_of(cn);
+    cluster *c = n->conn.eng->state;
+
+    (void)job;
+    (void)i;
+    (void)st;
+    (void)sent;
+    if (r == NULL) {
+        sl_errf(c->last_msg, sizeof(c->last_msg), "%s", msg);
+    } else if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
+        sl_errf(c->last_msg, sizeof(c->last_msg),
+                "cluster: %s:%d gave no slot map (%s); is it a cluster node?",
+                n->url.host, n->url.port,
+                r->type == REDIS_REPLY_ERROR ? r->str : "empty");
+    } else if (sl_slotmap_load(&c->map, r, n->url.host) < 0 || !sync_nodes(c)) {
+        sl_errf(c->last_msg, sizeof(c->last_msg),
+                "cluster: %s:%d gave a slot map that could not be read",
+                n->url.host, n->url.port);
+    } else {
+        c->stale = false;
+        c->refreshing = false;
+        c->settled = true;
+        c->refresh_after = sl_mono_ms() + RETRY_MS;
+        if (!c->eng->closing)
+            reroute_all(c);
+        return;
+    }
+    if (c->eng->closing) {
+        c->refreshing = false;
+        return;
+    }
+    ask_next(c);
+}
+
+/* Asks the next node of this round for the map; after all of them, waits
+ * RETRY_MS before the next round. */
+static void ask_next(cluster *c)
+{
+    const char *argv[2] = {"CLUSTER", "SLOTS"};
+
+    while (c->tried < c->nnodes) {
+        node *n = c->nodes[(c->rr + c->tried++) % c->nnodes];
+
+        if (sl_conn_append(&n->conn, 2, argv, NULL, NULL, 0) == SLUICE_OK &&
+            sl_conn_expect(&n->conn, on_slots, NULL, 0) == SLUICE_OK)
+            return;
+    }
+    c->refreshing = false;
+    c->settled = true;
+    c->refresh_after = sl_mono_ms() + RETRY_MS;
+    if (c->eng->wake_at == 0 || c->refresh_after < c->eng->wake_at)
+        c->eng->wake_at = c->refresh_after;
+}
+
+/* Refreshes the map from any node that answers, seeds included, unless a
+ * refresh is under way or one ended less than RETRY_MS ago. */
+static void want_refresh(cluster *c)
+{
+    size_t i;
+
+    c->stale = true;
+    if (c->refreshing || c->eng->closing)
+        return;
+    if (sl_mono_ms() < c->refresh_after) {
+        if (c->eng->wake_at == 0 || c->refresh_after < c->eng->wake_at)
+            c->eng->wake_at = c->refresh_after;
+        return;
+    }
     for (i = 0; i < c->url->nseeds; i++)
         node_index(c, c->url->seeds[i].host, c->url->seeds[i].port);
-    tried = c->nnodes;
-    for (i = 0; i < tried; i++) {
-        st = load_slots(c, (int)((start + i) % tried), err, err_len);
-        if (st == SLUICE_OK) {
-            c->stale = false;
-            return SLUICE_OK;
-        }
-    }
-    return st;
+    c->refreshing = true;
+    c->settled = false;
+    c->tried = 0;
+    c->rr++;
+    ask_next(c);
 }
 
 static void cluster_close(void *p)
@@ -143,6 +185,7 @@ static void cluster_close(void *p)
 
     if (c == NULL)
         return;
+    c->eng->closing = true; /* the callbacks of what closes send nothing */
     for (i = 0; i < c->nnodes; i++) {
         sl_conn_close(&c->nodes[i]->conn);
         sl_free(c->nodes[i]);
@@ -150,23 +193,35 @@ static void cluster_close(void *p)
     sl_free(c);
 }
 
-static sluice_status cluster_open(const sl_url *url, void **out, char *err,
-                                  size_t err_len)
+static sluice_status cluster_open(const sl_url *url, sl_engine *eng, void **out,
+                                  char *err, size_t err_len)
 {
     cluster *c = sl_calloc(1, sizeof(*c));
-    sluice_status st;
 
     if (c == NULL) {
         sl_errf(err, err_len, "cluster: out of memory");
         return SLUICE_ENOMEM;
     }
     c->url = url;
+    c->eng = eng;
+    eng->state = c; /* the engine calls back while the map loads */
     sl_slotmap_init(&c->map);
-    c->stale = true;
-    st = refresh(c, err, err_len);
-    if (st != SLUICE_OK && url->opts.fail == SLUICE_FAIL_ERROR) {
-        cluster_close(c);
-        return st;
+    want_refresh(c);
+    sl_engine_wait(eng, &c->settled,
+                   sl_mono_ms() + url->opts.connect_timeout_ms +
+                       url->opts.command_timeout_ms);
+    if (c->stale) {
+        if (!c->settled)
+            sl_errf(c->last_msg, sizeof(c->last_msg),
+                    "cluster: no node gave the slot map within %u ms",
+                    url->opts.connect_timeout_ms +
+                        url->opts.command_timeout_ms);
+        sl_errf(err, err_len, "%s", c->last_msg);
+        if (url->opts.fail == SLUICE_FAIL_ERROR) {
+            cluster_close(c);
+            eng->state = NULL;
+            return SLUICE_ECONNECT;
+        }
     }
     *out = c;
     return SLUICE_OK;
@@ -199,129 +254,232 @@ static sluice_status request_slot(const cluster *c, const sl_request *rq,
     return SLUICE_OK;
 }
 
-/* Sends every pending request of node i; marks them sent. *connected
- * tells whether anything may have reached the node. */
-static sluice_status send_node(cluster *c, int i, const sl_request *reqs,
-                               route *rt, size_t n, bool *connected, char *err,
-                               size_t err_len)
+static void on_reply(sl_conn *cn, sl_job *job, size_t k, redisReply *r,
+                     sluice_status st, bool sent, const char *msg);
+
+/* Queues request k on its node, ASKING first after an ASK. */
+static void send_request(cluster *c, sl_job *job, size_t k)
 {
-    node *nd = c->nodes[i];
-    sluice_status st;
-    size_t k;
-    bool any = false;
+    route *rt = &((route *)job->data)[k];
+    node *nd = c->nodes[rt->node];
+    char err[SL_ERR_LEN] = "cluster: out of memory";
+    sluice_status st = SLUICE_OK;
 
-    *connected = false;
-    for (k = 0; k < n && !any; k++)
-        any = rt[k].pending && rt[k].node == i;
-    if (!any)
-        return SLUICE_OK;
-    if ((st = sl_conn_ensure(&nd->conn, err, err_len)) != SLUICE_OK)
-        return st;
-    *connected = true;
-    for (k = 0; k < n; k++) {
-        if (!rt[k].pending || rt[k].node != i)
-            continue;
-        if (rt[k].asking) {
-            const char *argv[1] = {"ASKING"};
+    if (!sl_conn_is_ready(&nd->conn))
+        sl_engine_extend(job); /* it waits for a connect first */
+    if (rt->asking) {
+        const char *argv[1] = {"ASKING"};
 
-            if ((st = sl_conn_append(&nd->conn, 1, argv, NULL, err, err_len)) !=
-                SLUICE_OK)
-                return st;
-        }
-        if ((st = sl_evalsha_append(&nd->conn, &nd->url, &reqs[k],
-                                    rt[k].as_eval, rt[k].tag, err, err_len)) !=
+        if ((st = sl_conn_append(&nd->conn, 1, argv, NULL, err, sizeof(err))) ==
             SLUICE_OK)
-            return st;
-        rt[k].pending = false;
-        rt[k].sent = true;
+            st = sl_conn_expect(&nd->conn, NULL, NULL, 0);
+        rt->asking = false;
     }
-    return sl_conn_flush(&nd->conn, err, err_len);
+    if (st == SLUICE_OK)
+        st = sl_evalsha_append(&nd->conn, &nd->url, &job->reqs[k], rt->as_eval,
+                               job->tag + k, err, sizeof(err));
+    if (st == SLUICE_OK)
+        st = sl_conn_expect(&nd->conn, on_reply, job, k);
+    rt->waiting = false;
+    if (st != SLUICE_OK)
+        sl_engine_answer(job, k, st, err);
 }
 
-/* Reads node i's replies; decides, or schedules a retry. Returns how long
- * to back off before the next round (0: none). */
-static int64_t read_node(cluster *c, int i, const sl_request *reqs, route *rt,
-                         size_t n, sluice_result *out, char *err,
-                         size_t err_len)
+/* Sends every request of the job that can go now; the others wait for
+ * the map or their retry time. */
+static void pump(cluster *c, sl_job *job)
 {
-    node *nd = c->nodes[i];
-    int64_t backoff = 0;
+    int64_t now = sl_mono_ms(), wake = 0;
     size_t k;
 
-    for (k = 0; k < n; k++) {
-        redisReply *r;
-        sluice_status st;
-        sl_redirect kind;
-        unsigned slot;
-        int to;
+    for (k = 0; k < job->n && !job->finished; k++) {
+        route *rt = &((route *)job->data)[k];
 
-        if (!rt[k].sent || rt[k].node != i)
+        if (sl_engine_answered(job, k) || !rt->waiting)
             continue;
-        rt[k].sent = false;
-        if (rt[k].asking) {
-            rt[k].asking = false;
-            if (sl_conn_is_open(&nd->conn) &&
-                sl_conn_read(&nd->conn, &r, err, err_len) == SLUICE_OK)
-                freeReplyObject(r);
+        if (rt->not_before > now) {
+            if (wake == 0 || rt->not_before < wake)
+                wake = rt->not_before;
+            continue;
         }
-        if (!sl_conn_is_open(&nd->conn) ||
-            (st = sl_conn_read(&nd->conn, &r, err, err_len)) != SLUICE_OK) {
+        if (rt->node < 0) {
+            want_refresh(c); /* reroute_all sends it */
+            continue;
+        }
+        send_request(c, job, k);
+    }
+    if (!job->finished)
+        job->wake_at = wake;
+}
+
+static void on_reply(sl_conn *cn, sl_job *job, size_t k, redisReply *r,
+                     sluice_status st, bool sent, const char *msg)
+{
+    node *nd = node_of(cn);
+    cluster *c = job->eng->state;
+    route *rt = &((route *)job->data)[k];
+    char err[SL_ERR_LEN] = "";
+    sl_redirect kind;
+    unsigned slot;
+    int to;
+
+    if (sl_engine_answered(job, k))
+        return;
+    if (r == NULL) {
+        if (job->eng->closing || st == SLUICE_ENOMEM) {
+            sl_engine_answer(job, k, st, msg);
+        } else if (!sent) {
+            /* It never reached the node: ask the map again (the node may
+             * be gone) and send it where the map points. */
+            if (st == SLUICE_ECONNECT) {
+                rt->node = -1;
+                job->last = SLUICE_ECONNECT;
+                sl_errf(c->last_msg, sizeof(c->last_msg), "%s", msg);
+                want_refresh(c);
+            }
+            rt->waiting = true;
+            pump(c, job);
+        } else {
             /* Sent, and the connection is gone: the script may have run,
              * so it is not sent again (no double charge). */
-            out[k].status = SLUICE_EIO;
-            if (!sl_conn_is_open(&nd->conn))
-                sl_errf(err, err_len,
-                        "cluster: lost the connection to "
-                        "%s:%d with a request in flight; its outcome is "
-                        "unknown",
-                        nd->url.host, nd->url.port);
             c->stale = true;
+            if (st == SLUICE_ETIMEOUT) {
+                sl_engine_answer(job, k, st, msg);
+                return;
+            }
+            sl_errf(err, sizeof(err),
+                    "cluster: lost the connection to %s:%d with a request "
+                    "in flight; its outcome is unknown (%s)",
+                    nd->url.host, nd->url.port, msg);
+            sl_engine_answer(job, k, SLUICE_EIO, err);
+        }
+        return;
+    }
+    if (r->type == REDIS_REPLY_ERROR &&
+        (kind = sl_slotmap_redirect(&c->map, r->str, nd->url.host, &slot,
+                                    &to)) != SL_REDIRECT_NONE) {
+        if (!sync_nodes(c) || ++rt->redirects > MAX_REDIRECTS) {
+            sl_errf(err, sizeof(err),
+                    "cluster: too many redirections for slot %u (last: %s)",
+                    rt->slot, r->str);
+            sl_engine_answer(job, k, SLUICE_EPROTO, err);
+            return;
+        }
+        /* MOVED updated the map (more may have moved: refresh); ASK holds
+         * for this request only. */
+        if (kind == SL_REDIRECT_MOVED)
+            want_refresh(c);
+        rt->node = to;
+        rt->asking = kind == SL_REDIRECT_ASK;
+        rt->waiting = true;
+        pump(c, job);
+        return;
+    }
+    if (r->type == REDIS_REPLY_ERROR &&
+        (strncmp(r->str, "TRYAGAIN", 8) == 0 ||
+         strncmp(r->str, "CLUSTERDOWN", 11) == 0)) {
+        /* A slot being moved, or a failover under way: nothing ran. */
+        sl_errf(c->last_msg, sizeof(c->last_msg), "cluster: %s:%d answered: %s",
+                nd->url.host, nd->url.port, r->str);
+        if (r->str[0] == 'C')
+            want_refresh(c);
+        rt->waiting = true;
+        rt->not_before = sl_mono_ms() + RETRY_MS;
+        pump(c, job);
+        return;
+    }
+    if (sl_evalsha_noscript(r, rt->as_eval)) {
+        rt->as_eval = true;
+        rt->waiting = true;
+        pump(c, job);
+        return;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        st = sl_conn_reply_status(cn, r, err, sizeof(err));
+    } else {
+        st = sl_evalsha_result(&job->reqs[k], r, job->tag + k, &job->out[k],
+                               err, sizeof(err));
+        if (st == SLUICE_EPROTO)
+            sl_conn_doom(cn); /* out of step: start afresh */
+    }
+    sl_engine_answer(job, k, st, err);
+}
+
+static void cluster_start(void *p, sl_job *job)
+{
+    cluster *c = p;
+    route *rt = sl_calloc(job->n, sizeof(*rt));
+    size_t k;
+
+    if (rt == NULL) {
+        for (k = 0; k < job->n && !job->finished; k++)
+            sl_engine_answer(job, k, SLUICE_ENOMEM, "cluster: out of memory");
+        return;
+    }
+    job->data = rt;
+    job->tag = c->tag;
+    c->tag += job->n;
+    for (k = 0; k < job->n; k++) {
+        char err[SL_ERR_LEN];
+        sluice_status st =
+            request_slot(c, &job->reqs[k], &rt[k].slot, err, sizeof(err));
+
+        if (st != SLUICE_OK) {
+            sl_engine_answer(job, k, st, err);
+            if (job->finished)
+                return;
             continue;
         }
-        if (r->type == REDIS_REPLY_ERROR &&
-            (kind = sl_slotmap_redirect(&c->map, r->str, nd->url.host, &slot,
-                                        &to)) != SL_REDIRECT_NONE) {
-            if (!sync_nodes(c) || ++rt[k].redirects > MAX_REDIRECTS) {
-                out[k].status = SLUICE_EPROTO;
-                sl_errf(err, err_len,
-                        "cluster: too many redirections for slot %u (last: "
-                        "%s)",
-                        rt[k].slot, r->str);
-            } else {
-                /* MOVED updated the map (more may have moved: refresh);
-                 * ASK holds for this request only. */
-                if (kind == SL_REDIRECT_MOVED)
-                    c->stale = true;
-                rt[k].node = to;
-                rt[k].asking = kind == SL_REDIRECT_ASK;
-                rt[k].pending = true;
-            }
-        } else if (r->type == REDIS_REPLY_ERROR &&
-                   (strncmp(r->str, "TRYAGAIN", 8) == 0 ||
-                    strncmp(r->str, "CLUSTERDOWN", 11) == 0)) {
-            /* A slot being moved, or a failover under way: nothing ran. */
-            rt[k].pending = true;
-            backoff = 20;
-            if (r->str[0] == 'C')
-                c->stale = true;
-            sl_errf(err, err_len, "cluster: %s:%d answered: %s", nd->url.host,
-                    nd->url.port, r->str);
-        } else if (r->type == REDIS_REPLY_ERROR &&
-                   strncmp(r->str, "NOSCRIPT", 8) == 0 && !rt[k].as_eval) {
-            /* A new owner, a failover or a restart: no script cached. */
-            rt[k].as_eval = true;
-            rt[k].pending = true;
-        } else if (r->type == REDIS_REPLY_ERROR) {
-            out[k].status = sl_conn_reply_status(&nd->conn, r, err, err_len);
-        } else {
-            out[k].status = sl_evalsha_result(&reqs[k], r, rt[k].tag, &out[k],
-                                              err, err_len);
-            if (out[k].status == SLUICE_EPROTO)
-                sl_conn_close(&nd->conn); /* out of step: start afresh */
-        }
-        freeReplyObject(r);
+        rt[k].node = c->map.slots[rt[k].slot];
+        rt[k].waiting = true;
     }
-    return backoff;
+    if (c->stale)
+        want_refresh(c);
+    pump(c, job);
+}
+
+static void cluster_resume(void *p, sl_job *job)
+{
+    cluster *c = p;
+
+    if (job != NULL)
+        pump(c, job);
+    else if (c->stale)
+        want_refresh(c);
+}
+
+/* The job's deadline passed: nodes still holding its requests are stuck
+ * (a node answers in order) and close; requests never sent were not
+ * charged. */
+static void cluster_expire(void *p, sl_job *job)
+{
+    cluster *c = p;
+    char msg[SL_ERR_LEN];
+    size_t i, k;
+
+    for (i = 0; i < c->nnodes && !job->finished; i++) {
+        node *nd = c->nodes[i];
+
+        if (!sl_conn_serves(&nd->conn, job))
+            continue;
+        sl_errf(msg, sizeof(msg),
+                "cluster: %s:%d did not answer within %u ms; the outcome is "
+                "unknown, and the next call reconnects",
+                nd->url.host, nd->url.port, c->url->opts.command_timeout_ms);
+        sl_conn_abort(&nd->conn, SLUICE_ETIMEOUT, msg);
+    }
+    for (k = 0; k < job->n && !job->finished; k++) {
+        route *rt = &((route *)job->data)[k];
+
+        if (sl_engine_answered(job, k))
+            continue;
+        sl_errf(msg, sizeof(msg),
+                "cluster: no owner of slot %u answered within %u ms "
+                "(failover or resharding under way?)%s%s",
+                rt->slot, c->url->opts.command_timeout_ms,
+                c->last_msg[0] ? "; last: " : "", c->last_msg);
+        sl_engine_answer(job, k, job->last, msg);
+    }
 }
 
 static sluice_status cluster_decide(void *p, const sl_request *reqs, size_t n,
@@ -329,98 +487,8 @@ static sluice_status cluster_decide(void *p, const sl_request *reqs, size_t n,
                                     size_t err_len)
 {
     cluster *c = p;
-    route small[64], *rt = n <= 64 ? small : sl_calloc(n, sizeof(*rt));
-    int64_t deadline = mono_ms() + c->url->opts.command_timeout_ms;
-    size_t k, left;
-    sluice_status st = SLUICE_OK, last = SLUICE_ETIMEOUT;
 
-    if (rt == NULL) {
-        sl_errf(err, err_len, "cluster: out of memory for %zu requests", n);
-        return SLUICE_ENOMEM;
-    }
-    if (c->stale && refresh(c, err, err_len) != SLUICE_OK)
-        c->stale = true; /* keep going with what is known */
-    for (k = 0; k < n; k++) {
-        memset(&rt[k], 0, sizeof(rt[k]));
-        memset(&out[k], 0, sizeof(out[k]));
-        out[k].status = request_slot(c, &reqs[k], &rt[k].slot, err, err_len);
-        rt[k].pending = out[k].status == SLUICE_OK;
-        rt[k].node = c->map.slots[rt[k].slot];
-        rt[k].tag = c->tag++;
-    }
-    for (;;) {
-        int64_t backoff = 0;
-        size_t i;
-        bool unreachable = false;
-
-        for (k = 0, left = 0; k < n; k++)
-            left += rt[k].pending;
-        if (left == 0)
-            break;
-        if (mono_ms() >= deadline)
-            break;
-        /* Requests of slots nobody is known to own wait for a refresh. */
-        for (k = 0; k < n; k++)
-            if (rt[k].pending && rt[k].node < 0)
-                unreachable = true;
-        if (unreachable) {
-            if (refresh(c, err, err_len) != SLUICE_OK) {
-                last = SLUICE_ECONNECT;
-                sleep_ms(20);
-            }
-            for (k = 0; k < n; k++)
-                if (rt[k].pending && rt[k].node < 0)
-                    rt[k].node = c->map.slots[rt[k].slot];
-            continue;
-        }
-        for (i = 0; i < c->nnodes; i++) {
-            bool connected;
-
-            if (send_node(c, (int)i, reqs, rt, n, &connected, err, err_len) ==
-                SLUICE_OK)
-                continue;
-            c->stale = true;
-            last = connected ? SLUICE_EIO : SLUICE_ECONNECT;
-            for (k = 0; k < n; k++) {
-                if (rt[k].node != (int)i)
-                    continue;
-                if (!connected && rt[k].pending) {
-                    /* Could not connect: nothing was sent. Ask the map
-                     * again and retry where it points. */
-                    rt[k].node = -1;
-                } else if (connected && (rt[k].pending || rt[k].sent)) {
-                    /* Failed halfway through sending: outcome unknown. */
-                    rt[k].pending = rt[k].sent = false;
-                    out[k].status = SLUICE_EIO;
-                }
-            }
-        }
-        for (i = 0; i < c->nnodes; i++) {
-            int64_t b = read_node(c, (int)i, reqs, rt, n, out, err, err_len);
-
-            backoff = b > backoff ? b : backoff;
-        }
-        if (c->stale && refresh(c, err, err_len) == SLUICE_OK) {
-            for (k = 0; k < n; k++)
-                if (rt[k].pending && !rt[k].asking)
-                    rt[k].node = c->map.slots[rt[k].slot];
-        }
-        if (backoff > 0)
-            sleep_ms(backoff);
-    }
-    for (k = 0; k < n; k++) {
-        if (!rt[k].pending)
-            continue;
-        /* Out of time: never sent, so nothing was charged. */
-        out[k].status = last;
-        sl_errf(err, err_len,
-                "cluster: no owner of slot %u answered within "
-                "%u ms (failover or resharding under way?)",
-                rt[k].slot, c->url->opts.command_timeout_ms);
-    }
-    if (rt != small)
-        sl_free(rt);
-    return st;
+    return sl_engine_decide(c->eng, reqs, n, out, err, err_len);
 }
 
 static uint64_t cluster_round_trips(void *p)
@@ -441,4 +509,7 @@ const sl_backend sl_backend_cluster = {
     .close = cluster_close,
     .decide = cluster_decide,
     .round_trips = cluster_round_trips,
+    .start = cluster_start,
+    .resume = cluster_resume,
+    .expire = cluster_expire,
 };

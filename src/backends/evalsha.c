@@ -19,12 +19,13 @@ extern const char sl_lua_sha1[];
 
 typedef struct state {
     sl_conn conn;
+    sl_engine *eng;
     const sl_url *url;
     uint64_t tag; /* of the next request; the script echoes it */
 } state;
 
-static sluice_status evalsha_open(const sl_url *url, void **out, char *err,
-                                  size_t err_len)
+static sluice_status evalsha_open(const sl_url *url, sl_engine *eng, void **out,
+                                  char *err, size_t err_len)
 {
     state *s = sl_calloc(1, sizeof(*s));
     sluice_status st;
@@ -34,7 +35,8 @@ static sluice_status evalsha_open(const sl_url *url, void **out, char *err,
         return SLUICE_ENOMEM;
     }
     s->url = url;
-    sl_conn_init(&s->conn, url, "evalsha");
+    s->eng = eng;
+    sl_conn_init(&s->conn, url, "evalsha", eng);
     st = sl_conn_ensure(&s->conn, err, err_len);
     /* With a fail policy the handle opens anyway and reconnects later. */
     if (st != SLUICE_OK && url->opts.fail == SLUICE_FAIL_ERROR) {
@@ -317,37 +319,99 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
     return SLUICE_OK;
 }
 
-/* Reads the n replies of a pipeline; marks NOSCRIPT ones in resend. */
-static sluice_status read_replies(state *s, const sl_request *reqs, size_t n,
-                                  uint64_t base, sluice_result *out,
-                                  unsigned char *resend, bool eval_pass,
-                                  size_t *nresend, char *err, size_t err_len)
+/* A request marked so went as EVAL: the server lacked the script. */
+#define MARK_EVAL 2u
+
+static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
+                     sluice_status st, bool sent, const char *msg);
+
+/* Queues request i of the job, with its callback. */
+static void send_request(state *s, sl_job *job, size_t i)
 {
-    size_t i;
+    char err[SL_ERR_LEN];
     sluice_status st;
 
-    for (i = 0; i < n; i++) {
-        redisReply *rep;
+    if (!sl_conn_is_ready(&s->conn))
+        sl_engine_extend(job); /* it waits for a connect first */
+    st = sl_evalsha_append(&s->conn, s->url, &job->reqs[i],
+                           (job->marks[i] & MARK_EVAL) != 0, job->tag + i, err,
+                           sizeof(err));
+    if (st == SLUICE_OK &&
+        (st = sl_conn_expect(&s->conn, on_reply, job, i)) != SLUICE_OK)
+        sl_errf(err, sizeof(err), "evalsha: out of memory");
+    if (st != SLUICE_OK)
+        sl_engine_answer(job, i, st, err);
+}
 
-        if (eval_pass && !resend[i])
-            continue;
-        resend[i] = 0;
-        if ((st = sl_conn_read(&s->conn, &rep, err, err_len)) != SLUICE_OK)
-            return st;
-        if (rep->type == REDIS_REPLY_ERROR && !eval_pass &&
-            strncmp(rep->str, "NOSCRIPT", 8) == 0) {
-            /* A restart, failover or SCRIPT FLUSH emptied the cache. */
-            resend[i] = 1;
-            (*nresend)++;
-        } else if (rep->type == REDIS_REPLY_ERROR) {
-            out[i].status = sl_conn_reply_status(&s->conn, rep, err, err_len);
-        } else {
-            out[i].status = sl_evalsha_result(&reqs[i], rep, base + i, &out[i],
-                                              err, err_len);
+static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
+                     sluice_status st, bool sent, const char *msg)
+{
+    state *s = job->eng->state;
+    char err[SL_ERR_LEN] = "";
+
+    if (sl_engine_answered(job, i))
+        return;
+    if (r == NULL) {
+        /* Never sent, and the connection closed for another reason than
+         * a failure to connect (an idle close found late, a reply out of
+         * step, another request's timeout): send it on the next one. */
+        if (!sent && st != SLUICE_ECONNECT && st != SLUICE_ENOMEM &&
+            !job->eng->closing) {
+            send_request(s, job, i);
+            return;
         }
-        freeReplyObject(rep);
+        sl_engine_answer(job, i, st, msg);
+        return;
     }
-    return SLUICE_OK;
+    if (sl_evalsha_noscript(r, (job->marks[i] & MARK_EVAL) != 0)) {
+        job->marks[i] |= MARK_EVAL;
+        send_request(s, job, i);
+        return;
+    }
+    if (r->type == REDIS_REPLY_ERROR)
+        st = sl_conn_reply_status(cn, r, err, sizeof(err));
+    else
+        st = sl_evalsha_result(&job->reqs[i], r, job->tag + i, &job->out[i],
+                               err, sizeof(err));
+    /* A proxy error can leave the connection half-used, and a reply out of
+     * step means it is: start afresh once what was sent is answered. */
+    if (st == SLUICE_EIO || st == SLUICE_ETIMEOUT || st == SLUICE_EPROTO)
+        sl_conn_doom(cn);
+    sl_engine_answer(job, i, st, err);
+}
+
+/* Each request has its tag, which the script echoes. */
+static void evalsha_start(void *p, sl_job *job)
+{
+    state *s = p;
+    size_t i;
+
+    job->tag = s->tag;
+    s->tag += job->n;
+    for (i = 0; i < job->n && !job->finished; i++)
+        send_request(s, job, i);
+}
+
+static void evalsha_resume(void *p, sl_job *job)
+{
+    (void)p;
+    (void)job;
+}
+
+/* The job's deadline passed: the connection carrying it is stuck (Redis
+ * answers in order), so it closes, failing what it carried. */
+static void evalsha_expire(void *p, sl_job *job)
+{
+    state *s = p;
+    char msg[SL_ERR_LEN];
+
+    if (!sl_conn_serves(&s->conn, job))
+        return;
+    sl_errf(msg, sizeof(msg),
+            "evalsha: %s:%d did not answer within %u ms; the outcome is "
+            "unknown, and the next call reconnects",
+            s->url->host, s->url->port, s->url->opts.command_timeout_ms);
+    sl_conn_abort(&s->conn, SLUICE_ETIMEOUT, msg);
 }
 
 static sluice_status evalsha_decide(void *p, const sl_request *reqs, size_t n,
@@ -355,44 +419,8 @@ static sluice_status evalsha_decide(void *p, const sl_request *reqs, size_t n,
                                     size_t err_len)
 {
     state *s = p;
-    unsigned char small[64], *resend = n <= 64 ? small : sl_calloc(n, 1);
-    size_t i, nresend = 0;
-    uint64_t base = s->tag;
-    sluice_status st;
 
-    if (resend == NULL) {
-        sl_errf(err, err_len, "evalsha: out of memory for %zu requests", n);
-        return SLUICE_ENOMEM;
-    }
-    memset(resend, 0, n);
-    s->tag += n;
-    if ((st = sl_conn_ensure(&s->conn, err, err_len)) != SLUICE_OK)
-        goto done;
-    for (i = 0; i < n && st == SLUICE_OK; i++)
-        st = sl_evalsha_append(&s->conn, s->url, &reqs[i], false, base + i, err,
-                               err_len);
-    if (st == SLUICE_OK)
-        st = read_replies(s, reqs, n, base, out, resend, false, &nresend, err,
-                          err_len);
-    if (st == SLUICE_OK && nresend > 0) {
-        for (i = 0; i < n && st == SLUICE_OK; i++)
-            if (resend[i])
-                st = sl_evalsha_append(&s->conn, s->url, &reqs[i], true,
-                                       base + i, err, err_len);
-        if (st == SLUICE_OK)
-            st = read_replies(s, reqs, n, base, out, resend, true, &nresend,
-                              err, err_len);
-    }
-    /* A proxy error can leave the connection half-used, and a reply out of
-     * step means it is: start afresh. */
-    for (i = 0; i < n && st == SLUICE_OK; i++)
-        if (out[i].status == SLUICE_EIO || out[i].status == SLUICE_ETIMEOUT ||
-            out[i].status == SLUICE_EPROTO)
-            sl_conn_close(&s->conn);
-done:
-    if (resend != small)
-        sl_free(resend);
-    return st;
+    return sl_engine_decide(s->eng, reqs, n, out, err, err_len);
 }
 
 static uint64_t evalsha_round_trips(void *p)
@@ -407,4 +435,7 @@ const sl_backend sl_backend_evalsha = {
     .close = evalsha_close,
     .decide = evalsha_decide,
     .round_trips = evalsha_round_trips,
+    .start = evalsha_start,
+    .resume = evalsha_resume,
+    .expire = evalsha_expire,
 };

@@ -113,12 +113,13 @@ static void store_free(store *s)
     sl_free(s);
 }
 
-static sluice_status memory_open(const sl_url *url, void **state, char *err,
-                                 size_t err_len)
+static sluice_status memory_open(const sl_url *url, sl_engine *eng,
+                                 void **state, char *err, size_t err_len)
 {
     store *s;
     handle *h = sl_calloc(1, sizeof(*h));
 
+    (void)eng;
     if (h == NULL) {
         sl_errf(err, err_len, "memory: out of memory creating the handle");
         return SLUICE_ENOMEM;
@@ -511,6 +512,27 @@ static sluice_status memory_decide(void *state, const sl_request *reqs,
     return st;
 }
 
+/* On the engine: decided at once, never waiting; the engine runs the
+ * callback from the loop. */
+static void memory_start(void *state, sl_job *job)
+{
+    char err[SL_ERR_LEN] = "";
+    sluice_status st =
+        memory_decide(state, job->reqs, job->n, job->out, err, sizeof(err));
+    size_t i;
+
+    for (i = 0; i < job->n && !job->finished; i++)
+        sl_engine_answer(job, i, st != SLUICE_OK ? st : job->out[i].status,
+                         err);
+}
+
+/* Nothing of a memory job waits: neither is ever called. */
+static void memory_nothing(void *state, sl_job *job)
+{
+    (void)state;
+    (void)job;
+}
+
 size_t sl_memory_count(void *state)
 {
     handle *h = state;
@@ -528,4 +550,7 @@ const sl_backend sl_backend_memory = {
     .open = memory_open,
     .close = memory_close,
     .decide = memory_decide,
+    .start = memory_start,
+    .resume = memory_nothing,
+    .expire = memory_nothing,
 };

@@ -4,9 +4,10 @@
  * only on a denial; token and gcra go through WATCH. */
 #include "../plain.h"
 
-static sluice_status multi_open(const sl_url *url, void **state, char *err,
-                                size_t err_len)
+static sluice_status multi_open(const sl_url *url, sl_engine *eng, void **state,
+                                char *err, size_t err_len)
 {
+    (void)eng;
     return sl_plain_open(url, true, state, err, err_len);
 }
 

@@ -5,9 +5,10 @@
  * charge. Token and gcra answer SLUICE_EUNSUPPORTED. */
 #include "../plain.h"
 
-static sluice_status twemproxy_open(const sl_url *url, void **state, char *err,
-                                    size_t err_len)
+static sluice_status twemproxy_open(const sl_url *url, sl_engine *eng,
+                                    void **state, char *err, size_t err_len)
 {
+    (void)eng;
     return sl_plain_open(url, false, state, err, err_len);
 }
 

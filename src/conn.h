@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* conn.h - one connection to a Redis server, owned by sluice: a
+ * non-blocking socket (TCP or a Unix-domain socket), TLS over it when the
+ * URL asks, sluice's own output buffer, and hiredis's reader to parse the
+ * replies. AUTH and SELECT on connect, and the mapping of its failures to
+ * sluice statuses; shared by every Redis backend.
+ *
+ * A connection is a state machine that never waits by itself: conn_io
+ * takes the readiness of its socket, sl_conn_wants says what it waits for
+ * and until when. It is used in one of two ways:
+ * - with an engine (engine.h): every command queued is paired with a
+ *   callback (sl_conn_expect) that receives its reply, in order, or the
+ *   failure that ended the connection; the engine's loop, or the caller's,
+ *   drives the socket. The Lua and cluster backends work this way.
+ * - on its own, blocking: sl_conn_ensure, sl_conn_flush and sl_conn_read
+ *   drive the same machine with poll() until what they wait for is there
+ *   or the deadline passes. The plain backends (WATCH/MULTI) work this
+ *   way. */
+#ifndef SL_CONN_H
+#define SL_CONN_H
+
+#include "internal.h"
+
+#include <hiredis/hiredis.h>
+
+#include <sys/socket.h>
+
+struct sl_engine;
+struct sl_job;
+struct sl_conn;
+
+/* Receives one command's reply (r, freed by the connection after the
+ * call), or, with r NULL, the failure that closed the connection before
+ * the reply came: st and msg say why, and sent whether any byte of the
+ * command may have reached the server (false: it certainly did not run). */
+typedef void (*sl_reply_fn)(struct sl_conn *cn, struct sl_job *job, size_t i,
+                            redisReply *r, sluice_status st, bool sent,
+                            const char *msg);
+
+typedef struct sl_expect {
+    sl_reply_fn fn;     /* NULL: the reply is dropped (ASKING's +OK) */
+    struct sl_job *job; /* passed back, with i */
+    size_t i;
+    uint64_t start; /* offset of the command's first byte in the stream */
+} sl_expect;
+
+typedef enum sl_phase {
+    SL_PHASE_CLOSED = 0,
+    SL_PHASE_CONNECTING, /* connect() under way */
+    SL_PHASE_TLS,        /* the TLS handshake */
+    SL_PHASE_SETUP,      /* AUTH, SELECT or PING written, replies awaited */
+    SL_PHASE_READY
+} sl_phase;
+
+#define SL_CONN_ADDRS 4
+
+typedef struct sl_conn {
+    int fd;              /* -1 when closed */
+    void *ssl;           /* SSL *, when the URL asks for TLS */
+    redisReader *reader; /* replies read and not yet taken */
+    sl_phase phase;
+    bool want_write; /* TLS: the last SSL call wants the socket writable */
+    /* Commands queued: obuf[owrote, olen) is still to be written. queued
+     * and written count the bytes of the stream since the connection
+     * opened, so that an expectation knows whether its command went out. */
+    char *obuf;
+    size_t olen, ocap, owrote;
+    uint64_t queued, written;
+    uint64_t last_start; /* where the command queued last starts */
+    /* The setup commands, written before anything queued. */
+    char sbuf[1024];
+    size_t slen, swrote;
+    unsigned setup_left; /* their replies still to come */
+    /* Replies expected, oldest first (a ring). */
+    sl_expect *q;
+    size_t qhead, qlen, qcap;
+    int64_t connect_deadline; /* monotonic ms, while not ready */
+    short watched;            /* events the loop was last told to watch */
+    bool doomed;              /* closes once what was written is answered */
+    struct sl_engine *eng;    /* NULL: used on its own (blocking) */
+    const sl_url *url;        /* endpoint, credentials, TLS, timeouts */
+    const char *who;          /* backend name, for messages */
+    /* The addresses of the host, resolved on the first connect (numeric
+     * hosts without a lookup): a reconnect does not block on DNS. */
+    struct sockaddr_storage addrs[SL_CONN_ADDRS];
+    socklen_t addr_lens[SL_CONN_ADDRS];
+    size_t naddrs, addr_at;
+    uint64_t round_trips; /* writes that carried requests to the server */
+    uint64_t reopened;    /* idle connections found closed and reopened */
+    /* Connect attempts that failed in a row, and the time (monotonic ms)
+     * before which no new attempt is made: a server that is down costs
+     * the callers an immediate SLUICE_ECONNECT, not a connect timeout
+     * each, and is not hammered with connects. */
+    unsigned failures;
+    int64_t retry_at;
+    char last_failure[SL_ERR_LEN]; /* the message of the last failure */
+    sluice_status last_status;     /* and its status */
+} sl_conn;
+
+/* Monotonic milliseconds, the clock of every deadline. */
+int64_t sl_mono_ms(void);
+
+/* eng NULL: the connection is used on its own, blocking. */
+void sl_conn_init(sl_conn *cn, const sl_url *url, const char *who,
+                  struct sl_engine *eng);
+/* Whether the connection is open (a failure closes it). */
+bool sl_conn_is_open(const sl_conn *cn);
+bool sl_conn_is_ready(const sl_conn *cn);
+
+/* Queues one command; nothing is written until the socket is writable
+ * (the engine) or a flush or read (blocking). */
+sluice_status sl_conn_append(sl_conn *cn, int argc, const char **argv,
+                             const size_t *lens, char *err, size_t err_len);
+/* Queues one command formatted as hiredis's redisCommand formats it (%s,
+ * %b with a length, %lld, ...). */
+sluice_status sl_conn_appendf(sl_conn *cn, char *err, size_t err_len,
+                              const char *fmt, ...);
+/* With an engine: the command queued last gets its reply through fn. On
+ * a closed connection this starts a connect (or, in a backoff, fails the
+ * command with SLUICE_ECONNECT, through fn, from the engine's loop). */
+sluice_status sl_conn_expect(sl_conn *cn, sl_reply_fn fn, struct sl_job *job,
+                             size_t i);
+/* Whether any of the replies awaited belongs to job. */
+bool sl_conn_serves(const sl_conn *cn, const struct sl_job *job);
+
+/* Closes the connection: every reply awaited gets st and msg (through its
+ * callback), and the next command reconnects. */
+void sl_conn_abort(sl_conn *cn, sluice_status st, const char *msg);
+/* Closes the connection once the replies to what was written are in;
+ * nothing more is written on it. For a connection out of step. */
+void sl_conn_doom(sl_conn *cn);
+
+/* The events the socket is waited for (POLLIN, POLLOUT), 0 for none. */
+short sl_conn_wants(const sl_conn *cn);
+/* Handles readiness of the socket (poll's revents). */
+void sl_conn_io(sl_conn *cn, short revents);
+/* Starts a connect when replies are awaited on a closed connection; fails
+ * them in a backoff. Called by the engine before it waits. */
+void sl_conn_kick(sl_conn *cn);
+/* Fails a connect that passed its deadline. */
+void sl_conn_check_deadline(sl_conn *cn, int64_t now);
+
+/* Blocking use. Connects (TLS handshake, AUTH, SELECT) unless already
+ * connected. */
+sluice_status sl_conn_ensure(sl_conn *cn, char *err, size_t err_len);
+/* Writes what was queued without waiting for replies, so that several
+ * connections work at once. */
+sluice_status sl_conn_flush(sl_conn *cn, char *err, size_t err_len);
+/* Reads one reply; a transport failure closes the connection. The caller
+ * frees *rep with freeReplyObject. */
+sluice_status sl_conn_read(sl_conn *cn, redisReply **rep, char *err,
+                           size_t err_len);
+/* Closes the connection and frees its buffers, failing what it awaited
+ * with SLUICE_EIO; the next command reconnects. */
+void sl_conn_close(sl_conn *cn);
+
+/* SLUICE_OK unless rep is an error reply: then the status it means, with
+ * the message. A proxy's "cannot reach the server" errors mean the backend
+ * is unavailable (SLUICE_EIO, SLUICE_ETIMEOUT), so that fail policies
+ * apply; any other error is SLUICE_ESERVER. */
+sluice_status sl_conn_reply_status(const sl_conn *cn, const redisReply *rep,
+                                   char *err, size_t err_len);
+/* Checks what a connection will need of the URL's TLS settings (its
+ * files readable, its certificate and key a pair), so that a bad setting
+ * is SLUICE_EURL when the handle opens, not a failure of every call. */
+sluice_status sl_tls_check(const sl_url *url, char *err, size_t err_len);
+
+struct sl_request;
+
+/* Queues one DEL of every key that a reset of rq at its time forgets
+ * (sl_key_reset_set): shared by every backend that resets on the client's
+ * clock. */
+sluice_status sl_conn_append_reset(sl_conn *cn, const char *prefix,
+                                   const struct sl_request *rq, char *err,
+                                   size_t err_len);
+
+#endif /* SL_CONN_H */

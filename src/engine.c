@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* engine.c - jobs, their deadlines, and the driving of connections: by
+ * the caller's loop (sluice_attach) or, for a blocking call, by poll(). */
+#include "engine.h"
+
+#include "backend.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+void sl_engine_init(sl_engine *e, const sl_url *url)
+{
+    memset(e, 0, sizeof(*e));
+    e->url = url;
+    e->timer_at = -1;
+}
+
+bool sl_engine_add_conn(sl_engine *e, sl_conn *cn)
+{
+    if (e->nconns == SL_ENGINE_CONNS)
+        return false;
+    e->conns[e->nconns++] = cn;
+    return true;
+}
+
+static void unlink_job(sl_job **head, sl_job **tail, sl_job *job)
+{
+    if (job->prev != NULL)
+        job->prev->next = job->next;
+    else
+        *head = job->next;
+    if (job->next != NULL)
+        job->next->prev = job->prev;
+    else
+        *tail = job->prev;
+    job->prev = job->next = NULL;
+}
+
+static void append_job(sl_job **head, sl_job **tail, sl_job *job)
+{
+    job->next = NULL;
+    job->prev = *tail;
+    if (*tail != NULL)
+        (*tail)->next = job;
+    else
+        *head = job;
+    *tail = job;
+}
+
+void sl_engine_answer(sl_job *job, size_t i, sluice_status st, const char *msg)
+{
+    sl_engine *e = job->eng;
+
+    if (job->marks[i] & SL_MARK_ANSWERED)
+        return;
+    job->marks[i] |= SL_MARK_ANSWERED;
+    job->out[i].status = st;
+    if (st != SLUICE_OK && job->err[0] == '\0' && msg != NULL)
+        snprintf(job->err, sizeof(job->err), "%s", msg);
+    if (--job->left > 0)
+        return;
+    job->finished = true;
+    sl_free(job->data);
+    job->data = NULL;
+    unlink_job(&e->head, &e->tail, job);
+    append_job(&e->done_head, &e->done_tail, job);
+}
+
+void sl_engine_extend(sl_job *job)
+{
+    if (job->extended)
+        return;
+    job->extended = true;
+    job->deadline += job->eng->url->opts.connect_timeout_ms;
+}
+
+static void start_job(sl_engine *e, sl_job *job)
+{
+    job->eng = e;
+    job->left = job->n;
+    job->finished = false;
+    job->extended = false;
+    job->wake_at = 0;
+    job->last = SLUICE_ETIMEOUT;
+    job->err[0] = '\0';
+    job->data = NULL;
+    job->deadline = sl_mono_ms() + e->url->opts.command_timeout_ms;
+    memset(job->marks, 0, job->n);
+    if (job->n == 0) {
+        job->finished = true;
+        append_job(&e->done_head, &e->done_tail, job);
+        return;
+    }
+    append_job(&e->head, &e->tail, job);
+    e->be->start(e->state, job);
+}
+
+/* Connects what has replies waiting and is closed; a connection in a
+ * backoff fails them instead, which may queue more elsewhere. */
+static void kick_all(sl_engine *e)
+{
+    size_t i;
+
+    for (i = 0; i < e->nconns; i++)
+        sl_conn_kick(e->conns[i]);
+}
+
+/* The earliest deadline of jobs, wakes and connects; -1 none. */
+static int64_t next_deadline(const sl_engine *e)
+{
+    int64_t t = -1;
+    const sl_job *j;
+    size_t i;
+
+#define SOONER(x)                          \
+    do {                                   \
+        if ((x) > 0 && (t < 0 || (x) < t)) \
+            t = (x);                       \
+    } while (0)
+    for (j = e->head; j != NULL; j = j->next) {
+        SOONER(j->deadline);
+        SOONER(j->wake_at);
+    }
+    SOONER(e->wake_at);
+    for (i = 0; i < e->nconns; i++)
+        if (e->conns[i]->phase != SL_PHASE_CLOSED &&
+            e->conns[i]->phase != SL_PHASE_READY)
+            SOONER(e->conns[i]->connect_deadline);
+#undef SOONER
+    return t;
+}
+
+/* Runs what is due at now: connect deadlines, wakes, expired jobs. A
+ * backend's step may end other jobs, so the list is walked afresh after
+ * each. */
+static void run_timers(sl_engine *e, int64_t now)
+{
+    size_t i;
+    sl_job *j;
+
+    for (i = 0; i < e->nconns; i++)
+        sl_conn_check_deadline(e->conns[i], now);
+    if (e->wake_at > 0 && e->wake_at <= now) {
+        e->wake_at = 0;
+        e->be->resume(e->state, NULL);
+    }
+again:
+    for (j = e->head; j != NULL; j = j->next) {
+        if (j->deadline <= now) {
+            e->be->expire(e->state, j);
+            if (!j->finished) {
+                char msg[SL_ERR_LEN];
+                size_t k;
+
+                sl_errf(msg, sizeof(msg),
+                        "%s: no answer within %u ms; the outcome is unknown",
+                        e->be->name, e->url->opts.command_timeout_ms);
+                for (k = 0; k < j->n && !j->finished; k++)
+                    sl_engine_answer(j, k, j->last, msg);
+            }
+            goto again;
+        }
+        if (j->wake_at > 0 && j->wake_at <= now) {
+            j->wake_at = 0;
+            e->be->resume(e->state, j);
+            goto again;
+        }
+    }
+}
+
+void sl_engine_forget_fd(sl_engine *e, sl_conn *cn)
+{
+    if (cn->watched != 0 && e->attached && cn->fd >= 0)
+        e->loop.watch(e->loop.data, cn->fd, 0);
+    cn->watched = 0;
+}
+
+void sl_engine_report(sl_engine *e)
+{
+    int64_t t;
+    size_t i;
+
+    kick_all(e);
+    if (!e->attached)
+        return;
+    for (i = 0; i < e->nconns; i++) {
+        sl_conn *cn = e->conns[i];
+        short w = cn->fd >= 0 ? sl_conn_wants(cn) : 0;
+
+        if (cn->fd >= 0 && w != cn->watched) {
+            cn->watched = w;
+            e->loop.watch(e->loop.data, cn->fd,
+                          ((w & POLLIN) ? SLUICE_WATCH_IN : 0) |
+                              ((w & POLLOUT) ? SLUICE_WATCH_OUT : 0));
+        }
+    }
+    /* Callbacks to run: as soon as the loop can. */
+    t = e->done_head != NULL ? sl_mono_ms() : next_deadline(e);
+    if (t != e->timer_at) {
+        int64_t now = sl_mono_ms();
+
+        e->timer_at = t;
+        e->loop.timer(e->loop.data, t < 0 ? -1 : t > now ? t - now : 0);
+    }
+}
+
+/* Runs the done callbacks of what ended (async jobs only). */
+static void deliver(sl_engine *e)
+{
+    while (e->done_head != NULL) {
+        sl_job *j = e->done_head;
+
+        unlink_job(&e->done_head, &e->done_tail, j);
+        j->done(j);
+    }
+}
+
+void sl_engine_submit(sl_engine *e, sl_job *job)
+{
+    e->depth++;
+    start_job(e, job);
+    e->depth--;
+    if (e->depth == 0)
+        sl_engine_report(e);
+}
+
+void sl_engine_action(sl_engine *e, int fd, int events)
+{
+    size_t i;
+
+    e->depth++;
+    if (fd != SLUICE_SOCKET_TIMEOUT) {
+        for (i = 0; i < e->nconns; i++) {
+            if (e->conns[i]->fd == fd) {
+                sl_conn_io(
+                    e->conns[i],
+                    (short)(((events & SLUICE_WATCH_IN) ? POLLIN : 0) |
+                            ((events & SLUICE_WATCH_OUT) ? POLLOUT : 0)));
+                break;
+            }
+        }
+    }
+    /* A timer given to the loop is spent once it fires. */
+    if (fd == SLUICE_SOCKET_TIMEOUT)
+        e->timer_at = -1;
+    run_timers(e, sl_mono_ms());
+    kick_all(e);
+    deliver(e);
+    e->depth--;
+    if (e->depth == 0)
+        sl_engine_report(e);
+}
+
+size_t sl_engine_pending(const sl_engine *e)
+{
+    size_t n = 0;
+    const sl_job *j;
+
+    for (j = e->head; j != NULL; j = j->next)
+        n++;
+    for (j = e->done_head; j != NULL; j = j->next)
+        n++;
+    return n;
+}
+
+void sl_engine_wait(sl_engine *e, const bool *flag, int64_t deadline)
+{
+    struct pollfd fds[SL_ENGINE_CONNS];
+    sl_conn *of[SL_ENGINE_CONNS];
+
+    for (;;) {
+        int64_t now, t;
+        size_t i, nfds = 0;
+        int rc;
+
+        kick_all(e);
+        if (*flag)
+            return;
+        now = sl_mono_ms();
+        if (deadline >= 0 && now >= deadline)
+            return;
+        for (i = 0; i < e->nconns; i++) {
+            short w = e->conns[i]->fd >= 0 ? sl_conn_wants(e->conns[i]) : 0;
+
+            if (w != 0) {
+                fds[nfds].fd = e->conns[i]->fd;
+                fds[nfds].events = w;
+                fds[nfds].revents = 0;
+                of[nfds++] = e->conns[i];
+            }
+        }
+        t = next_deadline(e);
+        if (deadline >= 0 && (t < 0 || deadline < t))
+            t = deadline;
+        rc = poll(fds, nfds, t < 0 ? -1 : t > now ? (int)(t - now) : 0);
+        if (rc < 0 && errno != EINTR)
+            return; /* cannot happen with valid fds; the deadlines hold */
+        for (i = 0; rc > 0 && i < nfds; i++)
+            if (fds[i].revents != 0 && of[i]->fd == fds[i].fd)
+                sl_conn_io(of[i], fds[i].revents);
+        run_timers(e, sl_mono_ms());
+    }
+}
+
+sluice_status sl_engine_decide(sl_engine *e, const sl_request *reqs, size_t n,
+                               sluice_result *out, char *err, size_t err_len)
+{
+    unsigned char small[64];
+    sl_job job;
+
+    if (n == 0)
+        return SLUICE_OK;
+    memset(&job, 0, sizeof(job));
+    job.reqs = reqs;
+    job.n = n;
+    job.out = out;
+    job.marks = n <= sizeof(small) ? small : sl_malloc(n);
+    if (job.marks == NULL) {
+        sl_errf(err, err_len, "%s: out of memory for %zu requests", e->be->name,
+                n);
+        return SLUICE_ENOMEM;
+    }
+    e->depth++;
+    start_job(e, &job);
+    sl_engine_wait(e, &job.finished, -1);
+    e->depth--;
+    unlink_job(&e->done_head, &e->done_tail, &job);
+    if (job.err[0] != '\0')
+        sl_errf(err, err_len, "%s", job.err);
+    if (job.marks != small)
+        sl_free(job.marks);
+    return SLUICE_OK;
+}
+
+void sl_engine_shutdown(sl_engine *e)
+{
+    size_t i;
+
+    /* Every job under way ends: its outcome unknown. The connections
+     * first, while the backend's callbacks can still run. */
+    e->depth++;
+    e->closing = true;
+    for (i = 0; i < e->nconns; i++)
+        sl_conn_abort(e->conns[i], SLUICE_EIO,
+                      "the handle closed with the request in flight; its "
+                      "outcome is unknown");
+    while (e->head != NULL) {
+        sl_job *j = e->head;
+        size_t k;
+
+        for (k = 0; k < j->n && !j->finished; k++)
+            sl_engine_answer(j, k, SLUICE_EIO,
+                             "the handle closed with the request in flight; "
+                             "its outcome is unknown");
+    }
+    for (i = 0; i < e->nconns; i++)
+        sl_engine_forget_fd(e, e->conns[i]);
+    deliver(e);
+    e->depth--;
+    if (e->attached) {
+        e->loop.timer(e->loop.data, -1);
+        if (e->loop.cleanup != NULL)
+            e->loop.cleanup(e->loop.data);
+        e->attached = false;
+    }
+}

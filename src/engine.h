@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* engine.h - the handle's I/O engine: the decisions under way (jobs), the
+ * connections they use, and the deadlines of both. Nothing in it waits by
+ * itself. The caller's event loop drives it (sluice_attach: the engine says
+ * which sockets to watch for what and when its next deadline is, and the
+ * loop hands readiness back, as with libcurl's multi-socket API), or, for
+ * the blocking calls, the engine drives itself with poll() until the job
+ * at hand is answered.
+ *
+ * A backend that works on the engine starts a job by queueing its commands
+ * on connections with a callback each (conn.h); the callbacks answer the
+ * job's requests one by one (sl_engine_answer), or queue the next step
+ * (EVAL after NOSCRIPT, a redirection, a retry after a backoff). */
+#ifndef SL_ENGINE_H
+#define SL_ENGINE_H
+
+#include "conn.h"
+
+#define SL_ENGINE_CONNS 80 /* a cluster's 64 nodes, and room */
+
+/* A mark of each request of a job; the bits above are the backend's. */
+#define SL_MARK_ANSWERED 1u
+
+typedef struct sl_job sl_job;
+typedef void (*sl_job_done_fn)(sl_job *job);
+
+struct sl_job {
+    const struct sl_request *reqs;
+    size_t n;
+    sluice_result *out;
+    unsigned char *marks;
+    size_t left;          /* requests not answered yet */
+    int64_t deadline;     /* monotonic ms: whatever is not answered then is */
+    int64_t wake_at;      /* 0, or when the backend resumes the job */
+    sluice_status last;   /* what a request unanswered at the deadline gets */
+    char err[SL_ERR_LEN]; /* the first failure's message */
+    void *data;           /* the backend's; sl_free'd when the job ends */
+    uint64_t tag;         /* the backend's: its first request's tag */
+    bool extended;        /* the deadline waited for a connect once */
+    bool finished;
+    sl_job_done_fn done; /* NULL: a blocking call waits for finished */
+    void *arg;
+    struct sl_engine *eng;
+    sl_job *prev, *next;
+};
+
+typedef struct sl_engine {
+    const struct sl_backend *be;
+    void *state;
+    const sl_url *url;
+    sl_conn *conns[SL_ENGINE_CONNS];
+    size_t nconns;
+    sl_job *head, *tail;           /* under way, oldest first */
+    sl_job *done_head, *done_tail; /* answered, callbacks not yet run */
+    int64_t wake_at; /* 0, or when the backend resumes (job NULL) */
+    /* The caller's loop (sluice_attach), or none. */
+    bool attached;
+    sluice_loop loop;
+    int64_t timer_at; /* the deadline the loop was last given, -1 none */
+    int depth;        /* nested engine calls (callbacks starting jobs) */
+    bool closing;     /* the handle closes: nothing is sent again */
+} sl_engine;
+
+void sl_engine_init(sl_engine *e, const sl_url *url);
+/* Every connection a backend opens on the engine is registered. */
+bool sl_engine_add_conn(sl_engine *e, sl_conn *cn);
+/* Fails every job under way (the handle closes) and tells the loop to
+ * stop watching. */
+void sl_engine_shutdown(sl_engine *e);
+
+/* Answers request i of job (once; later answers are ignored). out[i] is
+ * filled by the caller when st is SLUICE_OK. */
+void sl_engine_answer(sl_job *job, size_t i, sluice_status st, const char *msg);
+static inline bool sl_engine_answered(const sl_job *job, size_t i)
+{
+    return (job->marks[i] & SL_MARK_ANSWERED) != 0;
+}
+/* A request must wait for a connect: its job's deadline grows by the
+ * connect timeout, once. */
+void sl_engine_extend(sl_job *job);
+
+/* The blocking call: decides reqs on the engine, driving it with poll().
+ * Every out[i].status is set; returns SLUICE_OK, or SLUICE_ENOMEM. */
+sluice_status sl_engine_decide(sl_engine *e, const struct sl_request *reqs,
+                               size_t n, sluice_result *out, char *err,
+                               size_t err_len);
+/* Drives the engine with poll() until *flag or the deadline (monotonic
+ * ms). */
+void sl_engine_wait(sl_engine *e, const bool *flag, int64_t deadline);
+
+/* The async calls: starts job (its done set, its requests owned by the
+ * caller until done runs). */
+void sl_engine_submit(sl_engine *e, sl_job *job);
+/* The loop's readiness (fd) or its timer (SLUICE_SOCKET_TIMEOUT). */
+void sl_engine_action(sl_engine *e, int fd, int events);
+/* Tells the loop what changed: sockets to watch, the next deadline. */
+void sl_engine_report(sl_engine *e);
+/* The connection's socket is about to close: the loop stops watching. */
+void sl_engine_forget_fd(sl_engine *e, sl_conn *cn);
+size_t sl_engine_pending(const sl_engine *e);
+
+#endif /* SL_ENGINE_H */

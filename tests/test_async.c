@@ -1,0 +1,710 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_async.c - the async API on a real event loop (libevent, or libuv
+ * when built with TEST_LIBUV) against real servers: a thousand decisions
+ * in flight from one thread, exact; a frozen server (DEBUG SLEEP) that
+ * costs the loop nothing but each request's own deadline; a killed server
+ * that is a clear status and then recovers; a cluster failover under an
+ * async load.
+ *   test_async URL [CLUSTER_DIR]   (redis:// or redis-cluster://) */
+#include "testutil.h"
+
+#include <hiredis/hiredis.h>
+
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#ifdef TEST_LIBUV
+#include <sluice/libuv.h>
+#define LOOP_NAME "libuv"
+#else
+#include <event2/event.h>
+#include <sluice/libevent.h>
+#define LOOP_NAME "libevent"
+#endif
+
+uint64_t sl_handle_round_trips(const sluice *sl);
+
+static const char *url, *cluster_dir;
+static bool with_faults;   /* --faults: a plain Redis to freeze */
+static bool with_failover; /* --failover: the cluster in cluster_dir */
+
+/* ---- the loop, with a ticker that shows whether it keeps running ---- */
+
+static long ticks;
+
+#ifdef TEST_LIBUV
+static uv_loop_t *loop;
+static uv_timer_t ticker;
+
+static void on_tick(uv_timer_t *t)
+{
+    (void)t;
+    ticks++;
+}
+#endif
+
+/* The loops differ; what the tests need of them is small. */
+#ifdef TEST_LIBUV
+static void loop_new(void)
+{
+    loop = malloc(sizeof(*loop));
+    assert_non_null(loop);
+    assert_int_equal(uv_loop_init(loop), 0);
+    uv_timer_init(loop, &ticker);
+    uv_timer_start(&ticker, on_tick, 10, 10);
+}
+
+static void loop_attach(sluice *sl)
+{
+    assert_int_equal(sluice_libuv_attach(sl, loop), SLUICE_OK);
+}
+
+/* Runs the loop once (waiting for an event). */
+static void loop_once(void)
+{
+    uv_run(loop, UV_RUN_ONCE);
+}
+
+static void loop_free(void)
+{
+    uv_timer_stop(&ticker);
+    uv_close((uv_handle_t *)&ticker, NULL);
+    while (uv_run(loop, UV_RUN_NOWAIT) != 0)
+        ;
+    assert_int_equal(uv_loop_close(loop), 0);
+    free(loop);
+}
+#else
+static struct event_base *base;
+static struct event *ticker;
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    ticks++;
+}
+
+static void loop_new(void)
+{
+    struct timeval tv = {0, 10000};
+
+    base = event_base_new();
+    assert_non_null(base);
+    ticker = event_new(base, -1, EV_PERSIST, on_tick, NULL);
+    event_add(ticker, &tv);
+}
+
+static void loop_attach(sluice *sl)
+{
+    assert_int_equal(sluice_libevent_attach(sl, base), SLUICE_OK);
+}
+
+static void loop_once(void)
+{
+    event_base_loop(base, EVLOOP_ONCE);
+}
+
+static void loop_free(void)
+{
+    event_free(ticker);
+    event_base_free(base);
+}
+#endif
+
+/* ---- decisions and their answers ---- */
+
+typedef struct answer {
+    bool done;
+    sluice_status st;
+    sluice_result res;
+    int64_t started, ended; /* monotonic ms */
+    char msg[512];
+} answer;
+
+static void on_done(sluice *sl, void *arg, sluice_status st,
+                    const sluice_result *res, size_t n)
+{
+    answer *a = arg;
+
+    assert_false(a->done); /* exactly once */
+    assert_int_equal(n, 1);
+    a->done = true;
+    a->st = st;
+    a->res = res[0];
+    a->ended = tu_clock_ms(CLOCK_MONOTONIC);
+    snprintf(a->msg, sizeof(a->msg), "%s", sluice_errmsg(sl));
+}
+
+static sluice *open_url(const char *u, const char *query)
+{
+    char full[1200], err[512];
+    sluice *sl = NULL;
+
+    snprintf(full, sizeof(full), "%s%sprefix=as%ld:%s", u,
+             strchr(u, '?') ? "&" : "?", (long)getpid(), query);
+    if (sluice_open(full, NULL, &sl, err, sizeof(err)) != SLUICE_OK)
+        fail_msg("open %s: %s", full, err);
+    return sl;
+}
+
+/* Runs the loop until every answer is in or ms pass. */
+static bool run_until_done(answer *as, size_t n, int64_t ms)
+{
+    int64_t until = tu_clock_ms(CLOCK_MONOTONIC) + ms;
+
+    for (;;) {
+        size_t i, left = 0;
+
+        for (i = 0; i < n; i++)
+            left += !as[i].done;
+        if (left == 0)
+            return true;
+        if (tu_clock_ms(CLOCK_MONOTONIC) > until)
+            return false;
+        loop_once();
+    }
+}
+
+static void start(sluice *sl, const char *key, const sluice_ruleset *rs,
+                  answer *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->started = tu_clock_ms(CLOCK_MONOTONIC);
+    if (sluice_acquire_async(sl, key, strlen(key), rs, 1, on_done, a) !=
+        SLUICE_OK)
+        fail_msg("acquire_async: %s", sluice_errmsg(sl));
+}
+
+/* ---- the tests ---- */
+
+#define IN_FLIGHT 1000
+
+/* One thread, a thousand decisions started before any answer: each
+ * answered once, exactly the limit admitted, in far fewer round trips. */
+static void a_thousand_decisions_in_flight_from_one_thread(void **state)
+{
+    static answer as[IN_FLIGHT];
+    sluice *sl = open_url(url, "");
+    sluice_ruleset rs;
+    size_t i, allowed = 0;
+    uint64_t rt0;
+    char key[32];
+
+    (void)state;
+    loop_new();
+    loop_attach(sl);
+    assert_int_equal(
+        sluice_ruleset_parse("fixed:600/1h+token:900/1h", &rs, NULL, 0),
+        SLUICE_OK);
+    snprintf(key, sizeof(key), "thousand");
+    rt0 = sl_handle_round_trips(sl);
+    for (i = 0; i < IN_FLIGHT; i++)
+        start(sl, key, &rs, &as[i]);
+    assert_int_equal(sluice_pending(sl), IN_FLIGHT);
+    /* Nothing was answered from inside the calls that started them. */
+    for (i = 0; i < IN_FLIGHT; i++)
+        assert_false(as[i].done);
+    assert_true(run_until_done(as, IN_FLIGHT, 10000));
+    for (i = 0; i < IN_FLIGHT; i++) {
+        if (as[i].st != SLUICE_OK)
+            fail_msg("decision %zu: %s: %s", i, sluice_strerror(as[i].st),
+                     as[i].msg);
+        allowed += as[i].res.allowed;
+    }
+    printf("# %s: %d decisions in flight: %zu admitted (limit 600), %llu "
+           "round trips\n",
+           LOOP_NAME, IN_FLIGHT, allowed,
+           (unsigned long long)(sl_handle_round_trips(sl) - rt0));
+    assert_int_equal(allowed, 600);
+    assert_true(sl_handle_round_trips(sl) - rt0 < IN_FLIGHT / 4);
+    assert_int_equal(sluice_pending(sl), 0);
+    /* The blocking calls are refused on an attached handle. */
+    {
+        sluice_result r;
+
+        assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_EINVAL);
+    }
+    sluice_close(sl);
+    loop_free();
+}
+
+typedef struct batch_answer {
+    bool done;
+    sluice_status st;
+    sluice_result res[4];
+    size_t n;
+} batch_answer;
+
+static void on_batch(sluice *sl, void *arg, sluice_status st,
+                     const sluice_result *res, size_t n)
+{
+    batch_answer *b = arg;
+
+    (void)sl;
+    assert_false(b->done);
+    b->done = true;
+    b->st = st;
+    b->n = n;
+    memcpy(b->res, res, n * sizeof(*res));
+}
+
+/* A batch with a bad request, a peek and a reset on the loop; bad input
+ * is returned by the call that starts, never through the callback. */
+static void batches_peeks_and_resets_on_the_loop(void **state)
+{
+    sluice *sl = open_url(url, "");
+    sluice_ruleset rs, bad_rs;
+    batch_answer b;
+    answer a;
+    sluice_request reqs[3];
+    int64_t t0;
+
+    (void)state;
+    loop_new();
+    loop_attach(sl);
+    assert_int_equal(sluice_ruleset_parse("fixed:2/1h", &rs, NULL, 0),
+                     SLUICE_OK);
+    memset(&bad_rs, 0, sizeof(bad_rs));
+    reqs[0] = (sluice_request){"b1", 2, &rs, 1};
+    reqs[1] = (sluice_request){"b2", 2, &bad_rs, 1};
+    reqs[2] = (sluice_request){"b1", 2, &rs, 2};
+    memset(&b, 0, sizeof(b));
+    assert_int_equal(sluice_acquire_many_async(sl, reqs, 3, on_batch, &b),
+                     SLUICE_OK);
+    t0 = tu_clock_ms(CLOCK_MONOTONIC);
+    while (!b.done && tu_clock_ms(CLOCK_MONOTONIC) - t0 < 5000)
+        loop_once();
+    assert_true(b.done);
+    assert_int_equal(b.n, 3);
+    assert_int_equal(b.st, SLUICE_ERULE);
+    assert_int_equal(b.res[0].status, SLUICE_OK);
+    assert_true(b.res[0].allowed);
+    assert_int_equal(b.res[1].status, SLUICE_ERULE);
+    assert_int_equal(b.res[2].status, SLUICE_OK);
+    assert_false(b.res[2].allowed); /* 1 + 2 > 2 */
+    /* Peek changes nothing; reset forgets. */
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(sluice_peek_async(sl, "b1", 2, &rs, 1, on_done, &a),
+                     SLUICE_OK);
+    assert_true(run_until_done(&a, 1, 5000));
+    assert_int_equal(a.st, SLUICE_OK);
+    assert_true(a.res.allowed); /* as an acquire would: 1 of 2 left */
+    assert_int_equal(a.res.remaining, 0);
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(sluice_reset_async(sl, "b1", 2, &rs, on_done, &a),
+                     SLUICE_OK);
+    assert_true(run_until_done(&a, 1, 5000));
+    assert_int_equal(a.st, SLUICE_OK);
+    start(sl, "b1", &rs, &a);
+    assert_true(run_until_done(&a, 1, 5000));
+    assert_int_equal(a.res.remaining, 1);
+    /* Bad input: returned at once, no callback. */
+    assert_int_equal(sluice_acquire_async(sl, "", 0, &rs, 1, on_done, &a),
+                     SLUICE_EKEY);
+    assert_int_equal(sluice_acquire_async(sl, "k", 1, &bad_rs, 1, on_done, &a),
+                     SLUICE_ERULE);
+    assert_int_equal(sluice_pending(sl), 0);
+    sluice_close(sl);
+    loop_free();
+}
+
+/* Decisions in flight when the handle closes each get SLUICE_EIO (or, on
+ * mem://, which decides at once, the decision made). */
+static void closing_answers_what_is_in_flight(void **state)
+{
+    static answer as[50];
+    sluice *sl = open_url(url, "");
+    sluice_ruleset rs;
+    size_t i;
+
+    (void)state;
+    loop_new();
+    loop_attach(sl);
+    assert_int_equal(sluice_ruleset_parse("fixed:10/1h", &rs, NULL, 0),
+                     SLUICE_OK);
+    for (i = 0; i < 50; i++)
+        start(sl, "closing", &rs, &as[i]);
+    sluice_close(sl);
+    for (i = 0; i < 50; i++) {
+        assert_true(as[i].done);
+        if (strncmp(url, "mem:", 4) == 0)
+            assert_int_equal(as[i].st, SLUICE_OK);
+        else
+            assert_int_equal(as[i].st, SLUICE_EIO);
+    }
+    loop_free();
+}
+
+/* ---- a frozen server ---- */
+
+static void server_of(const char *u, char *host, size_t len, int *port)
+{
+    const char *p = strstr(u, "://");
+    const char *at, *colon;
+
+    assert_non_null(p);
+    p += 3;
+    if ((at = strchr(p, '@')) != NULL)
+        p = at + 1;
+    colon = strchr(p, ':');
+    assert_non_null(colon);
+    snprintf(host, len, "%.*s", (int)(colon - p), p);
+    *port = atoi(colon + 1);
+}
+
+static pid_t freeze(const char *u, const char *seconds)
+{
+    char host[256];
+    int port;
+    pid_t pid;
+
+    server_of(u, host, sizeof(host), &port);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        redisContext *c = redisConnect(host, port);
+        redisReply *r = c ? redisCommand(c, "DEBUG SLEEP %s", seconds) : NULL;
+
+        if (r != NULL)
+            freeReplyObject(r);
+        if (c != NULL)
+            redisFree(c);
+        _exit(0);
+    }
+    tu_sleep_ms(100); /* the DEBUG SLEEP reaches the server first */
+    return pid;
+}
+
+/* While the server sleeps, the loop keeps running its other work, each
+ * decision ends at its own deadline (the loop's timer), and the handle
+ * recovers when the server does. */
+static void a_frozen_server_costs_the_loop_nothing(void **state)
+{
+    static answer as[50];
+    sluice *sl;
+    sluice_ruleset rs;
+    pid_t pid;
+    int status;
+    size_t i;
+    long ticks0;
+    int64_t t0, took, worst = 0;
+
+    (void)state;
+    if (!with_faults)
+        skip();
+    sl = open_url(url, "&timeout_ms=200");
+    loop_new();
+    loop_attach(sl);
+    assert_int_equal(sluice_ruleset_parse("token:100/1s", &rs, NULL, 0),
+                     SLUICE_OK);
+    start(sl, "frozen", &rs, &as[0]);
+    assert_true(run_until_done(as, 1, 5000));
+    assert_int_equal(as[0].st, SLUICE_OK);
+    pid = freeze(url, "1.2");
+    t0 = tu_clock_ms(CLOCK_MONOTONIC);
+    ticks0 = ticks;
+    for (i = 0; i < 50; i++)
+        start(sl, "frozen", &rs, &as[i]);
+    assert_true(run_until_done(as, 50, 5000));
+    took = tu_clock_ms(CLOCK_MONOTONIC) - t0;
+    for (i = 0; i < 50; i++) {
+        int64_t d = as[i].ended - as[i].started;
+
+        assert_int_equal(as[i].st, SLUICE_ETIMEOUT);
+        worst = d > worst ? d : worst;
+    }
+    /* Keep the loop running past the sleep: it ticks throughout. */
+    while (tu_clock_ms(CLOCK_MONOTONIC) - t0 < 1000)
+        loop_once();
+    printf("# %s: server asleep: 50 decisions ended with ETIMEOUT after at "
+           "most %lld ms (timeout 200 ms); the loop ticked %ld times in "
+           "%lld ms: %s\n",
+           LOOP_NAME, (long long)worst, ticks - ticks0,
+           (long long)(tu_clock_ms(CLOCK_MONOTONIC) - t0), as[0].msg);
+    assert_true(worst >= 190 && worst < 600);
+    assert_true(took < 1000);
+    assert_true(ticks - ticks0 >= 40); /* 10 ms ticks over 1000 ms */
+    waitpid(pid, &status, 0);
+    start(sl, "frozen", &rs, &as[0]);
+    assert_true(run_until_done(as, 1, 5000));
+    assert_int_equal(as[0].st, SLUICE_OK);
+    sluice_close(sl);
+    loop_free();
+}
+
+/* ---- a killed server ---- */
+
+static pid_t own_server;
+static int own_port;
+
+static int free_port(void)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof(a);
+    int s = socket(AF_INET, SOCK_STREAM, 0), port;
+
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(getsockname(s, (struct sockaddr *)&a, &len), 0);
+    port = ntohs(a.sin_port);
+    close(s);
+    return port;
+}
+
+static void start_own_server(void)
+{
+    char port[16];
+    int i;
+
+    snprintf(port, sizeof(port), "%d", own_port);
+    own_server = fork();
+    assert_true(own_server >= 0);
+    if (own_server == 0) {
+        execlp("redis-server", "redis-server", "--port", port, "--bind",
+               "127.0.0.1", "--save", "", "--appendonly", "no", "--logfile",
+               "/dev/null", (char *)NULL);
+        _exit(127);
+    }
+    for (i = 0; i < 200; i++) {
+        redisContext *c = redisConnect("127.0.0.1", own_port);
+        bool up = c != NULL && c->err == 0;
+
+        if (c != NULL)
+            redisFree(c);
+        if (up)
+            return;
+        tu_sleep_ms(20);
+    }
+    fail_msg("redis-server on port %d did not start", own_port);
+}
+
+static void kill_own_server(void)
+{
+    int status;
+
+    if (own_server <= 0)
+        return;
+    kill(own_server, SIGKILL);
+    waitpid(own_server, &status, 0);
+    own_server = 0;
+}
+
+/* A killed server: what was in flight ends with a clear status, what
+ * follows fails fast while it is down, and the handle recovers when it is
+ * back, all on the loop. */
+static void a_killed_server_is_a_clear_status_then_recovers(void **state)
+{
+    static answer as[20];
+    char u[128];
+    sluice *sl;
+    sluice_ruleset rs;
+    size_t i;
+    int64_t t0;
+
+    (void)state;
+    if (!with_faults)
+        skip();
+    own_port = free_port();
+    start_own_server();
+    snprintf(u, sizeof(u), "redis://127.0.0.1:%d/?timeout_ms=300", own_port);
+    sl = open_url(u, "");
+    loop_new();
+    loop_attach(sl);
+    assert_int_equal(sluice_ruleset_parse("gcra:100/1s", &rs, NULL, 0),
+                     SLUICE_OK);
+    start(sl, "killed", &rs, &as[0]);
+    assert_true(run_until_done(as, 1, 5000));
+    assert_int_equal(as[0].st, SLUICE_OK);
+    for (i = 0; i < 20; i++)
+        start(sl, "killed", &rs, &as[i]);
+    kill_own_server();
+    assert_true(run_until_done(as, 20, 5000));
+    for (i = 0; i < 20; i++)
+        assert_true(as[i].st == SLUICE_OK || as[i].st == SLUICE_EIO ||
+                    as[i].st == SLUICE_ECONNECT);
+    /* Down: a clear ECONNECT, fast. */
+    start(sl, "killed", &rs, &as[0]);
+    assert_true(run_until_done(as, 1, 5000));
+    printf("# %s: server killed: %s after %lld ms: %s\n", LOOP_NAME,
+           sluice_strerror(as[0].st), (long long)(as[0].ended - as[0].started),
+           as[0].msg);
+    assert_int_equal(as[0].st, SLUICE_ECONNECT);
+    assert_true(as[0].ended - as[0].started < 1500);
+    /* Back: within the backoff's second, decisions succeed again. */
+    start_own_server();
+    t0 = tu_clock_ms(CLOCK_MONOTONIC);
+    do {
+        start(sl, "killed", &rs, &as[0]);
+        assert_true(run_until_done(as, 1, 5000));
+        if (as[0].st != SLUICE_OK)
+            tu_sleep_ms(50);
+    } while (as[0].st != SLUICE_OK && tu_clock_ms(CLOCK_MONOTONIC) - t0 < 3000);
+    assert_int_equal(as[0].st, SLUICE_OK);
+    printf("# %s: server back: decisions succeed after %lld ms\n", LOOP_NAME,
+           (long long)(tu_clock_ms(CLOCK_MONOTONIC) - t0));
+    sluice_close(sl);
+    loop_free();
+    kill_own_server();
+}
+
+/* ---- a cluster failover ---- */
+
+static int node_port(int i)
+{
+    char path[512];
+    FILE *f;
+    int port = 0;
+
+    snprintf(path, sizeof(path), "%s/n%d/port", cluster_dir, i);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    assert_int_equal(fscanf(f, "%d", &port), 1);
+    fclose(f);
+    return port;
+}
+
+/* A replica of some master, by INFO replication; 0 none. */
+static int a_replica(void)
+{
+    int i;
+
+    for (i = 1; i <= 6; i++) {
+        redisContext *c = redisConnect("127.0.0.1", node_port(i));
+        redisReply *r = c && !c->err ? redisCommand(c, "ROLE") : NULL;
+        bool replica = r != NULL && r->type == REDIS_REPLY_ARRAY &&
+                       r->elements > 0 &&
+                       strcmp(r->element[0]->str, "slave") == 0;
+
+        if (r != NULL)
+            freeReplyObject(r);
+        if (c != NULL)
+            redisFree(c);
+        if (replica)
+            return node_port(i);
+    }
+    return 0;
+}
+
+#define FAILOVER_KEYS 64
+
+/* A replica takes over (CLUSTER FAILOVER) while the loop keeps 64 keys
+ * busy: every decision is answered, the handle follows the new owner, and
+ * afterwards every key decides again. */
+static void a_cluster_failover_under_an_async_load(void **state)
+{
+    static answer as[FAILOVER_KEYS];
+    sluice *sl;
+    sluice_ruleset rs;
+    char keys[FAILOVER_KEYS][16];
+    int replica, rounds = 0, failed = 0;
+    size_t i;
+    int64_t t0;
+    redisContext *c;
+    redisReply *r;
+
+    (void)state;
+    if (!with_failover)
+        skip();
+    sl = open_url(url, "&timeout_ms=1000");
+    loop_new();
+    loop_attach(sl);
+    assert_int_equal(sluice_ruleset_parse("fixed:1000000/1h", &rs, NULL, 0),
+                     SLUICE_OK);
+    for (i = 0; i < FAILOVER_KEYS; i++)
+        snprintf(keys[i], sizeof(keys[i]), "fo%zu", i);
+    replica = a_replica();
+    assert_true(replica > 0);
+    t0 = tu_clock_ms(CLOCK_MONOTONIC);
+    while (tu_clock_ms(CLOCK_MONOTONIC) - t0 < 3000) {
+        for (i = 0; i < FAILOVER_KEYS; i++)
+            start(sl, keys[i], &rs, &as[i]);
+        if (rounds == 5) {
+            c = redisConnect("127.0.0.1", replica);
+            assert_non_null(c);
+            r = redisCommand(c, "CLUSTER FAILOVER");
+            assert_non_null(r);
+            printf("# %s: CLUSTER FAILOVER on 127.0.0.1:%d: %s\n", LOOP_NAME,
+                   replica, r->type == REDIS_REPLY_ERROR ? r->str : "OK");
+            assert_int_not_equal(r->type, REDIS_REPLY_ERROR);
+            freeReplyObject(r);
+            redisFree(c);
+        }
+        assert_true(run_until_done(as, FAILOVER_KEYS, 10000));
+        for (i = 0; i < FAILOVER_KEYS; i++)
+            failed += as[i].st != SLUICE_OK;
+        rounds++;
+    }
+    /* Afterwards every key decides. */
+    for (i = 0; i < FAILOVER_KEYS; i++)
+        start(sl, keys[i], &rs, &as[i]);
+    assert_true(run_until_done(as, FAILOVER_KEYS, 10000));
+    for (i = 0; i < FAILOVER_KEYS; i++)
+        if (as[i].st != SLUICE_OK)
+            fail_msg("key %s after the failover: %s", keys[i], as[i].msg);
+    /* The replica did take over (the load ran on both sides of it). */
+    c = redisConnect("127.0.0.1", replica);
+    assert_non_null(c);
+    r = redisCommand(c, "ROLE");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_string_equal(r->element[0]->str, "master");
+    freeReplyObject(r);
+    redisFree(c);
+    printf("# %s: %d rounds of %d keys over the failover, %d decisions "
+           "failed (outcome unknown), all answered\n",
+           LOOP_NAME, rounds, FAILOVER_KEYS, failed);
+    assert_true(rounds > 5);
+    sluice_close(sl);
+    loop_free();
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    kill_own_server();
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_thousand_decisions_in_flight_from_one_thread),
+        cmocka_unit_test(batches_peeks_and_resets_on_the_loop),
+        cmocka_unit_test(closing_answers_what_is_in_flight),
+        cmocka_unit_test(a_frozen_server_costs_the_loop_nothing),
+        cmocka_unit_test_teardown(
+            a_killed_server_is_a_clear_status_then_recovers, teardown),
+        cmocka_unit_test(a_cluster_failover_under_an_async_load),
+    };
+
+    int i;
+
+    if (argc < 2) {
+        fprintf(stderr,
+                "usage: %s URL|@file [--faults] [--failover CLUSTER_DIR]\n",
+                argv[0]);
+        return 2;
+    }
+    url = tu_url(argv[1]);
+    for (i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--faults") == 0)
+            with_faults = true;
+        else if (strcmp(argv[i], "--failover") == 0 && i + 1 < argc)
+            with_failover = true, cluster_dir = argv[++i];
+    }
+    return cmocka_run_group_tests(tests, NULL, teardown);
+}
