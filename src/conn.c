@@ -213,6 +213,20 @@ void sl_conn_doom(sl_conn *cn)
         cn->doomed = true;
 }
 
+void sl_conn_forget(sl_conn *cn, const sl_job *job)
+{
+    size_t k;
+
+    for (k = 0; k < cn->qlen; k++) {
+        sl_expect *e = &cn->q[(cn->qhead + k) % cn->qcap];
+
+        if (e->job == job) {
+            e->fn = NULL;
+            e->job = NULL;
+        }
+    }
+}
+
 bool sl_conn_serves(const sl_conn *cn, const sl_job *job)
 {
     size_t k;

@@ -123,6 +123,9 @@ sluice_status sl_conn_expect(sl_conn *cn, sl_reply_fn fn, struct sl_job *job,
 /* Whether any of the replies awaited belongs to job. */
 bool sl_conn_serves(const sl_conn *cn, const struct sl_job *job);
 
+/* The replies awaited for job, answered by other means (its deadline),
+ * are dropped when they come. */
+void sl_conn_forget(sl_conn *cn, const struct sl_job *job);
 /* Closes the connection: every reply awaited gets st and msg (through its
  * callback), and the next command reconnects. */
 void sl_conn_abort(sl_conn *cn, sluice_status st, const char *msg);

@@ -82,6 +82,7 @@ static void start_job(sl_engine *e, sl_job *job)
     job->left = job->n;
     job->finished = false;
     job->extended = false;
+    job->expired = false;
     job->wake_at = 0;
     job->last = SLUICE_ETIMEOUT;
     job->err[0] = '\0';
@@ -149,6 +150,7 @@ static void run_timers(sl_engine *e, int64_t now)
 again:
     for (j = e->head; j != NULL; j = j->next) {
         if (j->deadline <= now) {
+            j->expired = true;
             e->be->expire(e->state, j);
             if (!j->finished) {
                 char msg[SL_ERR_LEN];
@@ -160,6 +162,9 @@ again:
                 for (k = 0; k < j->n && !j->finished; k++)
                     sl_engine_answer(j, k, j->last, msg);
             }
+            /* Its replies, should any still come, go nowhere. */
+            for (i = 0; i < e->nconns; i++)
+                sl_conn_forget(e->conns[i], j);
             goto again;
         }
         if (j->wake_at > 0 && j->wake_at <= now) {

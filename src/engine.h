@@ -37,6 +37,7 @@ struct sl_job {
     void *data;           /* the backend's; sl_free'd when the job ends */
     uint64_t tag;         /* the backend's: its first request's tag */
     bool extended;        /* the deadline waited for a connect once */
+    bool expired;         /* its deadline passed: nothing is sent again */
     bool finished;
     sl_job_done_fn done; /* NULL: a blocking call waits for finished */
     void *arg;

@@ -326,7 +326,7 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t k, redisReply *r,
     if (sl_engine_answered(job, k))
         return;
     if (r == NULL) {
-        if (job->eng->closing || st == SLUICE_ENOMEM) {
+        if (job->eng->closing || job->expired || st == SLUICE_ENOMEM) {
             sl_engine_answer(job, k, st, msg);
         } else if (!sent) {
             /* It never reached the node: ask the map again (the node may

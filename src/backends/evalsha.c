@@ -356,7 +356,7 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
          * a failure to connect (an idle close found late, a reply out of
          * step, another request's timeout): send it on the next one. */
         if (!sent && st != SLUICE_ECONNECT && st != SLUICE_ENOMEM &&
-            !job->eng->closing) {
+            !job->eng->closing && !job->expired) {
             send_request(s, job, i);
             return;
         }
