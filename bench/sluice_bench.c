@@ -680,18 +680,19 @@ static redisContext *floor_connect(const target *t)
 
     if (!endpoint_of(t, &u))
         return NULL;
-    rc = redisConnect(u.host, u.port);
+    rc = redisConnect(u.ep.host, u.ep.port);
     if (rc == NULL || rc->err) {
         if (rc != NULL)
             redisFree(rc);
         return NULL;
     }
-    if (u.password[0] != '\0')
-        r = u.user[0] ? redisCommand(rc, "AUTH %s %s", u.user, u.password)
-                      : redisCommand(rc, "AUTH %s", u.password);
+    if (u.ep.password[0] != '\0')
+        r = u.ep.user[0]
+                ? redisCommand(rc, "AUTH %s %s", u.ep.user, u.ep.password)
+                : redisCommand(rc, "AUTH %s", u.ep.password);
     if (r != NULL)
         freeReplyObject(r);
-    if (u.db != 0 && (r = redisCommand(rc, "SELECT %d", u.db)) != NULL)
+    if (u.ep.db != 0 && (r = redisCommand(rc, "SELECT %d", u.ep.db)) != NULL)
         freeReplyObject(r);
     return rc;
 }
@@ -965,20 +966,20 @@ static void replay(worker *w, const char *bench_path, double secs)
         n = 10 * PIPE;
     args[a++] = strdup("redis-benchmark");
     args[a++] = strdup("-h");
-    args[a++] = strdup(u.host);
+    args[a++] = strdup(u.ep.host);
     args[a++] = strdup("-p");
-    snprintf(num, sizeof(num), "%d", u.port);
+    snprintf(num, sizeof(num), "%d", u.ep.port);
     args[a++] = strdup(num);
-    if (u.password[0] != '\0') {
-        if (u.user[0] != '\0') {
+    if (u.ep.password[0] != '\0') {
+        if (u.ep.user[0] != '\0') {
             args[a++] = strdup("--user");
-            args[a++] = strdup(u.user);
+            args[a++] = strdup(u.ep.user);
         }
         args[a++] = strdup("-a");
-        args[a++] = strdup(u.password);
+        args[a++] = strdup(u.ep.password);
     }
-    if (u.db != 0) {
-        snprintf(num, sizeof(num), "%d", u.db);
+    if (u.ep.db != 0) {
+        snprintf(num, sizeof(num), "%d", u.ep.db);
         args[a++] = strdup("--dbnum");
         args[a++] = strdup(num);
     }

@@ -65,7 +65,7 @@ static int wait_fd(int fd, short events, int64_t deadline)
 /* "host:port" or the socket's path, for messages. */
 static const char *endpoint(const sl_conn *cn, char *buf, size_t len)
 {
-    const sl_url *u = cn->url;
+    const sl_endpoint *u = cn->ep;
 
     if (u->socket[0] != '\0')
         snprintf(buf, len, "%s", u->socket);
@@ -74,12 +74,13 @@ static const char *endpoint(const sl_conn *cn, char *buf, size_t len)
     return buf;
 }
 
-void sl_conn_init(sl_conn *cn, const sl_url *url, const char *who,
-                  sl_engine *eng)
+void sl_conn_init(sl_conn *cn, const sl_endpoint *ep,
+                  const sluice_options *opts, const char *who, sl_engine *eng)
 {
     memset(cn, 0, sizeof(*cn));
     cn->fd = -1;
-    cn->url = url;
+    cn->ep = ep;
+    cn->opts = opts;
     cn->who = who;
     if (eng != NULL && sl_engine_add_conn(eng, cn))
         cn->eng = eng;
@@ -171,7 +172,7 @@ static void failed(sl_conn *cn, sluice_status st, const char *fmt, ...)
      * not trust) says so only now, after the handshake, with TLS 1.3. */
     sl_errf(cn->last_failure, sizeof(cn->last_failure), "%s: %s %s%s", cn->who,
             endpoint(cn, ep, sizeof(ep)), msg,
-            cn->phase == SL_PHASE_SETUP && cn->url->tls && st != SLUICE_ECONNECT
+            cn->phase == SL_PHASE_SETUP && cn->ep->tls && st != SLUICE_ECONNECT
                 ? " (during the setup after the TLS handshake: does the "
                   "server want a client certificate, tls_cert= and "
                   "tls_key=?)"
@@ -293,7 +294,7 @@ static const char *ssl_reason(char *buf, size_t len, const char *what)
 
 /* A context with the URL's CA, client certificate and verification; NULL
  * with a message naming the file or setting that failed. */
-static SSL_CTX *tls_context(const sl_url *u, char *err, size_t err_len)
+static SSL_CTX *tls_context(const sl_endpoint *u, char *err, size_t err_len)
 {
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
     char why[256];
@@ -360,9 +361,9 @@ sluice_status sl_tls_check(const sl_url *url, char *err, size_t err_len)
 {
     SSL_CTX *ctx;
 
-    if (!url->tls)
+    if (!url->ep.tls)
         return SLUICE_OK;
-    if ((ctx = tls_context(url, err, err_len)) == NULL)
+    if ((ctx = tls_context(&url->ep, err, err_len)) == NULL)
         return SLUICE_EURL;
     SSL_CTX_free(ctx);
     return SLUICE_OK;
@@ -372,7 +373,7 @@ sluice_status sl_tls_check(const sl_url *url, char *err, size_t err_len)
  * certificate must carry. */
 static bool tls_begin(sl_conn *cn)
 {
-    const sl_url *u = cn->url;
+    const sl_endpoint *u = cn->ep;
     const char *name = u->tls_server_name[0] ? u->tls_server_name : u->host;
     unsigned char ip[16];
     bool is_ip =
@@ -423,7 +424,7 @@ static void begin_setup(sl_conn *cn);
 /* One step of the handshake, verification included. */
 static void tls_step(sl_conn *cn)
 {
-    const sl_url *u = cn->url;
+    const sl_endpoint *u = cn->ep;
     const char *name = u->tls_server_name[0] ? u->tls_server_name : u->host;
     char why[256];
     long v;
@@ -498,7 +499,7 @@ static size_t resp_format(char *dst, int argc, const char **argv,
 /* What the setup commands are, in order, for messages. */
 static const char *setup_name(const sl_conn *cn, unsigned k)
 {
-    const sl_url *u = cn->url;
+    const sl_endpoint *u = cn->ep;
     const char *names[3];
     unsigned n = 0;
 
@@ -523,7 +524,7 @@ static void ready(sl_conn *cn)
  * replies are in. */
 static void begin_setup(sl_conn *cn)
 {
-    const sl_url *u = cn->url;
+    const sl_endpoint *u = cn->ep;
     char db[16];
 
     cn->slen = cn->swrote = 0;
@@ -561,7 +562,7 @@ static void begin_setup(sl_conn *cn)
 /* The socket is connected: TLS, or the setup. */
 static void connected(sl_conn *cn)
 {
-    if (cn->url->socket[0] == '\0') {
+    if (cn->ep->socket[0] == '\0') {
         int one = 1;
 
         setsockopt(cn->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -570,7 +571,7 @@ static void connected(sl_conn *cn)
         failed(cn, SLUICE_ENOMEM, "out of memory setting up the connection");
         return;
     }
-    if (cn->url->tls) {
+    if (cn->ep->tls) {
         if (tls_begin(cn))
             tls_step(cn);
         return;
@@ -580,13 +581,13 @@ static void connected(sl_conn *cn)
 
 static void connect_failed(sl_conn *cn, int e)
 {
-    const sl_url *u = cn->url;
+    const sl_endpoint *u = cn->ep;
 
     if (e == ETIMEDOUT)
         failed(cn, SLUICE_ECONNECT,
                "did not accept the connection within %u ms; is the server "
                "running?",
-               u->opts.connect_timeout_ms);
+               cn->opts->connect_timeout_ms);
     else if (u->socket[0] != '\0')
         failed(cn, SLUICE_ECONNECT,
                "cannot connect to the socket: %s; is the server running, "
@@ -641,7 +642,7 @@ static void try_address(sl_conn *cn)
 /* The host's addresses, looked up once; numeric hosts need no lookup. */
 static bool resolve(sl_conn *cn)
 {
-    const sl_url *u = cn->url;
+    const sl_endpoint *u = cn->ep;
     struct addrinfo hints, *res = NULL, *ai;
     char port[16];
     int rc;
@@ -700,7 +701,7 @@ static void start_connect(sl_conn *cn)
         fail_all(cn, SLUICE_ECONNECT, 0, msg);
         return;
     }
-    cn->connect_deadline = now + cn->url->opts.connect_timeout_ms;
+    cn->connect_deadline = now + cn->opts->connect_timeout_ms;
     cn->addr_at = 0;
     if (resolve(cn))
         try_address(cn);
@@ -746,10 +747,10 @@ void sl_conn_check_deadline(sl_conn *cn, int64_t now)
     else if (cn->phase == SL_PHASE_TLS)
         failed(cn, SLUICE_ECONNECT,
                "TLS handshake did not finish within %u ms; is it a TLS port?",
-               cn->url->opts.connect_timeout_ms);
+               cn->opts->connect_timeout_ms);
     else
         failed(cn, SLUICE_ECONNECT, "did not answer %s within %u ms",
-               setup_name(cn, 0), cn->url->opts.connect_timeout_ms);
+               setup_name(cn, 0), cn->opts->connect_timeout_ms);
 }
 
 /* ------------------------------------------------------------ writing */
@@ -997,7 +998,7 @@ static void setup_reply(sl_conn *cn, redisReply *r)
 
     /* Which command this answers: the first of those still awaited. */
     {
-        const sl_url *u = cn->url;
+        const sl_endpoint *u = cn->ep;
         unsigned n =
             (unsigned)(u->tls && u->password[0] == '\0' && u->db == 0) +
             (unsigned)(u->password[0] != '\0') + (unsigned)(u->db != 0);
@@ -1180,7 +1181,7 @@ static bool wait_ready(sl_conn *cn, short events, int64_t deadline,
     if (w == 0)
         failed(cn, SLUICE_ETIMEOUT,
                "did not answer %s within %u ms; the next call reconnects",
-               doing, cn->url->opts.command_timeout_ms);
+               doing, cn->opts->command_timeout_ms);
     else
         failed(cn, SLUICE_EIO, "%s: %s; the next call reconnects", doing,
                strerror(errno));
@@ -1217,7 +1218,7 @@ sluice_status sl_conn_ensure(sl_conn *cn, char *err, size_t err_len)
 
 sluice_status sl_conn_flush(sl_conn *cn, char *err, size_t err_len)
 {
-    int64_t deadline = sl_mono_ms() + cn->url->opts.command_timeout_ms;
+    int64_t deadline = sl_mono_ms() + cn->opts->command_timeout_ms;
 
     if (cn->phase != SL_PHASE_READY) {
         sl_errf(err, err_len, "%s: connection closed; the next call reconnects",
@@ -1258,7 +1259,7 @@ sluice_status sl_conn_read(sl_conn *cn, redisReply **rep, char *err,
             if (cn->owrote < cn->olen &&
                 (st = sl_conn_flush(cn, err, err_len)) != SLUICE_OK)
                 return st;
-            deadline = sl_mono_ms() + cn->url->opts.command_timeout_ms;
+            deadline = sl_mono_ms() + cn->opts->command_timeout_ms;
         }
         rc = read_some(cn);
         if (rc == -2)

@@ -74,12 +74,13 @@ typedef struct sl_conn {
     /* Replies expected, oldest first (a ring). */
     sl_expect *q;
     size_t qhead, qlen, qcap;
-    int64_t connect_deadline; /* monotonic ms, while not ready */
-    short watched;            /* events the loop was last told to watch */
-    bool doomed;              /* closes once what was written is answered */
-    struct sl_engine *eng;    /* NULL: used on its own (blocking) */
-    const sl_url *url;        /* endpoint, credentials, TLS, timeouts */
-    const char *who;          /* backend name, for messages */
+    int64_t connect_deadline;   /* monotonic ms, while not ready */
+    short watched;              /* events the loop was last told to watch */
+    bool doomed;                /* closes once what was written is answered */
+    struct sl_engine *eng;      /* NULL: used on its own (blocking) */
+    const sl_endpoint *ep;      /* where, as whom, TLS */
+    const sluice_options *opts; /* timeouts, shared by the handle */
+    const char *who;            /* backend name, for messages */
     /* The addresses of the host, resolved on the first connect (numeric
      * hosts without a lookup): a reconnect does not block on DNS. */
     struct sockaddr_storage addrs[SL_CONN_ADDRS];
@@ -101,7 +102,8 @@ typedef struct sl_conn {
 int64_t sl_mono_ms(void);
 
 /* eng NULL: the connection is used on its own, blocking. */
-void sl_conn_init(sl_conn *cn, const sl_url *url, const char *who,
+void sl_conn_init(sl_conn *cn, const sl_endpoint *ep,
+                  const sluice_options *opts, const char *who,
                   struct sl_engine *eng);
 /* Whether the connection is open (a failure closes it). */
 bool sl_conn_is_open(const sl_conn *cn);

@@ -95,26 +95,33 @@ typedef enum sl_scheme {
 
 #define SL_MAX_SEEDS 16
 
-typedef struct sl_url {
-    sl_scheme scheme;
-    char name[128]; /* mem://NAME */
+/* Where a connection goes and as whom: one server (a cluster node has its
+ * own), apart from the configuration every connection of a handle shares
+ * (sluice_options). */
+typedef struct sl_endpoint {
     char host[256];
     int port;
+    char socket[108]; /* ?socket=PATH: a Unix-domain socket, not TCP */
     char user[128];
     char password[256];
     int db;
-    size_t nseeds; /* redis-cluster://: seeds[0] is host:port */
-    struct {
-        char host[256];
-        int port;
-    } seeds[SL_MAX_SEEDS];
-    char socket[108];  /* ?socket=PATH: a Unix-domain socket, not TCP */
     bool tls;          /* rediss://, or ?tls=1 */
     bool tls_insecure; /* ?tls_verify=0: no verification (tests only) */
     char tls_ca_file[256], tls_ca_dir[256], tls_cert[256], tls_key[256];
     char tls_server_name[256]; /* verified and sent as SNI; default host */
-    sluice_options opts;       /* defaults resolved, query applied */
-    char prefix[64];           /* storage of opts.key_prefix */
+} sl_endpoint;
+
+typedef struct sl_url {
+    sl_scheme scheme;
+    char name[128]; /* mem://NAME */
+    sl_endpoint ep; /* the server (the first seed of a cluster) */
+    size_t nseeds;  /* redis-cluster://: seeds[0] is ep's host:port */
+    struct {
+        char host[256];
+        int port;
+    } seeds[SL_MAX_SEEDS];
+    sluice_options opts; /* defaults resolved, query applied */
+    char prefix[64];     /* storage of opts.key_prefix */
 } sl_url;
 
 /* Copies url into dst with its password shown as "***"; every message

@@ -891,7 +891,7 @@ sluice_status sl_plain_open(const sl_url *url, bool multi, void **state,
     /* Members must differ between handles: seed from pid, time, address. */
     p->nonce = ((uint64_t)getpid() << 40) ^ ((uint64_t)time(NULL) << 20) ^
                (uint64_t)(uintptr_t)p;
-    sl_conn_init(&p->conn, url, name, NULL);
+    sl_conn_init(&p->conn, &url->ep, &url->opts, name, NULL);
     st = sl_conn_ensure(&p->conn, err, err_len);
     if (st != SLUICE_OK && url->opts.fail == SLUICE_FAIL_ERROR) {
         sl_conn_close(&p->conn);

@@ -165,19 +165,19 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
             return bad(err, err_len, url, msg);
         }
         if (KEY_IS("tls"))
-            u->tls = on;
+            u->ep.tls = on;
         else
-            u->tls_insecure = !on;
+            u->ep.tls_insecure = !on;
     } else if (KEY_IS("tls_ca_file") || KEY_IS("tls_ca_dir") ||
                KEY_IS("tls_cert") || KEY_IS("tls_key") ||
                KEY_IS("tls_server_name") || KEY_IS("socket")) {
-        char *dst = KEY_IS("tls_ca_file")  ? u->tls_ca_file
-                    : KEY_IS("tls_ca_dir") ? u->tls_ca_dir
-                    : KEY_IS("tls_cert")   ? u->tls_cert
-                    : KEY_IS("tls_key")    ? u->tls_key
-                    : KEY_IS("socket")     ? u->socket
-                                           : u->tls_server_name;
-        size_t cap = KEY_IS("socket") ? sizeof(u->socket) : 256;
+        char *dst = KEY_IS("tls_ca_file")  ? u->ep.tls_ca_file
+                    : KEY_IS("tls_ca_dir") ? u->ep.tls_ca_dir
+                    : KEY_IS("tls_cert")   ? u->ep.tls_cert
+                    : KEY_IS("tls_key")    ? u->ep.tls_key
+                    : KEY_IS("socket")     ? u->ep.socket
+                                           : u->ep.tls_server_name;
+        size_t cap = KEY_IS("socket") ? sizeof(u->ep.socket) : 256;
 
         if (vlen == 0 || !decode(dst, cap, v, vlen)) {
             snprintf(msg, sizeof(msg),
@@ -258,12 +258,12 @@ static sluice_status parse_redis(const char *url, const char *rest, size_t n,
 
         if (colon == NULL) {
             /* "password@host" */
-            if (!decode(u->password, sizeof(u->password), rest,
+            if (!decode(u->ep.password, sizeof(u->ep.password), rest,
                         (size_t)(at - rest)))
                 return bad(err, err_len, url, "bad password (escape?)");
-        } else if (!decode(u->user, sizeof(u->user), rest,
+        } else if (!decode(u->ep.user, sizeof(u->ep.user), rest,
                            (size_t)(colon - rest)) ||
-                   !decode(u->password, sizeof(u->password), colon + 1,
+                   !decode(u->ep.password, sizeof(u->ep.password), colon + 1,
                            (size_t)(at - colon - 1))) {
             return bad(err, err_len, url, "bad user or password (escape?)");
         }
@@ -289,11 +289,11 @@ static sluice_status parse_redis(const char *url, const char *rest, size_t n,
     }
     if (he == hs)
         return bad(err, err_len, url, "missing host (e.g. 127.0.0.1:6379)");
-    if ((size_t)(he - hs) >= sizeof(u->host))
+    if ((size_t)(he - hs) >= sizeof(u->ep.host))
         return bad(err, err_len, url, "host longer than 255 bytes");
-    memcpy(u->host, hs, (size_t)(he - hs));
-    u->host[he - hs] = '\0';
-    u->port = 6379;
+    memcpy(u->ep.host, hs, (size_t)(he - hs));
+    u->ep.host[he - hs] = '\0';
+    u->ep.port = 6379;
     if (p < slash) {
         if (*p != ':' ||
             !read_uint(p + 1, (size_t)(slash - p - 1), 1, 65535, &num)) {
@@ -303,13 +303,13 @@ static sluice_status parse_redis(const char *url, const char *rest, size_t n,
                      (int)(slash - p > 20 ? 20 : slash - p), p);
             return bad(err, err_len, url, msg);
         }
-        u->port = (int)num;
+        u->ep.port = (int)num;
     }
     if (slash < end && slash + 1 < end) {
         if (!read_uint(slash + 1, (size_t)(end - slash - 1), 0, 1000000, &num))
             return bad(err, err_len, url,
                        "bad database number after '/'; expected 0, 1, ...");
-        u->db = (int)num;
+        u->ep.db = (int)num;
     }
     return SLUICE_OK;
 }
@@ -346,12 +346,12 @@ static sluice_status parse_cluster(const char *url, const char *rest, size_t n,
         if ((st = parse_redis(url, one, strlen(one), &tmp, err, err_len)) !=
             SLUICE_OK)
             return st;
-        if (tmp.db != 0 || memchr(one, '/', strlen(one)) != NULL)
+        if (tmp.ep.db != 0 || memchr(one, '/', strlen(one)) != NULL)
             return bad(err, err_len, url,
                        "a cluster has no databases: drop the /db");
         snprintf(u->seeds[u->nseeds].host, sizeof(u->seeds[0].host), "%s",
-                 tmp.host);
-        u->seeds[u->nseeds++].port = tmp.port;
+                 tmp.ep.host);
+        u->seeds[u->nseeds++].port = tmp.ep.port;
         p += len + (comma != NULL ? 1 : 0);
         if (comma != NULL && p == end)
             return bad(err, err_len, url, "empty seed after a comma");
@@ -414,7 +414,7 @@ static sluice_status credentials_from_options(const char *url,
 {
     /* mem:// has nothing to log in to: the same options serve a service
      * whatever its URL. */
-    if (opts == NULL || u->password[0] != '\0' || opts->password == NULL ||
+    if (opts == NULL || u->ep.password[0] != '\0' || opts->password == NULL ||
         opts->password[0] == '\0' || u->scheme == SL_SCHEME_MEM)
         return SLUICE_OK;
     if (u->scheme == SL_SCHEME_TWEMPROXY && opts->user != NULL &&
@@ -422,13 +422,13 @@ static sluice_status credentials_from_options(const char *url,
         return bad(err, err_len, url,
                    "twemproxy takes only a password (AUTH with one "
                    "argument): drop options.user (SLUICE_USER for the CLI)");
-    if (strlen(opts->password) >= sizeof(u->password))
+    if (strlen(opts->password) >= sizeof(u->ep.password))
         return bad(err, err_len, url, "options.password longer than 255 bytes");
-    if (opts->user != NULL && strlen(opts->user) >= sizeof(u->user))
+    if (opts->user != NULL && strlen(opts->user) >= sizeof(u->ep.user))
         return bad(err, err_len, url, "options.user longer than 127 bytes");
-    strcpy(u->password, opts->password);
+    strcpy(u->ep.password, opts->password);
     if (opts->user != NULL)
-        strcpy(u->user, opts->user);
+        strcpy(u->ep.user, opts->user);
     return SLUICE_OK;
 }
 
@@ -461,7 +461,7 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
 
         if (strncmp(url, schemes[i].prefix, plen) == 0) {
             out->scheme = schemes[i].scheme;
-            out->tls = strcmp(schemes[i].prefix, "rediss://") == 0;
+            out->ep.tls = strcmp(schemes[i].prefix, "rediss://") == 0;
             rest = url + plen;
         }
     }
@@ -486,7 +486,7 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
     if ((st = credentials_from_options(url, opts ? &out->opts : NULL, out, err,
                                        err_len)) != SLUICE_OK)
         return st;
-    if (out->scheme == SL_SCHEME_TWEMPROXY && (out->user[0] || out->db))
+    if (out->scheme == SL_SCHEME_TWEMPROXY && (out->ep.user[0] || out->ep.db))
         return bad(err, err_len, url,
                    "twemproxy takes only a password (AUTH with one "
                    "argument) and no database: use the pool's redis_db");
@@ -501,25 +501,25 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
         (st = parse_query(url, q + 1, out, err, err_len)) != SLUICE_OK)
         return st;
     out->opts.key_prefix = out->prefix;
-    if (out->scheme == SL_SCHEME_MEM && (out->tls || out->socket[0]))
+    if (out->scheme == SL_SCHEME_MEM && (out->ep.tls || out->ep.socket[0]))
         return bad(err, err_len, url,
                    "mem:// keeps its state in this process: no socket, no "
                    "TLS");
-    if (out->scheme == SL_SCHEME_TWEMPROXY && out->tls)
+    if (out->scheme == SL_SCHEME_TWEMPROXY && out->ep.tls)
         return bad(err, err_len, url,
                    "twemproxy has no TLS (nutcracker 0.5.0 speaks plain "
                    "TCP): put a TLS terminator in front of it, or use "
                    "rediss:// to Redis itself");
-    if (out->scheme == SL_SCHEME_CLUSTER && out->socket[0] != '\0')
+    if (out->scheme == SL_SCHEME_CLUSTER && out->ep.socket[0] != '\0')
         return bad(err, err_len, url,
                    "option socket: a cluster's nodes are reached at the "
                    "TCP addresses they announce, not through a socket");
-    if (!out->tls &&
-        (out->tls_ca_file[0] || out->tls_ca_dir[0] || out->tls_cert[0] ||
-         out->tls_key[0] || out->tls_server_name[0] || out->tls_insecure))
+    if (!out->ep.tls && (out->ep.tls_ca_file[0] || out->ep.tls_ca_dir[0] ||
+                         out->ep.tls_cert[0] || out->ep.tls_key[0] ||
+                         out->ep.tls_server_name[0] || out->ep.tls_insecure))
         return bad(err, err_len, url,
                    "tls_* options without TLS: use rediss:// or tls=1");
-    if (out->socket[0] != '\0' && out->socket[0] != '/')
+    if (out->ep.socket[0] != '\0' && out->ep.socket[0] != '/')
         return bad(err, err_len, url,
                    "option socket: expected an absolute path");
     if (strpbrk(out->prefix, "{}") != NULL)

@@ -39,27 +39,27 @@ static void redis_urls_give_host_port_credentials_and_db(void **state)
 
     (void)state;
     assert_int_equal(u.scheme, SL_SCHEME_REDIS);
-    assert_string_equal(u.host, "127.0.0.1");
-    assert_int_equal(u.port, 6380);
-    assert_int_equal(u.db, 0);
-    assert_string_equal(u.user, "");
+    assert_string_equal(u.ep.host, "127.0.0.1");
+    assert_int_equal(u.ep.port, 6380);
+    assert_int_equal(u.ep.db, 0);
+    assert_string_equal(u.ep.user, "");
     u = parse_ok("redis://alice:s%40cret@localhost:7000/3");
-    assert_string_equal(u.user, "alice");
-    assert_string_equal(u.password, "s@cret");
-    assert_string_equal(u.host, "localhost");
-    assert_int_equal(u.port, 7000);
-    assert_int_equal(u.db, 3);
+    assert_string_equal(u.ep.user, "alice");
+    assert_string_equal(u.ep.password, "s@cret");
+    assert_string_equal(u.ep.host, "localhost");
+    assert_int_equal(u.ep.port, 7000);
+    assert_int_equal(u.ep.db, 3);
     u = parse_ok("redis://:pw@h:1");
-    assert_string_equal(u.user, "");
-    assert_string_equal(u.password, "pw");
+    assert_string_equal(u.ep.user, "");
+    assert_string_equal(u.ep.password, "pw");
     u = parse_ok("redis://pw@h:1/");
-    assert_string_equal(u.password, "pw");
-    assert_int_equal(u.db, 0);
+    assert_string_equal(u.ep.password, "pw");
+    assert_int_equal(u.ep.db, 0);
     u = parse_ok("redis://[::1]:6379");
-    assert_string_equal(u.host, "::1");
-    assert_int_equal(u.port, 6379);
+    assert_string_equal(u.ep.host, "::1");
+    assert_int_equal(u.ep.port, 6379);
     u = parse_ok("redis://example");
-    assert_int_equal(u.port, 6379);
+    assert_int_equal(u.ep.port, 6379);
 }
 
 static void defaults_are_filled_and_query_overrides_them(void **state)
@@ -159,11 +159,11 @@ static void every_url_form_parses_alike_with_and_without_a_query(void **state)
 
             snprintf(text, sizeof(text), "%s%s", forms[i], queries[q]);
             u = parse_ok(text);
-            assert_string_equal(u.host, plain.host);
-            assert_int_equal(u.port, plain.port);
-            assert_string_equal(u.user, plain.user);
-            assert_string_equal(u.password, plain.password);
-            assert_int_equal(u.db, plain.db);
+            assert_string_equal(u.ep.host, plain.ep.host);
+            assert_int_equal(u.ep.port, plain.ep.port);
+            assert_string_equal(u.ep.user, plain.ep.user);
+            assert_string_equal(u.ep.password, plain.ep.password);
+            assert_int_equal(u.ep.db, plain.ep.db);
             assert_string_equal(u.name, plain.name);
             assert_int_equal(u.nseeds, plain.nseeds);
             for (s = 0; s < u.nseeds; s++) {
@@ -186,7 +186,7 @@ static void every_url_form_parses_alike_with_and_without_a_query(void **state)
 static void percent_escapes_are_two_hex_digits_and_never_nul(void **state)
 {
     (void)state;
-    assert_string_equal(parse_ok("redis://u:%41%62@h:1").password, "Ab");
+    assert_string_equal(parse_ok("redis://u:%41%62@h:1").ep.password, "Ab");
     assert_string_equal(parse_ok("redis://h:1?prefix=a%3Ab").prefix, "a:b");
     parse_bad("redis://u:%-1@h:1", "escape");
     parse_bad("redis://u:%+9@h:1", "escape");
@@ -284,25 +284,25 @@ static void credentials_come_from_options_when_the_url_has_none(void **state)
     o.password = "from-options";
     assert_int_equal(sl_url_parse("redis://h:1", &o, &u, err, sizeof(err)),
                      SLUICE_OK);
-    assert_string_equal(u.user, "svc");
-    assert_string_equal(u.password, "from-options");
+    assert_string_equal(u.ep.user, "svc");
+    assert_string_equal(u.ep.password, "from-options");
     assert_int_equal(
         sl_url_parse("redis://me:in-url@h:1", &o, &u, err, sizeof(err)),
         SLUICE_OK);
-    assert_string_equal(u.user, "me");
-    assert_string_equal(u.password, "in-url");
+    assert_string_equal(u.ep.user, "me");
+    assert_string_equal(u.ep.password, "in-url");
     o.user = NULL;
     assert_int_equal(sl_url_parse("twemproxy://h:1", &o, &u, err, sizeof(err)),
                      SLUICE_OK);
-    assert_string_equal(u.user, "");
-    assert_string_equal(u.password, "from-options");
+    assert_string_equal(u.ep.user, "");
+    assert_string_equal(u.ep.password, "from-options");
     o.user = "svc";
     assert_int_equal(sl_url_parse("twemproxy://h:1", &o, &u, err, sizeof(err)),
                      SLUICE_EURL);
     assert_non_null(strstr(err, "options.user"));
     assert_int_equal(sl_url_parse("mem://", &o, &u, err, sizeof(err)),
                      SLUICE_OK);
-    assert_string_equal(u.password, "");
+    assert_string_equal(u.ep.password, "");
 }
 
 static void tls_and_unix_socket_options(void **state)
@@ -312,23 +312,23 @@ static void tls_and_unix_socket_options(void **state)
 
     (void)state;
     assert_int_equal(u.scheme, SL_SCHEME_REDIS);
-    assert_true(u.tls);
-    assert_false(u.tls_insecure);
-    assert_string_equal(u.tls_ca_file, "/ca dir/ca.crt");
-    assert_string_equal(u.tls_cert, "/c.pem");
-    assert_string_equal(u.tls_key, "/k.pem");
-    assert_string_equal(u.tls_server_name, "r.x");
+    assert_true(u.ep.tls);
+    assert_false(u.ep.tls_insecure);
+    assert_string_equal(u.ep.tls_ca_file, "/ca dir/ca.crt");
+    assert_string_equal(u.ep.tls_cert, "/c.pem");
+    assert_string_equal(u.ep.tls_key, "/k.pem");
+    assert_string_equal(u.ep.tls_server_name, "r.x");
     u = parse_ok("redis://h:6379");
-    assert_false(u.tls);
+    assert_false(u.ep.tls);
     u = parse_ok("redis+multi://h?tls=1&tls_verify=0&tls_ca_dir=/etc/ssl");
     assert_int_equal(u.scheme, SL_SCHEME_MULTI);
-    assert_true(u.tls);
-    assert_true(u.tls_insecure);
-    assert_string_equal(u.tls_ca_dir, "/etc/ssl");
+    assert_true(u.ep.tls);
+    assert_true(u.ep.tls_insecure);
+    assert_string_equal(u.ep.tls_ca_dir, "/etc/ssl");
     u = parse_ok("redis-cluster://a:1,b:2?tls=yes");
-    assert_true(u.tls);
+    assert_true(u.ep.tls);
     u = parse_ok("redis://localhost?socket=/run/redis/redis.sock");
-    assert_string_equal(u.socket, "/run/redis/redis.sock");
+    assert_string_equal(u.ep.socket, "/run/redis/redis.sock");
     parse_bad("twemproxy://h:22121?tls=1", "twemproxy has no TLS");
     parse_bad("redis://h?tls_ca_file=/ca.crt", "without TLS");
     parse_bad("redis://h?tls=maybe", "expected 1 or 0");

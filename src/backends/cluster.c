@@ -15,8 +15,8 @@
 #define RETRY_MS      20 /* between map refreshes; after TRYAGAIN */
 
 typedef struct node {
-    sl_url url;   /* the handle's URL with this node's host and port */
-    sl_conn conn; /* opened when first needed */
+    sl_endpoint ep; /* the handle's endpoint with this node's host, port */
+    sl_conn conn;   /* opened when first needed */
 } node;
 
 typedef struct cluster {
@@ -53,12 +53,11 @@ static bool sync_nodes(cluster *c)
 
         if (n == NULL)
             return false;
-        n->url = *c->url;
-        n->url.opts.key_prefix = n->url.prefix;
-        snprintf(n->url.host, sizeof(n->url.host), "%s",
+        n->ep = c->url->ep;
+        snprintf(n->ep.host, sizeof(n->ep.host), "%s",
                  c->map.nodes[c->nnodes].host);
-        n->url.port = c->map.nodes[c->nnodes].port;
-        sl_conn_init(&n->conn, &n->url, "cluster", c->eng);
+        n->ep.port = c->map.nodes[c->nnodes].port;
+        sl_conn_init(&n->conn, &n->ep, &c->url->opts, "cluster", c->eng);
         c->nodes[c->nnodes++] = n;
     }
     return true;
@@ -113,12 +112,12 @@ static void on_slots(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
     } else if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
         sl_errf(c->last_msg, sizeof(c->last_msg),
                 "cluster: %s:%d gave no slot map (%s); is it a cluster node?",
-                n->url.host, n->url.port,
+                n->ep.host, n->ep.port,
                 r->type == REDIS_REPLY_ERROR ? r->str : "empty");
-    } else if (sl_slotmap_load(&c->map, r, n->url.host) < 0 || !sync_nodes(c)) {
+    } else if (sl_slotmap_load(&c->map, r, n->ep.host) < 0 || !sync_nodes(c)) {
         sl_errf(c->last_msg, sizeof(c->last_msg),
                 "cluster: %s:%d gave a slot map that could not be read",
-                n->url.host, n->url.port);
+                n->ep.host, n->ep.port);
     } else {
         c->stale = false;
         c->refreshing = false;
@@ -276,7 +275,7 @@ static void send_request(cluster *c, sl_job *job, size_t k)
         rt->asking = false;
     }
     if (st == SLUICE_OK)
-        st = sl_evalsha_append(&nd->conn, &nd->url, &job->reqs[k], rt->as_eval,
+        st = sl_evalsha_append(&nd->conn, c->url, &job->reqs[k], rt->as_eval,
                                job->tag + k, err, sizeof(err));
     if (st == SLUICE_OK)
         st = sl_conn_expect(&nd->conn, on_reply, job, k);
@@ -350,13 +349,13 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t k, redisReply *r,
             sl_errf(err, sizeof(err),
                     "cluster: lost the connection to %s:%d with a request "
                     "in flight; its outcome is unknown (%s)",
-                    nd->url.host, nd->url.port, msg);
+                    nd->ep.host, nd->ep.port, msg);
             sl_engine_answer(job, k, SLUICE_EIO, err);
         }
         return;
     }
     if (r->type == REDIS_REPLY_ERROR &&
-        (kind = sl_slotmap_redirect(&c->map, r->str, nd->url.host, &slot,
+        (kind = sl_slotmap_redirect(&c->map, r->str, nd->ep.host, &slot,
                                     &to)) != SL_REDIRECT_NONE) {
         if (!sync_nodes(c) || ++rt->redirects > MAX_REDIRECTS) {
             sl_errf(err, sizeof(err),
@@ -380,7 +379,7 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t k, redisReply *r,
          strncmp(r->str, "CLUSTERDOWN", 11) == 0)) {
         /* A slot being moved, or a failover under way: nothing ran. */
         sl_errf(c->last_msg, sizeof(c->last_msg), "cluster: %s:%d answered: %s",
-                nd->url.host, nd->url.port, r->str);
+                nd->ep.host, nd->ep.port, r->str);
         if (r->str[0] == 'C')
             want_refresh(c);
         rt->waiting = true;
@@ -465,7 +464,7 @@ static void cluster_expire(void *p, sl_job *job)
         sl_errf(msg, sizeof(msg),
                 "cluster: %s:%d did not answer within %u ms; the outcome is "
                 "unknown, and the next call reconnects",
-                nd->url.host, nd->url.port, c->url->opts.command_timeout_ms);
+                nd->ep.host, nd->ep.port, c->url->opts.command_timeout_ms);
         sl_conn_abort(&nd->conn, SLUICE_ETIMEOUT, msg);
     }
     for (k = 0; k < job->n && !job->finished; k++) {

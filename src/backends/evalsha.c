@@ -36,7 +36,7 @@ static sluice_status evalsha_open(const sl_url *url, sl_engine *eng, void **out,
     }
     s->url = url;
     s->eng = eng;
-    sl_conn_init(&s->conn, url, "evalsha", eng);
+    sl_conn_init(&s->conn, &url->ep, &url->opts, "evalsha", eng);
     st = sl_conn_ensure(&s->conn, err, err_len);
     /* With a fail policy the handle opens anyway and reconnects later. */
     if (st != SLUICE_OK && url->opts.fail == SLUICE_FAIL_ERROR) {
@@ -410,7 +410,7 @@ static void evalsha_expire(void *p, sl_job *job)
     sl_errf(msg, sizeof(msg),
             "evalsha: %s:%d did not answer within %u ms; the outcome is "
             "unknown, and the next call reconnects",
-            s->url->host, s->url->port, s->url->opts.command_timeout_ms);
+            s->url->ep.host, s->url->ep.port, s->url->opts.command_timeout_ms);
     sl_conn_abort(&s->conn, SLUICE_ETIMEOUT, msg);
 }
 

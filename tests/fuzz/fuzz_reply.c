@@ -10,9 +10,9 @@
 #include "sluice.h"
 
 #include "backend.h"
+#include "conn.h"
 #include "evalsha.h"
 #include "plain.h"
-#include "conn.h"
 #include "slotmap.h"
 
 #include <hiredis/hiredis.h>
@@ -217,7 +217,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rq.now_ms = clocks[(data[2] >> 3) & 3];
     rq.key = "k";
     rq.key_len = 1;
-    sl_conn_init(&cn, &url, "fuzz", NULL);
+    sl_conn_init(&cn, &url.ep, &url.opts, "fuzz", NULL);
 
     if ((reader = redisReaderCreate()) == NULL)
         return 0;

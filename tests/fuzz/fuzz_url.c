@@ -46,42 +46,44 @@ static void check_accepted(const char *url, const sl_url *u,
     if (u->scheme < SL_SCHEME_MEM || u->scheme > SL_SCHEME_CLUSTER)
         broken("accepted without a scheme", url, "");
     if (!terminated(u->name, sizeof(u->name)) ||
-        !terminated(u->user, sizeof(u->user)) ||
-        !terminated(u->password, sizeof(u->password)) ||
+        !terminated(u->ep.user, sizeof(u->ep.user)) ||
+        !terminated(u->ep.password, sizeof(u->ep.password)) ||
         !terminated(u->prefix, sizeof(u->prefix)) ||
-        !terminated(u->socket, sizeof(u->socket)) ||
-        !terminated(u->tls_ca_file, sizeof(u->tls_ca_file)) ||
-        !terminated(u->tls_ca_dir, sizeof(u->tls_ca_dir)) ||
-        !terminated(u->tls_cert, sizeof(u->tls_cert)) ||
-        !terminated(u->tls_key, sizeof(u->tls_key)) ||
-        !terminated(u->tls_server_name, sizeof(u->tls_server_name)))
+        !terminated(u->ep.socket, sizeof(u->ep.socket)) ||
+        !terminated(u->ep.tls_ca_file, sizeof(u->ep.tls_ca_file)) ||
+        !terminated(u->ep.tls_ca_dir, sizeof(u->ep.tls_ca_dir)) ||
+        !terminated(u->ep.tls_cert, sizeof(u->ep.tls_cert)) ||
+        !terminated(u->ep.tls_key, sizeof(u->ep.tls_key)) ||
+        !terminated(u->ep.tls_server_name, sizeof(u->ep.tls_server_name)))
         broken("a field is not terminated", url, "");
-    if (u->scheme == SL_SCHEME_TWEMPROXY && u->tls)
+    if (u->scheme == SL_SCHEME_TWEMPROXY && u->ep.tls)
         broken("twemproxy with TLS", url, "");
-    if (u->scheme == SL_SCHEME_MEM && (u->tls || u->socket[0] != '\0'))
+    if (u->scheme == SL_SCHEME_MEM && (u->ep.tls || u->ep.socket[0] != '\0'))
         broken("mem:// with TLS or a socket", url, "");
-    if (u->socket[0] != '\0' && u->socket[0] != '/')
-        broken("a socket path that is not absolute", url, u->socket);
-    if (!u->tls && (u->tls_ca_file[0] != '\0' || u->tls_cert[0] != '\0' ||
-                    u->tls_key[0] != '\0' || u->tls_insecure))
+    if (u->ep.socket[0] != '\0' && u->ep.socket[0] != '/')
+        broken("a socket path that is not absolute", url, u->ep.socket);
+    if (!u->ep.tls &&
+        (u->ep.tls_ca_file[0] != '\0' || u->ep.tls_cert[0] != '\0' ||
+         u->ep.tls_key[0] != '\0' || u->ep.tls_insecure))
         broken("TLS settings without TLS", url, "");
     if (u->scheme != SL_SCHEME_MEM)
-        check_endpoint(url, u->host, sizeof(u->host), u->port);
+        check_endpoint(url, u->ep.host, sizeof(u->ep.host), u->ep.port);
     if (u->scheme == SL_SCHEME_CLUSTER) {
         if (u->nseeds < 1 || u->nseeds > SL_MAX_SEEDS)
             broken("a cluster URL with a bad number of seeds", url, "");
         for (i = 0; i < u->nseeds; i++)
             check_endpoint(url, u->seeds[i].host, sizeof(u->seeds[i].host),
                            u->seeds[i].port);
-        if (strcmp(u->seeds[0].host, u->host) != 0 ||
-            u->seeds[0].port != u->port)
-            broken("the first seed is not the host", url, u->host);
+        if (strcmp(u->seeds[0].host, u->ep.host) != 0 ||
+            u->seeds[0].port != u->ep.port)
+            broken("the first seed is not the host", url, u->ep.host);
     } else if (u->nseeds != 0) {
         broken("seeds outside a cluster URL", url, "");
     }
-    if (u->db < 0)
+    if (u->ep.db < 0)
         broken("a negative database", url, "");
-    if (u->scheme == SL_SCHEME_TWEMPROXY && (u->user[0] != '\0' || u->db != 0))
+    if (u->scheme == SL_SCHEME_TWEMPROXY &&
+        (u->ep.user[0] != '\0' || u->ep.db != 0))
         broken("twemproxy with a user or a database", url, "");
     if (u->opts.key_prefix != u->prefix)
         broken("the prefix does not point into the URL", url, "");
@@ -94,7 +96,7 @@ static void check_accepted(const char *url, const sl_url *u,
         u->opts.fail != SLUICE_FAIL_CLOSED)
         broken("a fail policy out of range", url, "");
     /* Credentials given in options fill only what the URL left empty. */
-    if (opts != NULL && u->scheme != SL_SCHEME_MEM && u->password[0] == '\0')
+    if (opts != NULL && u->scheme != SL_SCHEME_MEM && u->ep.password[0] == '\0')
         broken("the options' password was dropped", url, "");
 }
 
