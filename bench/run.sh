@@ -156,7 +156,7 @@ import json, platform, sys
 v = {
     "date": "$(date -u '+%Y-%m-%d %H:%M UTC')",
     "commit": "$commit",
-    "lua_sha": "$(build-bench/sluice-bench --print-command fixed:1000/1s | cut -d' ' -f2)",
+    "lua_sha": "$(build-bench/sluice-bench --print-command fixed:1000/1s | head -1 | cut -d' ' -f2)",
     "cpus": $(nproc),
     "cpu_model": "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')",
     "os": "$(. /etc/os-release && echo "$PRETTY_NAME"), Linux $(uname -r)",

@@ -9,15 +9,12 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 void sl_engine_init(sl_engine *e, const sl_url *url)
 {
     memset(e, 0, sizeof(*e));
     e->url = url;
     e->timer_at = -1;
-    e->wake_fd = -1;
 }
 
 bool sl_engine_add_conn(sl_engine *e, sl_conn *cn)
@@ -86,7 +83,6 @@ static void start_job(sl_engine *e, sl_job *job)
     job->finished = false;
     job->extended = false;
     job->expired = false;
-    job->notified = false;
     job->wake_at = 0;
     job->last = SLUICE_ETIMEOUT;
     job->err[0] = '\0';
@@ -274,27 +270,10 @@ size_t sl_engine_pending(const sl_engine *e)
     return n;
 }
 
-/* Wakes the threads whose jobs have ended. */
-static void notify_done(sl_engine *e)
+void sl_engine_wait(sl_engine *e, const bool *flag, int64_t deadline)
 {
-    sl_job *j;
-
-    for (j = e->done_head; j != NULL; j = j->next) {
-        if (j->cv != NULL && !j->notified) {
-            j->notified = true;
-            pthread_cond_signal(j->cv);
-        }
-    }
-}
-
-/* Drives the engine with poll() until *flag or the deadline (-1 none).
- * With mu, it is released while poll() waits, and wake_fd is watched for
- * other threads' requests. */
-static void drive(sl_engine *e, const bool *flag, int64_t deadline,
-                  pthread_mutex_t *mu)
-{
-    struct pollfd fds[SL_ENGINE_CONNS + 1];
-    sl_conn *of[SL_ENGINE_CONNS + 1];
+    struct pollfd fds[SL_ENGINE_CONNS];
+    sl_conn *of[SL_ENGINE_CONNS];
 
     for (;;) {
         int64_t now, t;
@@ -302,8 +281,6 @@ static void drive(sl_engine *e, const bool *flag, int64_t deadline,
         int rc;
 
         kick_all(e);
-        if (mu != NULL)
-            notify_done(e);
         if (*flag)
             return;
         now = sl_mono_ms();
@@ -319,83 +296,17 @@ static void drive(sl_engine *e, const bool *flag, int64_t deadline,
                 of[nfds++] = e->conns[i];
             }
         }
-        if (mu != NULL && e->wake_fd >= 0) {
-            fds[nfds].fd = e->wake_fd;
-            fds[nfds].events = POLLIN;
-            fds[nfds].revents = 0;
-            of[nfds++] = NULL;
-        }
         t = next_deadline(e);
         if (deadline >= 0 && (t < 0 || deadline < t))
             t = deadline;
-        if (mu != NULL) {
-            e->polling = true;
-            pthread_mutex_unlock(mu);
-        }
         rc = poll(fds, nfds, t < 0 ? -1 : t > now ? (int)(t - now) : 0);
-        if (mu != NULL) {
-            pthread_mutex_lock(mu);
-            e->polling = false;
-        }
         if (rc < 0 && errno != EINTR)
             return; /* cannot happen with valid fds; the deadlines hold */
-        for (i = 0; rc > 0 && i < nfds; i++) {
-            if (fds[i].revents == 0)
-                continue;
-            if (of[i] == NULL) {
-                uint64_t v;
-
-                if (read(e->wake_fd, &v, sizeof(v)) < 0)
-                    v = 0; /* nothing to drain */
-                e->wake_pending = false;
-            } else if (of[i]->fd == fds[i].fd) {
+        for (i = 0; rc > 0 && i < nfds; i++)
+            if (fds[i].revents != 0 && of[i]->fd == fds[i].fd)
                 sl_conn_io(of[i], fds[i].revents);
-            }
-        }
         run_timers(e, sl_mono_ms());
     }
-}
-
-void sl_engine_wait(sl_engine *e, const bool *flag, int64_t deadline)
-{
-    drive(e, flag, deadline, NULL);
-}
-
-void sl_engine_run_shared(sl_engine *e, sl_job *job, pthread_mutex_t *mu)
-{
-    if (e->wake_fd < 0)
-        e->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    start_job(e, job);
-    /* The driver waits in poll(): its next write must carry these. */
-    if (!job->finished && e->driving && e->polling && !e->wake_pending &&
-        e->wake_fd >= 0) {
-        uint64_t one = 1;
-
-        e->wake_pending = true;
-        if (write(e->wake_fd, &one, sizeof(one)) < 0)
-            e->wake_pending = false;
-    }
-    while (!job->finished) {
-        if (e->driving) {
-            pthread_cond_wait(job->cv, mu);
-            continue;
-        }
-        e->driving = true;
-        drive(e, &job->finished, -1, mu);
-        e->driving = false;
-        /* Another thread's job still under way: its thread drives next. */
-        {
-            sl_job *j;
-
-            for (j = e->head; j != NULL; j = j->next) {
-                if (j->cv != NULL) {
-                    pthread_cond_signal(j->cv);
-                    break;
-                }
-            }
-        }
-    }
-    unlink_job(&e->done_head, &e->done_tail, job);
 }
 
 sluice_status sl_engine_decide(sl_engine *e, const sl_request *reqs, size_t n,
@@ -453,9 +364,6 @@ void sl_engine_shutdown(sl_engine *e)
         sl_engine_forget_fd(e, e->conns[i]);
     deliver(e);
     e->depth--;
-    if (e->wake_fd >= 0)
-        close(e->wake_fd);
-    e->wake_fd = -1;
     if (e->attached) {
         e->loop.timer(e->loop.data, -1);
         if (e->loop.cleanup != NULL)

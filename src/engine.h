@@ -16,8 +16,6 @@
 
 #include "conn.h"
 
-#include <pthread.h>
-
 #define SL_ENGINE_CONNS 80 /* a cluster's 64 nodes, and room */
 
 /* A mark of each request of a job; the bits above are the backend's. */
@@ -43,8 +41,6 @@ struct sl_job {
     bool finished;
     sl_job_done_fn done; /* NULL: a blocking call waits for finished */
     void *arg;
-    pthread_cond_t *cv; /* a thread waiting for it (sl_engine_run_shared) */
-    bool notified;      /* cv signalled since it finished */
     struct sl_engine *eng;
     sl_job *prev, *next;
 };
@@ -63,12 +59,7 @@ typedef struct sl_engine {
     sluice_loop loop;
     int64_t timer_at; /* the deadline the loop was last given, -1 none */
     int depth;        /* nested engine calls (callbacks starting jobs) */
-    /* Threads sharing the handle (sl_engine_run_shared): one of them
-     * drives the engine at a time; the others wake it through wake_fd when
-     * they queue requests while it waits in poll(). */
-    bool driving, polling, wake_pending;
-    int wake_fd;  /* an eventfd, opened when first needed; -1 none */
-    bool closing; /* the handle closes: nothing is sent again */
+    bool closing;     /* the handle closes: nothing is sent again */
 } sl_engine;
 
 void sl_engine_init(sl_engine *e, const sl_url *url);
@@ -97,13 +88,6 @@ sluice_status sl_engine_decide(sl_engine *e, const struct sl_request *reqs,
 /* Drives the engine with poll() until *flag or the deadline (monotonic
  * ms). */
 void sl_engine_wait(sl_engine *e, const bool *flag, int64_t deadline);
-
-/* A blocking call from a thread that shares the handle, mu (held on entry
- * and exit) guarding the engine: starts job and returns when it is
- * answered. Requests queued while another thread's are in flight leave
- * in the next write, without waiting for those to be answered; one thread
- * at a time drives the engine, releasing mu while it waits in poll(). */
-void sl_engine_run_shared(sl_engine *e, sl_job *job, pthread_mutex_t *mu);
 
 /* The async calls: starts job (its done set, its requests owned by the
  * caller until done runs). */

@@ -238,49 +238,14 @@ static void run_batch(sluice *sl, waiter *batch)
         sl_free(res);
 }
 
-/* A backend on the engine: the requests join the engine's jobs, and
- * leave in its next write whether or not other threads' are in flight. */
-static sluice_status dispatch_engine(sluice *sl, const sl_request *reqs,
-                                     size_t n, sluice_result *res, char *err)
-{
-    unsigned char small[64], *marks = n <= sizeof(small) ? small : NULL;
-    pthread_cond_t cv;
-    sl_job job;
-
-    if (marks == NULL && (marks = sl_malloc(n)) == NULL) {
-        sl_errf(err, SL_ERR_LEN, "out of memory for %zu requests", n);
-        return SLUICE_ENOMEM;
-    }
-    memset(&job, 0, sizeof(job));
-    job.reqs = reqs;
-    job.n = n;
-    job.out = res;
-    job.marks = marks;
-    job.cv = &cv;
-    pthread_cond_init(&cv, NULL);
-    pthread_mutex_lock(&sl->mu);
-    sl->batches++;
-    sl_engine_run_shared(&sl->eng, &job, &sl->mu);
-    pthread_mutex_unlock(&sl->mu);
-    pthread_cond_destroy(&cv);
-    if (job.err[0] != '\0')
-        memcpy(err, job.err, SL_ERR_LEN);
-    if (marks != small)
-        sl_free(marks);
-    return SLUICE_OK;
-}
-
 /* Queues the requests and returns when they are decided: by this thread,
  * together with whatever queued meanwhile, when no other thread is in the
- * backend; else by the thread that is, or the next one. For the backends
- * that decide with blocking round trips (no engine). */
+ * backend; else by the thread that is, or the next one. */
 static sluice_status dispatch(sluice *sl, const sl_request *reqs, size_t n,
                               sluice_result *res, char *err)
 {
     waiter me;
 
-    if (sl->backend->start != NULL)
-        return dispatch_engine(sl, reqs, n, res, err);
     memset(&me, 0, sizeof(me));
     me.reqs = reqs;
     me.n = n;
@@ -326,9 +291,6 @@ uint64_t sl_handle_batches(sluice *sl)
 {
     uint64_t n;
 
-    /* On the engine, requests go out together in its writes. */
-    if (sl->backend->start != NULL && sl->backend->round_trips != NULL)
-        return sl_handle_round_trips(sl);
     pthread_mutex_lock(&sl->mu);
     n = sl->batches;
     pthread_mutex_unlock(&sl->mu);
