@@ -226,14 +226,17 @@ for b in BACKENDS:
 for p in peers:
     if p["mode"] != "inflight50" or "rate-limiter-flexible" not in p["peer"]:
         continue
-    ms = []
-    for mode in ("shared50", "loop50", "loop1000"):
-        c = find("redis", RULES[0], p["pattern"], mode, "peers")
-        if c and p["decisions_per_s"]:
-            ms.append((mode, c["decisions_per_s"] / p["decisions_per_s"]))
-    if ms:
-        target("redis", RULES[0], "decisions/s ≥ 2.5 × rate-limiter-flexible "
-               "(50 in flight, one connection), %s keys" % p["pattern"], ms, 2.5, "min")
+    for modes, who in ((("shared50",), "50 threads on one handle"),
+                       (("loop50", "loop1000"), "one thread on libevent, 50 and 1,000 in flight")):
+        ms = []
+        for mode in modes:
+            c = find("redis", RULES[0], p["pattern"], mode, "peers")
+            if c and p["decisions_per_s"]:
+                ms.append((mode, c["decisions_per_s"] / p["decisions_per_s"]))
+        if ms:
+            target("redis", RULES[0], "%s: decisions/s ≥ 2.5 × rate-limiter-flexible "
+                   "(50 in flight on its one connection), %s keys" % (who, p["pattern"]),
+                   ms, 2.5, "min")
 for rule in RULES:
     sh, own = (find("redis", rule, "uniform", m, "throughput") for m in ("shared50", "conc50"))
     if sh and own and cpu_of(own):
@@ -430,7 +433,8 @@ md.append("## TLS against plain TCP")
 md.append("")
 md.append("`redis://` `fixed:1000/1s`, uniform keys: `tls` is a server that requires "
           "a client certificate (TLS 1.3, the test run's CA), `redis` plain TCP; "
-          "the same run.")
+          "the same run, but single cells at different times: `bench/tls.sh` "
+          "measures both on one server in turns, which is the figure to quote.")
 md.append("")
 md.append("| mode | TLS /s | TCP /s | TLS ÷ TCP |")
 md.append("|---|---|---|---|")
