@@ -800,7 +800,9 @@ sluice_status sl_conn_append(sl_conn *cn, int argc, const char **argv,
 {
     size_t n;
 
-    check_idle(cn);
+    /* Blocking users check in sl_conn_ensure, before they append. */
+    if (cn->eng != NULL)
+        check_idle(cn);
     if (!obuf_reserve(cn, resp_size(argc, argv, lens))) {
         sl_errf(err, err_len, "%s: out of memory queueing a command", cn->who);
         return SLUICE_ENOMEM;
@@ -819,7 +821,8 @@ sluice_status sl_conn_appendf(sl_conn *cn, char *err, size_t err_len,
     va_list ap;
     int len;
 
-    check_idle(cn);
+    if (cn->eng != NULL)
+        check_idle(cn);
     va_start(ap, fmt);
     len = redisvFormatCommand(&cmd, fmt, ap);
     va_end(ap);
@@ -843,8 +846,13 @@ sluice_status sl_conn_expect(sl_conn *cn, sl_reply_fn fn, sl_job *job, size_t i)
         size_t cap = cn->qcap ? cn->qcap * 2 : 16, k;
         sl_expect *q = sl_malloc(cap * sizeof(*q));
 
-        if (q == NULL)
+        if (q == NULL) {
+            /* The command goes too, or its reply would be taken for the
+             * next one's: nothing of it was written yet. */
+            cn->olen -= (size_t)(cn->queued - cn->last_start);
+            cn->queued = cn->last_start;
             return SLUICE_ENOMEM;
+        }
         for (k = 0; k < cn->qlen; k++)
             q[k] = cn->q[(cn->qhead + k) % cn->qcap];
         sl_free(cn->q);
