@@ -372,19 +372,8 @@ static pid_t freeze(const char *u, const char *seconds)
     pid_t pid;
 
     server_of(u, host, sizeof(host), &port);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        redisContext *c = redisConnect(host, port);
-        redisReply *r = c ? redisCommand(c, "DEBUG SLEEP %s", seconds) : NULL;
-
-        if (r != NULL)
-            freeReplyObject(r);
-        if (c != NULL)
-            redisFree(c);
-        _exit(0);
-    }
-    tu_sleep_ms(100); /* the DEBUG SLEEP reaches the server first */
+    pid = tu_freeze(host, port, seconds);
+    assert_true(pid > 0);
     return pid;
 }
 
@@ -566,15 +555,9 @@ static void a_killed_server_is_a_clear_status_then_recovers(void **state)
 
 static int node_port(int i)
 {
-    char path[512];
-    FILE *f;
-    int port = 0;
+    int port = tu_node_port(cluster_dir, i);
 
-    snprintf(path, sizeof(path), "%s/n%d/port", cluster_dir, i);
-    f = fopen(path, "r");
-    assert_non_null(f);
-    assert_int_equal(fscanf(f, "%d", &port), 1);
-    fclose(f);
+    assert_true(port > 0);
     return port;
 }
 

@@ -29,15 +29,9 @@ static const char *url, *dir;
 
 static int node_port(int i)
 {
-    char path[512];
-    FILE *f;
-    int port = 0;
+    int port = tu_node_port(dir, i);
 
-    snprintf(path, sizeof(path), "%s/n%d/port", dir, i);
-    f = fopen(path, "r");
-    assert_non_null(f);
-    assert_int_equal(fscanf(f, "%d", &port), 1);
-    fclose(f);
+    assert_true(port > 0);
     return port;
 }
 

@@ -54,25 +54,9 @@ static void admin_set(const char *name, const char *value)
 /* Freezes the server for `seconds` from a child process (DEBUG SLEEP). */
 static pid_t freeze(const char *seconds)
 {
-    pid_t pid = fork();
+    pid_t pid = tu_freeze(host, port, seconds);
 
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        redisContext *c = redisConnect(host, port);
-        redisReply *r = c ? redisCommand(c, "DEBUG SLEEP %s", seconds) : NULL;
-
-        if (r != NULL)
-            freeReplyObject(r);
-        if (c != NULL)
-            redisFree(c);
-        _exit(0);
-    }
-    /* Let the DEBUG SLEEP reach the server first. */
-    {
-        struct timespec ts = {0, 100 * 1000000};
-
-        nanosleep(&ts, NULL);
-    }
+    assert_true(pid > 0);
     return pid;
 }
 

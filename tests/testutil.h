@@ -182,4 +182,43 @@ static inline void tu_servers_of(const char *url, char *out, size_t len)
     snprintf(out, len, "%.*s", (int)n, p);
 }
 
+/* The port of node i of a cluster that tests/servers/cluster.sh started in
+ * dir (dir/nI/port); 0 when it cannot be read. */
+static inline int tu_node_port(const char *dir, int i)
+{
+    char path[512];
+    FILE *f;
+    int port = 0;
+
+    snprintf(path, sizeof(path), "%s/n%d/port", dir, i);
+    if ((f = fopen(path, "r")) == NULL)
+        return 0;
+    if (fscanf(f, "%d", &port) != 1)
+        port = 0;
+    fclose(f);
+    return port;
+}
+
+/* Freezes host:port for `seconds` (DEBUG SLEEP) from a child process, and
+ * returns once the command has had time to reach the server: the child's
+ * pid (waitpid it), -1 when fork failed. */
+static inline pid_t tu_freeze(const char *host, int port, const char *seconds)
+{
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        redisContext *c = redisConnect(host, port);
+        redisReply *r = c ? redisCommand(c, "DEBUG SLEEP %s", seconds) : NULL;
+
+        if (r != NULL)
+            freeReplyObject(r);
+        if (c != NULL)
+            redisFree(c);
+        _exit(0);
+    }
+    if (pid > 0)
+        tu_sleep_ms(100);
+    return pid;
+}
+
 #endif /* SL_TESTUTIL_H */
