@@ -265,10 +265,7 @@ typedef struct sluice_loop {
 typedef void (*sluice_done_fn)(sluice *sl, void *arg, sluice_status st,
                                const sluice_result *res, size_t n);
 
-/* Attaches the handle to a loop (copied). Once only; mem://, redis://
- * (also through twemproxy) and redis-cluster://. redis+multi:// and
- * twemproxy:// answer SLUICE_EUNSUPPORTED: their WATCH/MULTI and
- * compensating round trips run blocking only. */
+/* Attaches the handle to a loop (copied). Once only; every backend. */
 SLUICE_API sluice_status sluice_attach(sluice *sl, const sluice_loop *loop);
 
 /* fd became ready for events (SLUICE_WATCH_IN | SLUICE_WATCH_OUT; poll's

@@ -58,6 +58,10 @@ typedef struct sl_backend {
     /* The job's deadline has passed: close what carries its requests and
      * answer them; the engine answers what is left with job->last. */
     void (*expire)(void *state, sl_job *job);
+    /* Optional, NULL = none: request i of the job was answered, by the
+     * backend or by the engine (its deadline, the handle's close); what
+     * the backend keeps for it goes. Called before the job ends. */
+    void (*answered)(void *state, sl_job *job, size_t i);
 } sl_backend;
 
 /* For tests: the backend state of a handle, and the number of entries a

@@ -3,8 +3,8 @@
  * socket (TCP, or a Unix-domain socket), TLS over it with OpenSSL when the
  * URL asks, its own output buffer, and the replies parsed by hiredis's
  * reader. A state machine (closed, connecting, TLS, setup, ready) that
- * never waits by itself: the engine, or the blocking calls at the end of
- * this file, wait for the socket. Every transport failure closes the
+ * never waits by itself: the engine waits for the socket (and, at open,
+ * sl_conn_ensure at the end of this file). Every transport failure closes the
  * connection and fails the replies it awaited, so that the next command
  * reconnects. */
 #include "conn.h"
@@ -1030,8 +1030,6 @@ static void dispatch(sl_conn *cn)
         sl_expect e;
         int got;
 
-        if (cn->phase != SL_PHASE_SETUP && cn->eng == NULL)
-            return; /* blocking use: sl_conn_read takes them */
         if ((got = take_reply(cn, &r)) <= 0)
             return;
         if (cn->phase == SL_PHASE_SETUP) {
@@ -1049,9 +1047,12 @@ static void dispatch(sl_conn *cn)
         e = cn->q[cn->qhead];
         cn->qhead = (cn->qhead + 1) % cn->qcap;
         cn->qlen--;
+        cn->kept = false;
         if (e.fn != NULL)
             e.fn(cn, e.job, e.i, r, SLUICE_OK, true, NULL);
-        freeReplyObject(r);
+        if (!cn->kept)
+            freeReplyObject(r);
+        cn->kept = false;
         /* Doomed, and every command it carried is answered. */
         if (cn->doomed && cn->fd >= 0 &&
             (cn->qlen == 0 || cn->q[cn->qhead].start >= cn->written))
@@ -1167,33 +1168,13 @@ static bool idle_connection_is_sound(sl_conn *cn)
            (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-/* ------------------------------------------------------- blocking use */
+/* ------------------------------------------------------- at open */
 
 /* The message of the last failure, and its status. */
 static sluice_status last(const sl_conn *cn, char *err, size_t err_len)
 {
     sl_errf(err, err_len, "%s", cn->last_failure);
     return cn->last_status != SLUICE_OK ? cn->last_status : SLUICE_EIO;
-}
-
-/* Waits until the socket is ready for what it wants or the deadline
- * passes; a timeout fails the connection with ETIMEOUT (doing: what the
- * server was to do, for the message). False when it closed. */
-static bool wait_ready(sl_conn *cn, short events, int64_t deadline,
-                       const char *doing)
-{
-    int w = wait_fd(cn->fd, events, deadline);
-
-    if (w > 0)
-        return true;
-    if (w == 0)
-        failed(cn, SLUICE_ETIMEOUT,
-               "did not answer %s within %u ms; the next call reconnects",
-               doing, cn->opts->command_timeout_ms);
-    else
-        failed(cn, SLUICE_EIO, "%s: %s; the next call reconnects", doing,
-               strerror(errno));
-    return false;
 }
 
 sluice_status sl_conn_ensure(sl_conn *cn, char *err, size_t err_len)
@@ -1222,66 +1203,6 @@ sluice_status sl_conn_ensure(sl_conn *cn, char *err, size_t err_len)
             failed(cn, SLUICE_ECONNECT, "%s", strerror(errno));
     }
     return cn->phase == SL_PHASE_READY ? SLUICE_OK : last(cn, err, err_len);
-}
-
-sluice_status sl_conn_flush(sl_conn *cn, char *err, size_t err_len)
-{
-    int64_t deadline = sl_mono_ms() + cn->opts->command_timeout_ms;
-
-    if (cn->phase != SL_PHASE_READY) {
-        sl_errf(err, err_len, "%s: connection closed; the next call reconnects",
-                cn->who);
-        return SLUICE_EIO;
-    }
-    io_write(cn);
-    while (cn->fd >= 0 && cn->owrote < cn->olen) {
-        if (!wait_ready(cn, cn->want_write ? POLLOUT : POLLIN, deadline,
-                        "taking the request"))
-            break;
-        io_write(cn);
-    }
-    return cn->fd >= 0 ? SLUICE_OK : last(cn, err, err_len);
-}
-
-sluice_status sl_conn_read(sl_conn *cn, redisReply **rep, char *err,
-                           size_t err_len)
-{
-    int64_t deadline = 0;
-    bool waited = false;
-    sluice_status st;
-
-    if (cn->phase != SL_PHASE_READY) {
-        sl_errf(err, err_len, "%s: connection closed; the next call reconnects",
-                cn->who);
-        return SLUICE_EIO;
-    }
-    for (;;) {
-        int rc = take_reply(cn, rep);
-
-        if (rc > 0)
-            return SLUICE_OK;
-        if (rc < 0)
-            return last(cn, err, err_len);
-        if (!waited) {
-            waited = true;
-            if (cn->owrote < cn->olen &&
-                (st = sl_conn_flush(cn, err, err_len)) != SLUICE_OK)
-                return st;
-            deadline = sl_mono_ms() + cn->opts->command_timeout_ms;
-        }
-        rc = read_some(cn);
-        if (rc == -2)
-            return last(cn, err, err_len);
-        if (rc == 0) {
-            failed(cn, SLUICE_EIO,
-                   "reading a reply: connection lost; the next call "
-                   "reconnects");
-            return last(cn, err, err_len);
-        }
-        if (rc < 0 && !wait_ready(cn, cn->want_write ? POLLOUT : POLLIN,
-                                  deadline, "a reply"))
-            return last(cn, err, err_len);
-    }
 }
 
 void sl_conn_close(sl_conn *cn)

@@ -7,15 +7,11 @@
  *
  * A connection is a state machine that never waits by itself: conn_io
  * takes the readiness of its socket, sl_conn_wants says what it waits for
- * and until when. It is used in one of two ways:
- * - with an engine (engine.h): every command queued is paired with a
- *   callback (sl_conn_expect) that receives its reply, in order, or the
- *   failure that ended the connection; the engine's loop, or the caller's,
- *   drives the socket. The Lua and cluster backends work this way.
- * - on its own, blocking: sl_conn_ensure, sl_conn_flush and sl_conn_read
- *   drive the same machine with poll() until what they wait for is there
- *   or the deadline passes. The plain backends (WATCH/MULTI) work this
- *   way. */
+ * and until when. It belongs to an engine (engine.h): every command queued
+ * is paired with a callback (sl_conn_expect) that receives its reply, in
+ * order, or the failure that ended the connection; the engine's loop, or
+ * the caller's, drives the socket. Only the connect at a handle's open
+ * waits, with poll() (sl_conn_ensure). */
 #ifndef SL_CONN_H
 #define SL_CONN_H
 
@@ -77,6 +73,7 @@ typedef struct sl_conn {
     int64_t connect_deadline;   /* monotonic ms, while not ready */
     short watched;              /* events the loop was last told to watch */
     bool doomed;                /* closes once what was written is answered */
+    bool kept;                  /* the callback keeps the reply it got */
     struct sl_engine *eng;      /* NULL: used on its own (blocking) */
     const sl_endpoint *ep;      /* where, as whom, TLS */
     const sluice_options *opts; /* timeouts, shared by the handle */
@@ -122,6 +119,12 @@ sluice_status sl_conn_appendf(sl_conn *cn, char *err, size_t err_len,
  * command with SLUICE_ECONNECT, through fn, from the engine's loop). */
 sluice_status sl_conn_expect(sl_conn *cn, sl_reply_fn fn, struct sl_job *job,
                              size_t i);
+/* Called from a reply callback: the reply is the callback's to free (with
+ * freeReplyObject), not the connection's. */
+static inline void sl_conn_keep_reply(sl_conn *cn)
+{
+    cn->kept = true;
+}
 /* Whether any of the replies awaited belongs to job. */
 bool sl_conn_serves(const sl_conn *cn, const struct sl_job *job);
 
@@ -145,16 +148,9 @@ void sl_conn_kick(sl_conn *cn);
 /* Fails a connect that passed its deadline. */
 void sl_conn_check_deadline(sl_conn *cn, int64_t now);
 
-/* Blocking use. Connects (TLS handshake, AUTH, SELECT) unless already
- * connected. */
+/* Connects (TLS handshake, AUTH, SELECT) unless already connected,
+ * waiting with poll(): a handle's open. */
 sluice_status sl_conn_ensure(sl_conn *cn, char *err, size_t err_len);
-/* Writes what was queued without waiting for replies, so that several
- * connections work at once. */
-sluice_status sl_conn_flush(sl_conn *cn, char *err, size_t err_len);
-/* Reads one reply; a transport failure closes the connection. The caller
- * frees *rep with freeReplyObject. */
-sluice_status sl_conn_read(sl_conn *cn, redisReply **rep, char *err,
-                           size_t err_len);
 /* Closes the connection and frees its buffers, failing what it awaited
  * with SLUICE_EIO; the next command reconnects. */
 void sl_conn_close(sl_conn *cn);

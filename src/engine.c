@@ -59,6 +59,10 @@ void sl_engine_answer(sl_job *job, size_t i, sluice_status st, const char *msg)
     job->out[i].status = st;
     if (st != SLUICE_OK && job->err[0] == '\0' && msg != NULL)
         snprintf(job->err, sizeof(job->err), "%s", msg);
+    /* Before the count: what the hook starts (the next request on the
+     * key) may answer others of this job, never end it. */
+    if (e->be->answered != NULL)
+        e->be->answered(e->state, job, i);
     if (--job->left > 0)
         return;
     job->finished = true;

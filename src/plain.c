@@ -19,7 +19,17 @@
  * for the requests after it. Pruning rides on a follow-up that is sent
  * anyway (a denial, a late stamp), or on its own once dead entries are as
  * many as the live ones (and at least PRUNE_MIN), so a log holds at most
- * about twice its live entries. */
+ * about twice its live entries.
+ *
+ * Each request is a unit that runs on the engine as a chain of steps, each
+ * step a group of commands queued with a callback per reply: the block
+ * (the charge or the reads), then a follow-up only where needed; a bucket
+ * acquire WATCHes and reads, decides here, then writes in MULTI/EXEC. The
+ * requests on one key run one after the other, in the order they came, so
+ * that each sees the outcome of the one before, taken-back charges
+ * included; requests on other keys share the connection's writes. A WATCH
+ * holds the connection until its EXEC or UNWATCH: another request's
+ * MULTI/EXEC in between would end it. */
 #include "plain.h"
 
 #include "algo.h"
@@ -50,20 +60,50 @@ typedef struct rule_io {
     char member[64]; /* log: our entry */
 } rule_io;
 
-typedef struct job {
+/* The steps of a unit; each queues its commands and ends when their
+ * replies are in. */
+typedef enum step {
+    STEP_BLOCK = 1, /* the charge, the reads, or the DEL of a reset */
+    STEP_FOLLOW,    /* taking back a denied charge, re-stamping a log */
+    STEP_WATCH,     /* WATCH and the reads of a bucket acquire */
+    STEP_EXEC       /* its writes in MULTI/EXEC */
+} step;
+
+/* The most replies of a block: a sliding window's four, each rule. */
+#define BLOCK_MAX (4 * SLUICE_MAX_RULES)
+
+/* One request under way. */
+typedef struct sl_unit unit;
+struct sl_unit {
     const sl_request *rq;
+    sl_job *job; /* and i, the request's place in it */
+    size_t i;
     job_mode mode;
-    bool watched;      /* a bucket rule: WATCH, read, MULTI/EXEC */
-    size_t ncmds;      /* commands of its block, MULTI/EXEC aside */
-    size_t nfollow;    /* commands of its follow-up */
-    redisReply *exec;  /* MULTI mode: the EXEC reply holding them */
-    redisReply **reps; /* its ncmds replies */
+    bool watched; /* a bucket rule: WATCH, read, MULTI/EXEC */
+    bool wrapped; /* its block goes in MULTI/EXEC */
+    step step;    /* the step under way, or waiting for the connection */
+    int attempt;  /* of a watched acquire */
+    size_t ncmds; /* commands of its block, MULTI/EXEC aside */
+    /* The replies of the step: awaited and come; a failure of the
+     * connection under it, and whether any of its commands went out. */
+    size_t expect, got;
+    bool broken, sent, exec_nil;
+    sluice_status st; /* the step's first failure */
+    char msg[SL_ERR_LEN];
+    redisReply *exec;            /* a wrapped block's EXEC reply */
+    redisReply *reps[BLOCK_MAX]; /* the block's replies (in exec, or own) */
     rule_io io[SLUICE_MAX_RULES];
     sl_state_view views[SLUICE_MAX_RULES];
     sl_verdict v[SLUICE_MAX_RULES];
     sl_charge ch[SLUICE_MAX_RULES];
     bool all;
-} job;
+    /* The key's queue: the unit under way on the key is in the table
+     * (hnext), with the last unit waiting behind it (qtail). */
+    bool keyed, held;
+    uint32_t hash;
+    unit *hnext, *qtail, *before, *after;
+    unit *hold_prev, *hold_next; /* waiting for the connection */
+};
 
 static bool is_bucket(const sluice_rule *r)
 {
@@ -109,11 +149,36 @@ static void log_member(sl_plain *p, int64_t x, int64_t cost, char *buf,
              (unsigned long long)++p->nonce);
 }
 
-/* Appends one command; hiredis formats it into the output buffer. */
-#define APPEND(p, ...) sl_conn_appendf(&(p)->conn, NULL, 0, __VA_ARGS__)
+static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
+                     sluice_status st, bool sent, const char *msg);
 
-/* Appends the block of one job; returns its number of commands. */
-static size_t append_block(sl_plain *p, job *j)
+/* The command just queued (st, the queueing's status) answers to unit u.
+ * One that could not be queued breaks the step; the connection then
+ * writes nothing more (a MULTI cut short must not go out), and what it
+ * carried goes on the next. */
+static void expect_reply(sl_plain *p, unit *u, sluice_status st)
+{
+    if (st == SLUICE_OK)
+        st = sl_conn_expect(&p->conn, on_reply, u->job, u->i);
+    if (st == SLUICE_OK) {
+        u->expect++;
+        return;
+    }
+    if (!u->broken) {
+        u->broken = true;
+        u->st = SLUICE_ENOMEM;
+        sl_errf(u->msg, sizeof(u->msg), "%s: out of memory queueing a command",
+                p->name);
+    }
+    sl_conn_doom(&p->conn);
+}
+
+/* Queues one command of unit u; hiredis formats it. */
+#define APPEND(p, u, ...) \
+    expect_reply((p), (u), sl_conn_appendf(&(p)->conn, NULL, 0, __VA_ARGS__))
+
+/* Appends the block of one unit; returns its number of commands. */
+static size_t append_block(sl_plain *p, unit *j)
 {
     const sl_request *rq = j->rq;
     const sluice_ruleset *rs = rq->rules;
@@ -122,7 +187,8 @@ static size_t append_block(sl_plain *p, job *j)
     int64_t t = rq->now_ms;
 
     if (j->mode == JOB_RESET) {
-        sl_conn_append_reset(&p->conn, p->url->prefix, rq, NULL, 0);
+        expect_reply(
+            p, j, sl_conn_append_reset(&p->conn, p->url->prefix, rq, NULL, 0));
         return 1;
     }
     for (i = 0; i < rs->count; i++) {
@@ -136,20 +202,20 @@ static size_t append_block(sl_plain *p, job *j)
             switch (r->algorithm) {
             case SLUICE_SLIDING:
                 pl = rule_key(p, rq, r, true, io->k - 1, prev);
-                APPEND(p, "GET %b", prev, pl);
+                APPEND(p, j, "GET %b", prev, pl);
                 n++;
                 /* fall through */
             case SLUICE_FIXED:
-                APPEND(p, "GET %b", key, kl);
+                APPEND(p, j, "GET %b", key, kl);
                 n++;
                 break;
             case SLUICE_LOG:
-                APPEND(p, "ZRANGE %b 0 -1 WITHSCORES", key, kl);
+                APPEND(p, j, "ZRANGE %b 0 -1 WITHSCORES", key, kl);
                 n++;
                 break;
             case SLUICE_TOKEN:
             case SLUICE_GCRA:
-                APPEND(p, "GET %b", key, kl);
+                APPEND(p, j, "GET %b", key, kl);
                 n++;
                 break;
             }
@@ -162,22 +228,22 @@ static size_t append_block(sl_plain *p, job *j)
             io->ttl =
                 with_floor(p, io->to_end + per +
                                   (r->algorithm == SLUICE_SLIDING ? per : 0));
-            APPEND(p, "SET %b 0 NX PX %lld", key, kl, (long long)io->ttl);
-            APPEND(p, "INCRBY %b %lld", key, kl, (long long)rq->cost);
-            APPEND(p, "PEXPIRE %b %lld", key, kl, (long long)io->ttl);
+            APPEND(p, j, "SET %b 0 NX PX %lld", key, kl, (long long)io->ttl);
+            APPEND(p, j, "INCRBY %b %lld", key, kl, (long long)rq->cost);
+            APPEND(p, j, "PEXPIRE %b %lld", key, kl, (long long)io->ttl);
             n += 3;
             if (r->algorithm == SLUICE_SLIDING) {
                 pl = rule_key(p, rq, r, true, io->k - 1, prev);
-                APPEND(p, "GET %b", prev, pl);
+                APPEND(p, j, "GET %b", prev, pl);
                 n++;
             }
             break;
         case SLUICE_LOG:
             io->ttl = with_floor(p, 2 * per);
             log_member(p, t, rq->cost, io->member, sizeof(io->member));
-            APPEND(p, "ZADD %b %lld %s", key, kl, (long long)t, io->member);
-            APPEND(p, "ZRANGE %b 0 -1 WITHSCORES", key, kl);
-            APPEND(p, "PEXPIRE %b %lld", key, kl, (long long)io->ttl);
+            APPEND(p, j, "ZADD %b %lld %s", key, kl, (long long)t, io->member);
+            APPEND(p, j, "ZRANGE %b 0 -1 WITHSCORES", key, kl);
+            APPEND(p, j, "PEXPIRE %b %lld", key, kl, (long long)io->ttl);
             n += 3;
             break;
         case SLUICE_TOKEN:
@@ -186,93 +252,6 @@ static size_t append_block(sl_plain *p, job *j)
         }
     }
     return n;
-}
-
-static sluice_status reply_status(sl_plain *p, const redisReply *r, char *err,
-                                  size_t err_len)
-{
-    return sl_conn_reply_status(&p->conn, r, err, err_len);
-}
-
-/* Reads the replies of a job's block (wrapped in MULTI/EXEC or not). */
-static sluice_status read_block(sl_plain *p, job *j, bool wrapped,
-                                sluice_result *out, char *err, size_t err_len)
-{
-    redisReply *r;
-    size_t i;
-    sluice_status st;
-
-    j->reps = sl_calloc(j->ncmds ? j->ncmds : 1, sizeof(*j->reps));
-    if (j->reps == NULL) {
-        sl_errf(err, err_len, "%s: out of memory", p->name);
-        return SLUICE_ENOMEM;
-    }
-    if (!wrapped) {
-        for (i = 0; i < j->ncmds; i++) {
-            if ((st = sl_conn_read(&p->conn, &j->reps[i], err, err_len)) !=
-                SLUICE_OK)
-                return st;
-            if (out->status == SLUICE_OK)
-                out->status = reply_status(p, j->reps[i], err, err_len);
-        }
-        return SLUICE_OK;
-    }
-    /* MULTI's +OK, one +QUEUED a command, then EXEC's array. */
-    for (i = 0; i < j->ncmds + 1; i++) {
-        if ((st = sl_conn_read(&p->conn, &r, err, err_len)) != SLUICE_OK)
-            return st;
-        if (out->status == SLUICE_OK)
-            out->status = reply_status(p, r, err, err_len);
-        freeReplyObject(r);
-    }
-    if ((st = sl_conn_read(&p->conn, &j->exec, err, err_len)) != SLUICE_OK)
-        return st;
-    if (out->status != SLUICE_OK)
-        return SLUICE_OK;
-    if (j->exec->type == REDIS_REPLY_ERROR) {
-        out->status = reply_status(p, j->exec, err, err_len);
-        return SLUICE_OK;
-    }
-    if (j->exec->type != REDIS_REPLY_ARRAY || j->exec->elements != j->ncmds) {
-        sl_errf(err, err_len,
-                "%s: EXEC answered %zu replies for %zu "
-                "commands",
-                p->name,
-                j->exec->type == REDIS_REPLY_ARRAY ? j->exec->elements : 0,
-                j->ncmds);
-        out->status = SLUICE_EPROTO;
-        return SLUICE_OK;
-    }
-    for (i = 0; i < j->ncmds; i++) {
-        j->reps[i] = j->exec->element[i];
-        if (out->status == SLUICE_OK)
-            out->status = reply_status(p, j->reps[i], err, err_len);
-    }
-    return SLUICE_OK;
-}
-
-static void release_replies(job *j, bool wrapped)
-{
-    size_t i;
-
-    if (j->reps != NULL && !wrapped)
-        for (i = 0; i < j->ncmds; i++)
-            if (j->reps[i] != NULL)
-                freeReplyObject(j->reps[i]);
-    if (j->exec != NULL)
-        freeReplyObject(j->exec);
-    sl_free(j->reps);
-    j->reps = NULL;
-    j->exec = NULL;
-}
-
-static void release_job(job *j, bool wrapped)
-{
-    size_t i;
-
-    release_replies(j, wrapped);
-    for (i = 0; i < SLUICE_MAX_RULES; i++)
-        sl_free(j->io[i].entries);
 }
 
 /* An integer from an integer, string or nil reply. */
@@ -354,8 +333,10 @@ static bool window_count(int64_t *v, const sluice_rule *r)
     return *v <= INT64_MAX / 4 / r->period_ms;
 }
 
-/* Turns a job's replies into views of the state before the request. */
-static sluice_status parse_views(sl_plain *p, job *j, char *err, size_t err_len)
+/* Turns a unit's block replies into views of the state before the
+ * request. */
+static sluice_status parse_views(sl_plain *p, unit *j, redisReply **reps,
+                                 char *err, size_t err_len)
 {
     const sluice_ruleset *rs = j->rq->rules;
     size_t i, at = 0;
@@ -365,7 +346,7 @@ static sluice_status parse_views(sl_plain *p, job *j, char *err, size_t err_len)
         const sluice_rule *r = &rs->rules[i];
         sl_state_view *s = &j->views[i];
         rule_io *io = &j->io[i];
-        redisReply **rep = j->reps + at;
+        redisReply **rep = reps + at;
 
         memset(s, 0, sizeof(*s));
         switch (r->algorithm) {
@@ -419,15 +400,15 @@ static size_t log_dead(const sl_state_view *s, int64_t upto)
 }
 
 /* Appends the removal of the log's entries stamped at or before upto. */
-static size_t append_prune(sl_plain *p, const char *key, size_t kl,
+static size_t append_prune(sl_plain *p, unit *j, const char *key, size_t kl,
                            int64_t upto)
 {
-    APPEND(p, "ZREMRANGEBYSCORE %b -inf %lld", key, kl, (long long)upto);
+    APPEND(p, j, "ZREMRANGEBYSCORE %b -inf %lld", key, kl, (long long)upto);
     return 1;
 }
 
 /* Appends what takes back an optimistic charge that was denied. */
-static size_t append_compensation(sl_plain *p, job *j)
+static size_t append_compensation(sl_plain *p, unit *j)
 {
     const sluice_ruleset *rs = j->rq->rules;
     char key[KEYBUF];
@@ -441,19 +422,19 @@ static size_t append_compensation(sl_plain *p, job *j)
         if (is_window(r)) {
             /* PEXPIRE too: should the key have expired meanwhile, DECRBY
              * would have created it without a TTL. */
-            APPEND(p, "DECRBY %b %lld", key, kl, (long long)j->rq->cost);
-            APPEND(p, "PEXPIRE %b %lld", key, kl, (long long)io->ttl);
+            APPEND(p, j, "DECRBY %b %lld", key, kl, (long long)j->rq->cost);
+            APPEND(p, j, "PEXPIRE %b %lld", key, kl, (long long)io->ttl);
             n += 2;
         } else if (r->algorithm == SLUICE_LOG) {
             const sl_state_view *s = &j->views[i];
 
-            APPEND(p, "ZREM %b %s", key, kl, io->member);
+            APPEND(p, j, "ZREM %b %s", key, kl, io->member);
             n++;
             /* Dead for everyone: below the newest charge minus P. Not
              * below t - P: this request charged nothing. */
             if (s->n > 0 &&
                 log_dead(s, s->entries[s->n - 1].x - r->period_ms) > 0)
-                n += append_prune(p, key, kl,
+                n += append_prune(p, j, key, kl,
                                   s->entries[s->n - 1].x - r->period_ms);
         }
     }
@@ -462,20 +443,20 @@ static size_t append_compensation(sl_plain *p, job *j)
 
 /* Appends a log entry of cost at stamp x, under a new member, and the
  * key's TTL. */
-static void append_log_entry(sl_plain *p, const char *key, size_t kl, int64_t x,
-                             int64_t cost, long long ttl)
+static void append_log_entry(sl_plain *p, unit *j, const char *key, size_t kl,
+                             int64_t x, int64_t cost, long long ttl)
 {
     char member[64];
 
     log_member(p, x, cost, member, sizeof(member));
-    APPEND(p, "ZADD %b %lld %s", key, kl, (long long)x, member);
-    APPEND(p, "PEXPIRE %b %lld", key, kl, ttl);
+    APPEND(p, j, "ZADD %b %lld %s", key, kl, (long long)x, member);
+    APPEND(p, j, "PEXPIRE %b %lld", key, kl, ttl);
 }
 
 /* After an admitted charge: a late log entry is stamped with the newest
  * time, so ours is re-stamped; and entries that died before our stamp are
  * pruned when that is due (see the top of the file). */
-static size_t append_restamp(sl_plain *p, job *j)
+static size_t append_restamp(sl_plain *p, unit *j)
 {
     const sluice_ruleset *rs = j->rq->rules;
     char key[KEYBUF];
@@ -494,38 +475,20 @@ static size_t append_restamp(sl_plain *p, job *j)
             continue;
         kl = rule_key(p, j->rq, r, false, 0, key);
         if (late) {
-            APPEND(p, "ZREM %b %s", key, kl, j->io[i].member);
+            APPEND(p, j, "ZREM %b %s", key, kl, j->io[i].member);
             append_log_entry(
-                p, key, kl, j->ch[i].x, j->rq->cost,
+                p, j, key, kl, j->ch[i].x, j->rq->cost,
                 (long long)with_floor(p, sl_ttl_after_charge(r, &j->v[i])));
             n += 3;
         }
         if (dead > 0)
-            n += append_prune(p, key, kl, upto);
+            n += append_prune(p, j, key, kl, upto);
     }
     return n;
 }
 
-/* Reads n replies of a follow-up pipeline; the first failure wins. */
-static sluice_status read_followup(sl_plain *p, size_t n, sluice_result *out,
-                                   char *err, size_t err_len)
-{
-    size_t i;
-    redisReply *r;
-    sluice_status st;
-
-    for (i = 0; i < n; i++) {
-        if ((st = sl_conn_read(&p->conn, &r, err, err_len)) != SLUICE_OK)
-            return st;
-        if (out->status == SLUICE_OK)
-            out->status = reply_status(p, r, err, err_len);
-        freeReplyObject(r);
-    }
-    return SLUICE_OK;
-}
-
 /* Appends the writes of a watched acquire that was admitted. */
-static size_t append_writes(sl_plain *p, job *j)
+static size_t append_writes(sl_plain *p, unit *j)
 {
     const sluice_ruleset *rs = j->rq->rules;
     char key[KEYBUF];
@@ -540,14 +503,14 @@ static size_t append_writes(sl_plain *p, job *j)
         switch (r->algorithm) {
         case SLUICE_FIXED:
         case SLUICE_SLIDING:
-            APPEND(p, "INCRBY %b %lld", key, kl, (long long)j->rq->cost);
-            APPEND(p, "PEXPIRE %b %lld", key, kl, ttl);
+            APPEND(p, j, "INCRBY %b %lld", key, kl, (long long)j->rq->cost);
+            APPEND(p, j, "PEXPIRE %b %lld", key, kl, ttl);
             n += 2;
             break;
         case SLUICE_LOG:
-            APPEND(p, "ZREMRANGEBYSCORE %b -inf %lld", key, kl,
+            APPEND(p, j, "ZREMRANGEBYSCORE %b -inf %lld", key, kl,
                    (long long)(j->ch[i].x - r->period_ms));
-            append_log_entry(p, key, kl, j->ch[i].x, j->rq->cost, ttl);
+            append_log_entry(p, j, key, kl, j->ch[i].x, j->rq->cost, ttl);
             n += 3;
             break;
         case SLUICE_TOKEN:
@@ -561,7 +524,7 @@ static size_t append_writes(sl_plain *p, job *j)
                          j->rq->now_ms + sl_ttl_after_charge(r, &j->v[i]));
 
             sl_bucket_pack(packed, j->ch[i].x, j->ch[i].d, keep);
-            APPEND(p, "SET %b %b PX %lld", key, kl, packed, sizeof(packed),
+            APPEND(p, j, "SET %b %b PX %lld", key, kl, packed, sizeof(packed),
                    (long long)with_floor(p, keep - j->rq->now_ms));
             n += 1;
             break;
@@ -572,7 +535,7 @@ static size_t append_writes(sl_plain *p, job *j)
 }
 
 /* Appends WATCH of every key a watched request reads. */
-static void append_watch(sl_plain *p, job *j)
+static void append_watch(sl_plain *p, unit *j)
 {
     const sluice_ruleset *rs = j->rq->rules;
     const char *argv[1 + 2 * SLUICE_MAX_RULES];
@@ -596,146 +559,387 @@ static void append_watch(sl_plain *p, job *j)
             argc++;
         }
     }
-    sl_conn_append(&p->conn, argc, argv, lens, NULL, 0);
+    expect_reply(p, j, sl_conn_append(&p->conn, argc, argv, lens, NULL, 0));
 }
 
-/* Sends UNWATCH first if a denied watched request left a WATCH behind. */
-static sluice_status settle_unwatch(sl_plain *p, char *err, size_t err_len)
-{
-    redisReply *r;
-    sluice_status st;
+/* ------------------------------------------------------------ replies */
 
-    if (!p->unwatch)
-        return SLUICE_OK;
-    p->unwatch = false;
-    APPEND(p, "UNWATCH");
-    if ((st = sl_conn_read(&p->conn, &r, err, err_len)) != SLUICE_OK)
-        return st;
-    freeReplyObject(r);
-    return SLUICE_OK;
+/* Frees the replies a unit keeps. */
+static void release_replies(unit *u)
+{
+    size_t k;
+
+    if (u->exec != NULL)
+        freeReplyObject(u->exec); /* reps point into it */
+    else
+        for (k = 0; k < BLOCK_MAX; k++)
+            if (u->reps[k] != NULL)
+                freeReplyObject(u->reps[k]);
+    u->exec = NULL;
+    memset(u->reps, 0, sizeof(u->reps));
 }
 
-/* An acquire with a bucket rule: WATCH and read, decide here, then write
- * in MULTI/EXEC; a concurrent change aborts EXEC and we try again. */
-static sluice_status decide_watched(sl_plain *p, job *j, sluice_result *out,
-                                    char *err, size_t err_len)
+/* The first failure of a step wins. A proxy's error can leave the
+ * connection half-used: it closes once what was sent is answered. */
+static void note_status(sl_plain *p, unit *u, const redisReply *r)
 {
-    int attempt;
     sluice_status st;
 
-    for (attempt = 0; attempt < WATCH_RETRIES; attempt++) {
-        redisReply *r;
-        size_t n;
+    if (u->st != SLUICE_OK)
+        return;
+    st = sl_conn_reply_status(&p->conn, r, u->msg, sizeof(u->msg));
+    if (st == SLUICE_EIO || st == SLUICE_ETIMEOUT)
+        sl_conn_doom(&p->conn);
+    u->st = st;
+}
 
-        if ((st = settle_unwatch(p, err, err_len)) != SLUICE_OK)
-            return st;
-        append_watch(p, j);
-        j->mode = JOB_READ;
-        j->ncmds = append_block(p, j);
-        if ((st = sl_conn_read(&p->conn, &r, err, err_len)) != SLUICE_OK)
-            return st;
-        out->status = reply_status(p, r, err, err_len);
-        freeReplyObject(r);
-        p->unwatch = true;
-        if ((st = read_block(p, j, false, out, err, err_len)) != SLUICE_OK)
-            return st;
-        if (out->status == SLUICE_OK)
-            out->status = parse_views(p, j, err, err_len);
-        if (out->status != SLUICE_OK) {
-            release_replies(j, false);
-            return SLUICE_OK;
-        }
-        j->all = sl_decide(j->rq->rules, j->views, j->rq->now_ms, j->rq->cost,
-                           j->v, j->ch);
-        release_replies(j, false);
-        sl_combine(j->rq->rules, j->v, out);
-        if (!j->all)
-            return SLUICE_OK; /* UNWATCH rides on the next request */
-        APPEND(p, "MULTI");
-        n = append_writes(p, j);
-        APPEND(p, "EXEC");
-        p->unwatch = false; /* EXEC ends the WATCH either way */
-        /* MULTI's +OK and one +QUEUED a command, then EXEC's reply. */
-        if ((st = read_followup(p, n + 1, out, err, err_len)) != SLUICE_OK)
-            return st;
-        if ((st = sl_conn_read(&p->conn, &r, err, err_len)) != SLUICE_OK)
-            return st;
-        if (r->type == REDIS_REPLY_ARRAY) {
-            freeReplyObject(r);
-            return SLUICE_OK;
-        }
-        if (r->type != REDIS_REPLY_NIL && out->status == SLUICE_OK)
-            out->status = reply_status(p, r, err, err_len);
-        freeReplyObject(r);
-        if (out->status != SLUICE_OK)
-            return SLUICE_OK;
-        out->status = SLUICE_OK; /* nil: a concurrent change; again */
+/* A wrapped block's EXEC reply: its elements are the block's replies. */
+static void take_exec(sl_plain *p, unit *u)
+{
+    const redisReply *x = u->exec;
+    size_t k;
+
+    if (u->st != SLUICE_OK)
+        return;
+    if (x->type == REDIS_REPLY_ERROR) {
+        note_status(p, u, x);
+        return;
     }
-    out->status = SLUICE_ECONTENDED;
-    sl_errf(err, err_len,
-            "%s: the keys of this request changed under each "
-            "of %d attempts; the key is too hot for WATCH (the Lua backend "
-            "decides in one step)",
+    if (x->type != REDIS_REPLY_ARRAY || x->elements != u->ncmds) {
+        sl_errf(u->msg, sizeof(u->msg),
+                "%s: EXEC answered %zu replies for %zu commands", p->name,
+                x->type == REDIS_REPLY_ARRAY ? x->elements : 0, u->ncmds);
+        u->st = SLUICE_EPROTO;
+        return;
+    }
+    for (k = 0; k < u->ncmds; k++) {
+        u->reps[k] = x->element[k];
+        note_status(p, u, u->reps[k]);
+    }
+}
+
+/* -------------------------------------------------- order and holding */
+
+static uint32_t key_hash(const void *key, size_t len)
+{
+    const unsigned char *c = key;
+    uint32_t h = 2166136261u; /* FNV-1a */
+    size_t k;
+
+    for (k = 0; k < len; k++)
+        h = (h ^ c[k]) * 16777619u;
+    return h;
+}
+
+static bool same_key(const unit *a, const unit *b)
+{
+    return a->hash == b->hash && a->rq->key_len == b->rq->key_len &&
+           memcmp(a->rq->key, b->rq->key, a->rq->key_len) == 0;
+}
+
+/* The unit under way on u's key, and the table slot that leads to it. */
+static unit **key_slot(sl_plain *p, const unit *u)
+{
+    unit **at = &p->keys[u->hash % SL_PLAIN_KEY_SLOTS];
+
+    while (*at != NULL && !same_key(*at, u))
+        at = &(*at)->hnext;
+    return at;
+}
+
+static void hold(sl_plain *p, unit *u)
+{
+    u->held = true;
+    u->hold_next = NULL;
+    u->hold_prev = p->held_tail;
+    if (p->held_tail != NULL)
+        p->held_tail->hold_next = u;
+    else
+        p->held_head = u;
+    p->held_tail = u;
+}
+
+static void unhold(sl_plain *p, unit *u)
+{
+    if (u->hold_prev != NULL)
+        u->hold_prev->hold_next = u->hold_next;
+    else
+        p->held_head = u->hold_next;
+    if (u->hold_next != NULL)
+        u->hold_next->hold_prev = u->hold_prev;
+    else
+        p->held_tail = u->hold_prev;
+    u->held = false;
+    u->hold_prev = u->hold_next = NULL;
+}
+
+/* ---------------------------------------------------------------- steps */
+
+static void begin(sl_plain *p, unit *u, step s);
+
+static void finish(unit *u, sluice_status st, const char *msg)
+{
+    sl_engine_answer(u->job, u->i, st, st == SLUICE_OK ? NULL : msg);
+}
+
+/* The watched unit lets the connection go; those waiting for it start,
+ * oldest first, until one of them WATCHes in turn. */
+static void let_go(sl_plain *p, unit *u)
+{
+    if (p->excl != u)
+        return;
+    p->excl = NULL;
+    if (p->draining)
+        return; /* the loop below, further up, goes on */
+    p->draining = true;
+    while (p->excl == NULL && p->held_head != NULL && !p->eng->closing) {
+        unit *h = p->held_head;
+
+        unhold(p, h);
+        begin(p, h, h->step);
+    }
+    p->draining = false;
+}
+
+/* Ends a WATCH that will not be followed by EXEC. */
+static void unwatch(sl_plain *p, unit *u)
+{
+    sluice_status st = sl_conn_appendf(&p->conn, NULL, 0, "UNWATCH");
+
+    if (st == SLUICE_OK)
+        st = sl_conn_expect(&p->conn, NULL, NULL, 0);
+    if (st != SLUICE_OK)
+        sl_conn_doom(&p->conn); /* the WATCH ends with the connection */
+    let_go(p, u);
+}
+
+/* Queues the commands of step s, or holds the unit while another's WATCH
+ * holds the connection. */
+static void begin(sl_plain *p, unit *u, step s)
+{
+    u->step = s;
+    /* A request that waited past its deadline (behind its key, or for the
+     * connection) is not started: the engine answers it. */
+    if ((s == STEP_BLOCK || s == STEP_WATCH) &&
+        sl_mono_ms() >= u->job->deadline)
+        return;
+    if (p->excl != NULL && p->excl != u) {
+        hold(p, u);
+        return;
+    }
+    if (!sl_conn_is_ready(&p->conn))
+        sl_engine_extend(u->job); /* it waits for a connect first */
+    u->expect = u->got = 0;
+    u->broken = u->sent = u->exec_nil = false;
+    u->st = SLUICE_OK;
+    u->msg[0] = '\0';
+    switch (s) {
+    case STEP_BLOCK:
+        u->wrapped = p->multi && u->mode == JOB_OPTIMISTIC;
+        if (u->wrapped)
+            APPEND(p, u, "MULTI");
+        u->ncmds = append_block(p, u);
+        if (u->wrapped)
+            APPEND(p, u, "EXEC");
+        break;
+    case STEP_FOLLOW:
+        if ((u->all ? append_restamp(p, u) : append_compensation(p, u)) == 0 &&
+            !u->broken) {
+            finish(u, SLUICE_OK, NULL);
+            return;
+        }
+        break;
+    case STEP_WATCH:
+        p->excl = u;
+        append_watch(p, u);
+        u->mode = JOB_READ;
+        u->ncmds = append_block(p, u);
+        break;
+    case STEP_EXEC:
+        APPEND(p, u, "MULTI");
+        append_writes(p, u);
+        APPEND(p, u, "EXEC");
+        let_go(p, u); /* EXEC ends the WATCH, whatever it answers */
+        break;
+    }
+    if (u->got == u->expect) { /* nothing could be queued */
+        u->broken = true;
+        finish(u, u->st, u->msg);
+    }
+}
+
+/* The connection failed under a step. A request none of whose commands
+ * went out, whose step changed nothing yet, goes on the next connection
+ * (unless the failure is the connect's own, or its deadline passed);
+ * otherwise its outcome is unknown. */
+static void step_failed(sl_plain *p, unit *u)
+{
+    bool fresh = u->step == STEP_BLOCK || u->step == STEP_WATCH;
+
+    let_go(p, u); /* its WATCH, if any, went with the connection */
+    if (!u->sent && fresh && u->st != SLUICE_ECONNECT &&
+        u->st != SLUICE_ENOMEM && !p->eng->closing && !u->job->expired) {
+        release_replies(u);
+        if (u->watched)
+            u->mode = JOB_READ;
+        begin(p, u, u->step);
+        return;
+    }
+    finish(u, u->st, u->msg);
+}
+
+/* The block's replies are in: decide. */
+static void block_done(sl_plain *p, unit *u)
+{
+    sluice_result *out = &u->job->out[u->i];
+    const sl_request *rq = u->rq;
+
+    if (u->wrapped)
+        take_exec(p, u);
+    if (u->st == SLUICE_OK && u->mode != JOB_RESET)
+        u->st = parse_views(p, u, u->reps, u->msg, sizeof(u->msg));
+    release_replies(u);
+    if (u->st != SLUICE_OK || u->mode == JOB_RESET) {
+        finish(u, u->st, u->msg);
+        return;
+    }
+    u->all = sl_decide(rq->rules, u->views, rq->now_ms, rq->cost, u->v, u->ch);
+    sl_combine(rq->rules, u->v, out);
+    if (u->mode == JOB_READ) {
+        finish(u, SLUICE_OK, NULL);
+        return;
+    }
+    begin(p, u, STEP_FOLLOW);
+}
+
+/* A watched acquire's reads are in: decide; write only if admitted. */
+static void watch_done(sl_plain *p, unit *u)
+{
+    const sl_request *rq = u->rq;
+
+    if (u->st == SLUICE_OK)
+        u->st = parse_views(p, u, u->reps, u->msg, sizeof(u->msg));
+    release_replies(u);
+    if (u->st != SLUICE_OK) {
+        unwatch(p, u);
+        finish(u, u->st, u->msg);
+        return;
+    }
+    u->all = sl_decide(rq->rules, u->views, rq->now_ms, rq->cost, u->v, u->ch);
+    sl_combine(rq->rules, u->v, &u->job->out[u->i]);
+    if (!u->all) {
+        unwatch(p, u);
+        finish(u, SLUICE_OK, NULL);
+        return;
+    }
+    begin(p, u, STEP_EXEC);
+}
+
+/* EXEC answered: the writes are made, or a concurrent change aborted them
+ * (nil) and the request is decided again. */
+static void exec_done(sl_plain *p, unit *u)
+{
+    if (u->st != SLUICE_OK || !u->exec_nil) {
+        finish(u, u->st, u->msg);
+        return;
+    }
+    if (++u->attempt < WATCH_RETRIES) {
+        u->mode = JOB_READ;
+        begin(p, u, STEP_WATCH);
+        return;
+    }
+    sl_errf(u->msg, sizeof(u->msg),
+            "%s: the keys of this request changed under each of %d "
+            "attempts; the key is too hot for WATCH (the Lua backend decides "
+            "in one step)",
             p->name, WATCH_RETRIES);
-    return SLUICE_OK;
+    finish(u, SLUICE_ECONTENDED, u->msg);
 }
 
-/* A request's key and place in the batch, sorted to find repeats. */
-typedef struct keyed {
-    const void *key;
-    size_t len, idx;
-} keyed;
-
-static int keyed_cmp(const void *pa, const void *pb)
+/* Keeps reply k of u's block. */
+static void keep_rep(sl_conn *cn, unit *u, size_t k, redisReply *r)
 {
-    const keyed *a = pa, *b = pb;
-    int c;
-
-    if (a->len != b->len)
-        return a->len < b->len ? -1 : 1;
-    if ((c = memcmp(a->key, b->key, a->len)) != 0)
-        return c;
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
-
-/* Sorts requests into waves: a request on a key that an earlier request
- * of the batch also uses waits for the next wave, so that it sees that
- * request's outcome, taken-back charges included. The wave of a request
- * is the number of earlier requests on its key: found by sorting (n log n;
- * comparing every pair took minutes for 100,000 requests). Returns the
- * number of waves, 0 when out of memory. */
-static size_t assign_waves(const job *jobs, size_t n, size_t *waves)
-{
-    keyed *ks = sl_calloc(n, sizeof(*ks));
-    size_t i, most = 0;
-
-    if (ks == NULL)
-        return 0;
-    for (i = 0; i < n; i++)
-        ks[i] = (keyed){jobs[i].rq->key, jobs[i].rq->key_len, i};
-    qsort(ks, n, sizeof(*ks), keyed_cmp);
-    for (i = 0; i < n; i++) {
-        bool repeat = i > 0 && ks[i].len == ks[i - 1].len &&
-                      memcmp(ks[i].key, ks[i - 1].key, ks[i].len) == 0;
-
-        waves[ks[i].idx] = repeat ? waves[ks[i - 1].idx] + 1 : 0;
-        if (waves[ks[i].idx] > most)
-            most = waves[ks[i].idx];
+    if (k < BLOCK_MAX && u->reps[k] == NULL) {
+        u->reps[k] = r;
+        sl_conn_keep_reply(cn);
     }
-    sl_free(ks);
-    return most + 1;
 }
 
-/* Classifies a request; false when it is refused outright. */
-static bool classify(sl_plain *p, job *j, sluice_result *out, char *err,
-                     size_t err_len)
+static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
+                     sluice_status st, bool sent, const char *msg)
+{
+    sl_plain *p = job->eng->state;
+    unit *u = &((unit *)job->data)[i];
+    size_t k = u->got++;
+
+    if (r == NULL) {
+        if (!u->broken) {
+            u->broken = true;
+            u->st = st;
+            sl_errf(u->msg, sizeof(u->msg), "%s", msg != NULL ? msg : "");
+        }
+        u->sent = u->sent || sent;
+    } else if (!u->broken) {
+        switch (u->step) {
+        case STEP_BLOCK:
+            if (!u->wrapped) {
+                note_status(p, u, r);
+                keep_rep(cn, u, k, r);
+            } else if (k == u->ncmds + 1) { /* EXEC, after +OK, +QUEUED */
+                u->exec = r;
+                sl_conn_keep_reply(cn);
+            } else {
+                note_status(p, u, r);
+            }
+            break;
+        case STEP_WATCH:
+            note_status(p, u, r);
+            if (k > 0)
+                keep_rep(cn, u, k - 1, r);
+            break;
+        case STEP_FOLLOW:
+            note_status(p, u, r);
+            break;
+        case STEP_EXEC:
+            if (k + 1 == u->expect && r->type == REDIS_REPLY_NIL)
+                u->exec_nil = true;
+            else if (k + 1 < u->expect || r->type != REDIS_REPLY_ARRAY)
+                note_status(p, u, r);
+            break;
+        }
+    }
+    if (u->got < u->expect)
+        return;
+    if (u->broken) {
+        step_failed(p, u);
+        return;
+    }
+    switch (u->step) {
+    case STEP_BLOCK:
+        block_done(p, u);
+        break;
+    case STEP_WATCH:
+        watch_done(p, u);
+        break;
+    case STEP_FOLLOW:
+        finish(u, u->st, u->msg);
+        break;
+    case STEP_EXEC:
+        exec_done(p, u);
+        break;
+    }
+}
+
+/* ---------------------------------------------------------- the engine */
+
+/* Sorts a request: false when it is refused outright. */
+static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
 {
     const sl_request *rq = j->rq;
 
     if (rq->op == SL_OP_RESET) {
         j->mode = JOB_RESET;
     } else if (has_bucket(rq->rules) && !p->multi) {
-        out->status = SLUICE_EUNSUPPORTED;
         sl_errf(err, err_len,
                 "%s: token and gcra need an atomic "
                 "read-modify-write that a proxy's plain commands cannot "
@@ -747,127 +951,135 @@ static bool classify(sl_plain *p, job *j, sluice_result *out, char *err,
         j->mode = JOB_READ;
     } else if (has_bucket(rq->rules)) {
         j->watched = true;
+        j->mode = JOB_READ;
     } else {
         j->mode = JOB_OPTIMISTIC;
     }
     return true;
 }
 
-/* Decides one wave: its pipelined blocks, the follow-ups of those that
- * need one, then its watched requests one at a time. */
-static sluice_status decide_wave(sl_plain *p, job *jobs, const bool *in,
-                                 size_t n, sluice_result *out, char *err,
-                                 size_t err_len)
+void sl_plain_start(void *state, sl_job *job)
 {
-    size_t i, follow = 0;
-    sluice_status st = SLUICE_OK;
+    sl_plain *p = state;
+    unit *units = sl_calloc(job->n, sizeof(*units));
+    char err[SL_ERR_LEN];
+    size_t i;
 
-    for (i = 0; i < n; i++) {
-        job *j = &jobs[i];
-        bool wrapped = p->multi && j->mode == JOB_OPTIMISTIC;
-
-        if (!in[i] || j->watched)
-            continue;
-        if (wrapped)
-            APPEND(p, "MULTI");
-        j->ncmds = append_block(p, j);
-        if (wrapped)
-            APPEND(p, "EXEC");
+    if (units == NULL) {
+        sl_errf(err, sizeof(err), "%s: out of memory for %zu requests", p->name,
+                job->n);
+        for (i = 0; i < job->n && !job->finished; i++)
+            sl_engine_answer(job, i, SLUICE_ENOMEM, err);
+        return;
     }
-    for (i = 0; i < n && st == SLUICE_OK; i++) {
-        job *j = &jobs[i];
-        const sl_request *rq = j->rq;
-
-        if (!in[i] || j->watched)
-            continue;
-        st = read_block(p, j, p->multi && j->mode == JOB_OPTIMISTIC, &out[i],
-                        err, err_len);
-        if (st != SLUICE_OK || out[i].status != SLUICE_OK ||
-            j->mode == JOB_RESET)
-            continue;
-        out[i].status = parse_views(p, j, err, err_len);
-        if (out[i].status != SLUICE_OK)
-            continue;
-        j->all =
-            sl_decide(rq->rules, j->views, rq->now_ms, rq->cost, j->v, j->ch);
-        sl_combine(rq->rules, j->v, &out[i]);
+    job->data = units;
+    for (i = 0; i < job->n; i++) {
+        units[i].rq = &job->reqs[i];
+        units[i].job = job;
+        units[i].i = i;
+        memset(&job->out[i], 0, sizeof(job->out[i]));
     }
-    /* Only when needed: take back denied charges, re-stamp late log
-     * entries. */
-    for (i = 0; i < n && st == SLUICE_OK; i++) {
-        job *j = &jobs[i];
+    /* A request on a key already under way waits behind it. */
+    for (i = 0; i < job->n && !job->finished; i++) {
+        unit *u = &units[i], **at;
 
-        if (!in[i] || j->watched || j->mode != JOB_OPTIMISTIC ||
-            out[i].status != SLUICE_OK)
+        if (!classify(p, u, err, sizeof(err))) {
+            sl_engine_answer(job, i, SLUICE_EUNSUPPORTED, err);
             continue;
-        j->nfollow = j->all ? append_restamp(p, j) : append_compensation(p, j);
-        follow += j->nfollow;
+        }
+        u->hash = key_hash(u->rq->key, u->rq->key_len);
+        u->keyed = true;
+        at = key_slot(p, u);
+        if (*at != NULL) {
+            u->before = (*at)->qtail;
+            u->before->after = u;
+            (*at)->qtail = u;
+            continue;
+        }
+        u->qtail = u;
+        *at = u;
+        begin(p, u, u->watched ? STEP_WATCH : STEP_BLOCK);
     }
-    for (i = 0; i < n && st == SLUICE_OK && follow > 0; i++) {
-        job *j = &jobs[i];
+}
 
-        if (in[i] && !j->watched && j->mode == JOB_OPTIMISTIC &&
-            out[i].status == SLUICE_OK)
-            st = read_followup(p, j->nfollow, &out[i], err, err_len);
+/* A request answered (by its steps, or by the engine at its deadline or
+ * the handle's close): what it kept goes, the connection is let go if it
+ * held it, and the next request on its key starts. */
+void sl_plain_answered(void *state, sl_job *job, size_t i)
+{
+    sl_plain *p = state;
+    unit *u, **at, *next;
+    size_t k;
+
+    if (job->data == NULL)
+        return;
+    u = &((unit *)job->data)[i];
+    release_replies(u);
+    for (k = 0; k < SLUICE_MAX_RULES; k++) {
+        sl_free(u->io[k].entries);
+        u->io[k].entries = NULL;
+        u->io[k].cap = 0;
     }
-    for (i = 0; i < n && st == SLUICE_OK; i++)
-        if (in[i] && jobs[i].watched && out[i].status == SLUICE_OK)
-            st = decide_watched(p, &jobs[i], &out[i], err, err_len);
-    return st;
+    if (u->held)
+        unhold(p, u);
+    let_go(p, u);
+    if (!u->keyed)
+        return;
+    u->keyed = false;
+    if (u->before != NULL) { /* it waited behind another */
+        u->before->after = u->after;
+        if (u->after != NULL)
+            u->after->before = u->before;
+        else
+            (*key_slot(p, u))->qtail = u->before;
+        return;
+    }
+    at = key_slot(p, u);
+    next = u->after;
+    *at = u->hnext;
+    if (next == NULL)
+        return;
+    next->before = NULL;
+    next->qtail = u->qtail;
+    next->hnext = *at;
+    *at = next;
+    if (!p->eng->closing)
+        begin(p, next, next->watched ? STEP_WATCH : STEP_BLOCK);
+}
+
+void sl_plain_resume(void *state, sl_job *job)
+{
+    (void)state;
+    (void)job;
+}
+
+/* The job's deadline passed: the connection carrying it is stuck (Redis
+ * answers in order), so it closes, failing what it carried. */
+void sl_plain_expire(void *state, sl_job *job)
+{
+    sl_plain *p = state;
+    char msg[SL_ERR_LEN];
+
+    if (!sl_conn_serves(&p->conn, job))
+        return;
+    sl_errf(msg, sizeof(msg),
+            "%s: %s:%d did not answer within %u ms; the outcome is unknown, "
+            "and the next call reconnects",
+            p->name, p->url->ep.host, p->url->ep.port,
+            p->url->opts.command_timeout_ms);
+    sl_conn_abort(&p->conn, SLUICE_ETIMEOUT, msg);
 }
 
 sluice_status sl_plain_decide(void *state, const sl_request *reqs, size_t n,
                               sluice_result *out, char *err, size_t err_len)
 {
     sl_plain *p = state;
-    job *jobs = NULL;
-    size_t *waves = NULL, nwaves, w, i;
-    bool *in = NULL;
-    sluice_status st;
 
-    if ((st = sl_conn_ensure(&p->conn, err, err_len)) != SLUICE_OK)
-        return st;
-    if ((st = settle_unwatch(p, err, err_len)) != SLUICE_OK)
-        return st;
-    jobs = sl_calloc(n, sizeof(*jobs));
-    waves = sl_calloc(n, sizeof(*waves));
-    in = sl_calloc(n, sizeof(*in));
-    if (jobs == NULL || waves == NULL || in == NULL) {
-        sl_errf(err, err_len, "%s: out of memory for %zu requests", p->name, n);
-        st = SLUICE_ENOMEM;
-        goto done;
-    }
-    for (i = 0; i < n; i++) {
-        jobs[i].rq = &reqs[i];
-        memset(&out[i], 0, sizeof(out[i]));
-    }
-    if ((nwaves = assign_waves(jobs, n, waves)) == 0) {
-        sl_errf(err, err_len, "%s: out of memory for %zu requests", p->name, n);
-        st = SLUICE_ENOMEM;
-        goto done;
-    }
-    for (w = 0; w < nwaves && st == SLUICE_OK; w++) {
-        for (i = 0; i < n; i++)
-            in[i] =
-                waves[i] == w && classify(p, &jobs[i], &out[i], err, err_len);
-        st = decide_wave(p, jobs, in, n, out, err, err_len);
-    }
-    /* A proxy error can leave the connection half-used: start afresh. */
-    for (i = 0; i < n && st == SLUICE_OK; i++)
-        if (out[i].status == SLUICE_EIO || out[i].status == SLUICE_ETIMEOUT)
-            sl_conn_close(&p->conn);
-done:
-    for (i = 0; jobs != NULL && i < n; i++)
-        release_job(&jobs[i], p->multi && jobs[i].mode == JOB_OPTIMISTIC &&
-                                  !jobs[i].watched);
-    sl_free(jobs);
-    sl_free(waves);
-    sl_free(in);
-    return st;
+    return sl_engine_decide(p->eng, reqs, n, out, err, err_len);
 }
 
-sluice_status sl_plain_open(const sl_url *url, bool multi, void **state,
-                            char *err, size_t err_len)
+sluice_status sl_plain_open(const sl_url *url, bool multi, sl_engine *eng,
+                            void **state, char *err, size_t err_len)
 {
     sl_plain *p;
     sluice_status st;
@@ -886,12 +1098,13 @@ sluice_status sl_plain_open(const sl_url *url, bool multi, void **state,
         return SLUICE_ENOMEM;
     }
     p->url = url;
+    p->eng = eng;
     p->name = name;
     p->multi = multi;
     /* Members must differ between handles: seed from pid, time, address. */
     p->nonce = ((uint64_t)getpid() << 40) ^ ((uint64_t)time(NULL) << 20) ^
                (uint64_t)(uintptr_t)p;
-    sl_conn_init(&p->conn, &url->ep, &url->opts, name, NULL);
+    sl_conn_init(&p->conn, &url->ep, &url->opts, name, eng);
     st = sl_conn_ensure(&p->conn, err, err_len);
     if (st != SLUICE_OK && url->opts.fail == SLUICE_FAIL_ERROR) {
         sl_conn_close(&p->conn);
@@ -948,7 +1161,7 @@ sluice_status sl_plain_decode(const sl_request *rq, bool read_mode,
 {
     static const sl_url url = {.prefix = "sluice:"};
     sl_plain p = {.url = &url, .name = "decode"};
-    job *j;
+    unit *j;
     sluice_status st;
     size_t i;
 
@@ -965,13 +1178,12 @@ sluice_status sl_plain_decode(const sl_request *rq, bool read_mode,
         return SLUICE_ENOMEM;
     j->rq = rq;
     j->mode = read_mode ? JOB_READ : JOB_OPTIMISTIC;
-    j->reps = reps;
     j->ncmds = n;
     if (!read_mode)
         for (i = 0; i < rq->rules->count; i++)
             snprintf(j->io[i].member, sizeof(j->io[i].member), "%lld:%lld:0",
                      (long long)rq->now_ms, (long long)rq->cost);
-    st = parse_views(&p, j, err, err_len);
+    st = parse_views(&p, j, reps, err, err_len);
     if (st == SLUICE_OK) {
         sluice_result out;
 

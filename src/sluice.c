@@ -808,11 +808,7 @@ sluice_status sluice_attach(sluice *sl, const sluice_loop *loop)
         return SLUICE_EINVAL;
     }
     if (sl->backend->start == NULL) {
-        sl_errf(err, SL_ERR_LEN,
-                "attach: %s decides with blocking round trips (WATCH/MULTI, "
-                "compensations) and has no event-loop mode yet; use "
-                "redis://, redis-cluster:// or mem://, or call it from a "
-                "thread",
+        sl_errf(err, SL_ERR_LEN, "attach: %s has no event-loop mode",
                 sl->backend->name);
         return SLUICE_EUNSUPPORTED;
     }

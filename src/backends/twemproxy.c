@@ -8,8 +8,7 @@
 static sluice_status twemproxy_open(const sl_url *url, sl_engine *eng,
                                     void **state, char *err, size_t err_len)
 {
-    (void)eng;
-    return sl_plain_open(url, false, state, err, err_len);
+    return sl_plain_open(url, false, eng, state, err, err_len);
 }
 
 const sl_backend sl_backend_twemproxy = {
@@ -19,4 +18,8 @@ const sl_backend sl_backend_twemproxy = {
     .close = sl_plain_close,
     .decide = sl_plain_decide,
     .round_trips = sl_plain_round_trips,
+    .start = sl_plain_start,
+    .resume = sl_plain_resume,
+    .expire = sl_plain_expire,
+    .answered = sl_plain_answered,
 };
