@@ -49,6 +49,38 @@ static void append_job(sl_job **head, sl_job **tail, sl_job *job)
     *tail = job;
 }
 
+/* Jobs under way are kept in deadline order, so that the expired ones are
+ * found at the head. Deadlines grow with the start time, so a job goes in
+ * at the tail, or, extended for a connect, a few places before it. */
+static void insert_by_deadline(sl_engine *e, sl_job *job)
+{
+    sl_job *after = e->tail;
+
+    while (after != NULL && after->deadline > job->deadline)
+        after = after->prev;
+    job->prev = after;
+    job->next = after != NULL ? after->next : e->head;
+    if (job->next != NULL)
+        job->next->prev = job;
+    else
+        e->tail = job;
+    if (after != NULL)
+        after->next = job;
+    else
+        e->head = job;
+}
+
+void sl_engine_wake(sl_job *job, int64_t at)
+{
+    sl_engine *e = job->eng;
+
+    if (job->wake_at == 0 && at != 0)
+        e->waking++;
+    else if (job->wake_at != 0 && at == 0)
+        e->waking--;
+    job->wake_at = at;
+}
+
 void sl_engine_answer(sl_job *job, size_t i, sluice_status st, const char *msg)
 {
     sl_engine *e = job->eng;
@@ -66,6 +98,7 @@ void sl_engine_answer(sl_job *job, size_t i, sluice_status st, const char *msg)
     if (--job->left > 0)
         return;
     job->finished = true;
+    sl_engine_wake(job, 0);
     sl_free(job->data);
     job->data = NULL;
     unlink_job(&e->head, &e->tail, job);
@@ -78,6 +111,10 @@ void sl_engine_extend(sl_job *job)
         return;
     job->extended = true;
     job->deadline += job->eng->url->opts.connect_timeout_ms;
+    if (!job->finished) {
+        unlink_job(&job->eng->head, &job->eng->tail, job);
+        insert_by_deadline(job->eng, job);
+    }
 }
 
 static void start_job(sl_engine *e, sl_job *job)
@@ -98,7 +135,7 @@ static void start_job(sl_engine *e, sl_job *job)
         append_job(&e->done_head, &e->done_tail, job);
         return;
     }
-    append_job(&e->head, &e->tail, job);
+    insert_by_deadline(e, job);
     e->be->start(e->state, job);
 }
 
@@ -124,10 +161,10 @@ static int64_t next_deadline(const sl_engine *e)
         if ((x) > 0 && (t < 0 || (x) < t)) \
             t = (x);                       \
     } while (0)
-    for (j = e->head; j != NULL; j = j->next) {
-        SOONER(j->deadline);
+    if (e->head != NULL)
+        SOONER(e->head->deadline);
+    for (j = e->head; e->waking > 0 && j != NULL; j = j->next)
         SOONER(j->wake_at);
-    }
     SOONER(e->wake_at);
     for (i = 0; i < e->nconns; i++)
         if (e->conns[i]->phase != SL_PHASE_CLOSED &&
@@ -137,9 +174,7 @@ static int64_t next_deadline(const sl_engine *e)
     return t;
 }
 
-/* Runs what is due at now: connect deadlines, wakes, expired jobs. A
- * backend's step may end other jobs, so the list is walked afresh after
- * each. */
+/* Runs what is due at now: connect deadlines, expired jobs, wakes. */
 static void run_timers(sl_engine *e, int64_t now)
 {
     size_t i;
@@ -151,28 +186,28 @@ static void run_timers(sl_engine *e, int64_t now)
         e->wake_at = 0;
         e->be->resume(e->state, NULL);
     }
-again:
-    for (j = e->head; j != NULL; j = j->next) {
-        if (j->deadline <= now) {
-            j->expired = true;
-            e->be->expire(e->state, j);
-            if (!j->finished) {
-                char msg[SL_ERR_LEN];
-                size_t k;
+    /* The expired: at the head. A backend's step may end other jobs, so
+     * the head is looked at afresh after each. */
+    while ((j = e->head) != NULL && j->deadline <= now) {
+        char msg[SL_ERR_LEN];
+        size_t k;
 
-                sl_errf(msg, sizeof(msg),
-                        "%s: no answer within %u ms; the outcome is unknown",
-                        e->be->name, e->url->opts.command_timeout_ms);
-                for (k = 0; k < j->n && !j->finished; k++)
-                    sl_engine_answer(j, k, j->last, msg);
-            }
-            /* Its replies, should any still come, go nowhere. */
-            for (i = 0; i < e->nconns; i++)
-                sl_conn_forget(e->conns[i], j);
-            goto again;
-        }
+        j->expired = true;
+        e->be->expire(e->state, j);
+        sl_errf(msg, sizeof(msg),
+                "%s: no answer within %u ms; the outcome is unknown",
+                e->be->name, e->url->opts.command_timeout_ms);
+        for (k = 0; k < j->n && !j->finished; k++)
+            sl_engine_answer(j, k, j->last, msg);
+        /* Its replies, should any still come, go nowhere. */
+        for (i = 0; i < e->nconns; i++)
+            sl_conn_forget(e->conns[i], j);
+    }
+    /* Wakes, when any job waits for one (a cluster's retry). */
+again:
+    for (j = e->head; e->waking > 0 && j != NULL; j = j->next) {
         if (j->wake_at > 0 && j->wake_at <= now) {
-            j->wake_at = 0;
+            sl_engine_wake(j, 0);
             e->be->resume(e->state, j);
             goto again;
         }

@@ -31,7 +31,8 @@ struct sl_job {
     unsigned char *marks;
     size_t left;          /* requests not answered yet */
     int64_t deadline;     /* monotonic ms: whatever is not answered then is */
-    int64_t wake_at;      /* 0, or when the backend resumes the job */
+    int64_t wake_at;      /* 0, or when the backend resumes the job (set
+                             through sl_engine_wake) */
     sluice_status last;   /* what a request unanswered at the deadline gets */
     char err[SL_ERR_LEN]; /* the first failure's message */
     void *data;           /* the backend's; sl_free'd when the job ends */
@@ -40,7 +41,6 @@ struct sl_job {
     bool expired;         /* its deadline passed: nothing is sent again */
     bool finished;
     sl_job_done_fn done; /* NULL: a blocking call waits for finished */
-    void *arg;
     struct sl_engine *eng;
     sl_job *prev, *next;
 };
@@ -51,9 +51,10 @@ typedef struct sl_engine {
     const sl_url *url;
     sl_conn *conns[SL_ENGINE_CONNS];
     size_t nconns;
-    sl_job *head, *tail;           /* under way, oldest first */
+    sl_job *head, *tail;           /* under way, soonest deadline first */
     sl_job *done_head, *done_tail; /* answered, callbacks not yet run */
     int64_t wake_at; /* 0, or when the backend resumes (job NULL) */
+    size_t waking;   /* jobs with a wake_at */
     /* The caller's loop (sluice_attach), or none. */
     bool attached;
     sluice_loop loop;
@@ -79,6 +80,8 @@ static inline bool sl_engine_answered(const sl_job *job, size_t i)
 /* A request must wait for a connect: its job's deadline grows by the
  * connect timeout, once. */
 void sl_engine_extend(sl_job *job);
+/* The backend resumes the job at at (monotonic ms; 0: never). */
+void sl_engine_wake(sl_job *job, int64_t at);
 
 /* The blocking call: decides reqs on the engine, driving it with poll().
  * Every out[i].status is set; returns SLUICE_OK, or SLUICE_ENOMEM. */

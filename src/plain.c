@@ -727,8 +727,6 @@ static void begin(sl_plain *p, unit *u, step s)
         hold(p, u);
         return;
     }
-    if (!sl_conn_is_ready(&p->conn))
-        sl_engine_extend(u->job); /* it waits for a connect first */
     u->expect = u->got = 0;
     u->broken = u->sent = u->exec_nil = false;
     u->st = SLUICE_OK;
@@ -973,6 +971,11 @@ void sl_plain_start(void *state, sl_job *job)
         return;
     }
     job->data = units;
+    /* A job that starts on a connection still to open waits for the
+     * connect first; one that waited behind others (its key, a WATCH, a
+     * connection that failed under it) has spent that time already. */
+    if (!sl_conn_is_ready(&p->conn))
+        sl_engine_extend(job);
     for (i = 0; i < job->n; i++) {
         units[i].rq = &job->reqs[i];
         units[i].job = job;

@@ -598,18 +598,6 @@ typedef struct async_call {
     char first_msg[SL_ERR_LEN];
 } async_call;
 
-static void free_call(async_call *a)
-{
-    sl_free(a->reqs);
-    sl_free(a->res);
-    sl_free(a->out);
-    sl_free(a->map);
-    sl_free(a->rules);
-    sl_free(a->marks);
-    sl_free(a->keys);
-    sl_free(a);
-}
-
 /* The job ended: the fail policy, then the caller's callback. */
 static void async_done(sl_job *job)
 {
@@ -631,33 +619,54 @@ static void async_done(sl_job *job)
             a->out->status = st;
     }
     a->done(sl, a->arg, st, a->out, a->n);
-    free_call(a);
+    sl_free(a);
 }
 
-/* A call with room for n requests whose keys take key_bytes. */
+/* The offset of count items of size and alignment align placed at *at,
+ * which moves past them. */
+static size_t place(size_t *at, size_t count, size_t size, size_t align)
+{
+    size_t off = (*at + align - 1) / align * align;
+
+    *at = off + count * size;
+    return off;
+}
+
+/* A call with room for n requests whose keys take key_bytes: one
+ * allocation, the call and then its arrays. */
 static async_call *new_call(sluice *sl, size_t n, size_t key_bytes,
                             sluice_done_fn done, void *arg)
 {
-    async_call *a = sl_calloc(1, sizeof(*a));
+    size_t at = sizeof(async_call), o_reqs, o_res, o_out, o_map, o_rules,
+           o_marks, o_keys;
+    async_call *a;
+    char *base;
 
-    if (a == NULL)
+    /* Far below any overflow: the whole is at most about 1 KiB a request
+     * (its rules' copy), and the keys, each within the key cap. */
+    if (n > SIZE_MAX / 4096 || key_bytes > SIZE_MAX / 2)
         return NULL;
+    o_reqs = place(&at, n, sizeof(sl_request), _Alignof(sl_request));
+    o_res = place(&at, n, sizeof(sluice_result), _Alignof(sluice_result));
+    o_out = place(&at, n, sizeof(sluice_result), _Alignof(sluice_result));
+    o_map = place(&at, n, sizeof(size_t), _Alignof(size_t));
+    o_rules = place(&at, n, sizeof(sluice_ruleset), _Alignof(sluice_ruleset));
+    o_marks = place(&at, n, 1, 1);
+    o_keys = place(&at, key_bytes, 1, 1);
+    if ((base = sl_calloc(1, at)) == NULL)
+        return NULL;
+    a = (async_call *)base;
     a->sl = sl;
     a->done = done;
     a->arg = arg;
     a->n = n;
-    a->reqs = sl_calloc(n, sizeof(*a->reqs));
-    a->res = sl_calloc(n, sizeof(*a->res));
-    a->out = sl_calloc(n, sizeof(*a->out));
-    a->map = sl_calloc(n, sizeof(*a->map));
-    a->rules = sl_calloc(n, sizeof(*a->rules));
-    a->marks = sl_calloc(n, 1);
-    a->keys = sl_malloc(key_bytes > 0 ? key_bytes : 1);
-    if (a->reqs == NULL || a->res == NULL || a->out == NULL || a->map == NULL ||
-        a->rules == NULL || a->marks == NULL || a->keys == NULL) {
-        free_call(a);
-        return NULL;
-    }
+    a->reqs = (sl_request *)(base + o_reqs);
+    a->res = (sluice_result *)(base + o_res);
+    a->out = (sluice_result *)(base + o_out);
+    a->map = (size_t *)(base + o_map);
+    a->rules = (sluice_ruleset *)(base + o_rules);
+    a->marks = (unsigned char *)(base + o_marks);
+    a->keys = base + o_keys;
     a->job.reqs = a->reqs;
     a->job.out = a->res;
     a->job.marks = a->marks;

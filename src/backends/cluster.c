@@ -308,7 +308,7 @@ static void pump(cluster *c, sl_job *job)
         send_request(c, job, k);
     }
     if (!job->finished)
-        job->wake_at = wake;
+        sl_engine_wake(job, wake);
 }
 
 static void on_reply(sl_conn *cn, sl_job *job, size_t k, redisReply *r,
