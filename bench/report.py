@@ -244,6 +244,17 @@ for rule in RULES:
                "handle ≤ 1/3 × 50 threads with their own",
                [("ratio", cpu_of(sh) / cpu_of(own))], 1 / 3, "max")
 
+# The local deny cache: one process hammering a key denied for the hour,
+# the same cell with the cache off and on.
+dc = [c for c in cells if c["section"] == "denycache" and c["target"] == "redis"]
+dc_off = next((c for c in dc if not c.get("deny_cache")), None)
+dc_on = next((c for c in dc if c.get("deny_cache")), None)
+if dc_off and dc_on and dc_off["decisions_per_s"]:
+    target("redis", dc_on["what"], "a hot denied key: decisions/s with deny_cache=4096 "
+           "≥ 10 × without (%.0f against %.0f)" % (dc_on["decisions_per_s"],
+                                                  dc_off["decisions_per_s"]),
+           [("ratio", dc_on["decisions_per_s"] / dc_off["decisions_per_s"])], 10, "min")
+
 
 def verdict(t):
     return "-" if t["met"] is None else ("met" if t["met"] else "**missed**")

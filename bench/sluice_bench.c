@@ -602,7 +602,8 @@ typedef struct cell {
     const char *floor; /* "INCR" or "EVALSHA" */
     pattern pat;
     mode md;
-    const char *section; /* "rcpu", "throughput", "peers" */
+    const char *section; /* "rcpu", "throughput", "peers", "denycache" */
+    uint32_t deny_cache; /* the handles' deny_cache= (0: off) */
     sluice *shared;      /* MODE_SHARED50: the handle of every thread */
     /* The floor run in turns with this cell, so that both meet the same
      * weather on a shared machine (Redis CPU cells); NULL: none. */
@@ -846,9 +847,10 @@ static void *sluice_worker(void *arg)
     sluice_result out[50];
     int batch = batch_of(c->md), i;
 
-    memset(&o, 0, sizeof(o));
+    sluice_options_init(&o);
     o.key_prefix = c->prefix;
     o.command_timeout_ms = 2000;
+    o.deny_cache = c->deny_cache;
     if (sluice_ruleset_parse(c->rule, &rs, err, sizeof(err)) != SLUICE_OK ||
         (c->shared == NULL &&
          sluice_open(c->tgt->url, &o, &sl, err, sizeof(err)) != SLUICE_OK)) {
@@ -1252,8 +1254,8 @@ static void print_cell(const cell *c, size_t idx, size_t total)
 {
     char what[96];
 
-    snprintf(what, sizeof(what), "%s %s", c->tgt->name,
-             c->rule ? c->rule : c->floor);
+    snprintf(what, sizeof(what), "%s %s%s", c->tgt->name,
+             c->rule ? c->rule : c->floor, c->deny_cache ? " deny_cache" : "");
     printf("%-40s %-7s %-8s %10.0f %6.0f %6.0f %5.2f %5.2f %7.2f %7.2f "
            "%7.2f %5.0f %6.3f",
            what, pattern_names[c->pat], mode_names[c->md], c->dps, c->p50,
@@ -1271,8 +1273,9 @@ static void print_cell(const cell *c, size_t idx, size_t total)
         fprintf(json,
                 "%s\n  {\"target\": \"%s\", \"what\": \"%s\", \"kind\": "
                 "\"%s\", \"section\": \"%s\", \"pattern\": \"%s\", "
-                "\"mode\": \"%s\", \"decisions_per_s\": %.0f, "
-                "\"p50_us\": %.0f, \"p99_us\": %.0f, \"p999_us\": %.0f, "
+                "\"mode\": \"%s\", \"deny_cache\": %u, "
+                "\"decisions_per_s\": %.0f, \"p50_us\": %.0f, \"p99_us\": "
+                "%.0f, \"p999_us\": %.0f, "
                 "\"commands_per_decision\": %.3f, "
                 "\"outer\": \"%s\", \"outer_calls_per_decision\": %.3f, "
                 "\"usec_per_call\": %.3f, "
@@ -1288,9 +1291,9 @@ static void print_cell(const cell *c, size_t idx, size_t total)
                 "\"pair_decisions_per_s\": %.0f}",
                 json_first ? "" : ",", c->tgt->name,
                 c->rule ? c->rule : c->floor, c->rule ? "sluice" : "floor",
-                c->section, pattern_names[c->pat], mode_names[c->md], c->dps,
-                c->p50, c->p99, c->p999, c->cmds,
-                c->scripts ? "script" : "commands", c->outer_calls,
+                c->section, pattern_names[c->pat], mode_names[c->md],
+                (unsigned)c->deny_cache, c->dps, c->p50, c->p99, c->p999,
+                c->cmds, c->scripts ? "script" : "commands", c->outer_calls,
                 c->usec_call, c->usec_dec, c->cpu_dec, c->cpu_masters_dec,
                 c->rtts, c->mem, c->log_entries, c->admitted, c->decisions,
                 c->accuracy, c->errors, c->redis_failed,
@@ -1350,11 +1353,14 @@ static int instructions(const char *url, long n)
     return 0;
 }
 
+static const char *only_section; /* --section: only its cells */
+
 static void usage(void)
 {
     fprintf(stderr,
             "usage: sluice-bench --target NAME=URL[|host:port,...] ... "
             "[--seconds S] [--json FILE] [--flush] [--replay]\n"
+            "       [--section NAME]\n"
             "       sluice-bench --print-command RULE [--key K] [--prefix P]\n"
             "       sluice-bench --instructions URL --decisions N\n"
             "  NAME redis, multi, twemproxy, lua-proxy, cluster, mem: the "
@@ -1364,7 +1370,9 @@ static void usage(void)
             "  --flush   FLUSHALL every server before each cell (servers of "
             "the harness's own only)\n"
             "  --replay  also replay the exact command with redis-benchmark "
-            "-c 1 -P 16 on 'redis'\n");
+            "-c 1 -P 16 on 'redis'\n"
+            "  --section only the cells of one section (throughput, rcpu, "
+            "peers, denycache)\n");
 }
 
 static void add_cell(const target *t, const char *rule, const char *floor,
@@ -1409,14 +1417,6 @@ static const target *floor_target(const target *t)
 }
 
 /* Targets that run on an event loop (sluice_attach). */
-static bool async_capable(const target *t)
-{
-    return strncmp(t->url, "redis://", 8) == 0 ||
-           strncmp(t->url, "rediss://", 9) == 0 ||
-           strncmp(t->url, "redis-cluster://", 16) == 0 ||
-           strncmp(t->url, "mem://", 6) == 0;
-}
-
 static bool refused(const target *t, const char *rule)
 {
     /* twemproxy:// refuses token and gcra by design (no scripts, no
@@ -1439,6 +1439,7 @@ int main(int argc, char **argv)
         {"flush", no_argument, NULL, 'F'},
         {"replay", no_argument, NULL, 'R'},
         {"redis-benchmark", required_argument, NULL, 'B'},
+        {"section", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0}};
     /* The two rules of the composite come first and alone, so that the
      * composite is set beside their sum. */
@@ -1483,6 +1484,9 @@ int main(int argc, char **argv)
         }
         case 's':
             seconds = atof(optarg);
+            break;
+        case 'S':
+            only_section = optarg;
             break;
         case 'i':
             instr_url = optarg;
@@ -1609,13 +1613,23 @@ int main(int argc, char **argv)
                                  (mode)m, "throughput");
                     add_cell(&targets[i], rules[r], NULL, PAT_UNIFORM,
                              MODE_SHARED50, "throughput");
-                    if (async_capable(&targets[i])) {
-                        add_cell(&targets[i], rules[r], NULL, PAT_UNIFORM,
-                                 MODE_LOOP50, "throughput");
-                        add_cell(&targets[i], rules[r], NULL, PAT_UNIFORM,
-                                 MODE_LOOP1000, "throughput");
-                    }
+                    add_cell(&targets[i], rules[r], NULL, PAT_UNIFORM,
+                             MODE_LOOP50, "throughput");
+                    add_cell(&targets[i], rules[r], NULL, PAT_UNIFORM,
+                             MODE_LOOP1000, "throughput");
                 }
+    }
+
+    /* The local deny cache on a hot denied key (one admission an hour):
+     * the same cell with the cache off and on, one after the other. */
+    for (i = 0; i < ntargets; i++) {
+        if (!named(&targets[i], "redis"))
+            continue;
+        add_cell(&targets[i], "fixed:1/1h", NULL, PAT_HOT, MODE_SEQ,
+                 "denycache");
+        add_cell(&targets[i], "fixed:1/1h", NULL, PAT_HOT, MODE_SEQ,
+                 "denycache");
+        cells[ncells - 1].deny_cache = 4096;
     }
 
     /* 3. What the peers are set against: redis:// fixed windows on each key
@@ -1650,6 +1664,8 @@ int main(int argc, char **argv)
            "target and rule", "keys", "mode", "decisions/s", "p50us", "p99us",
            "cmds", "rtts", "us/call", "us/dec", "cpu/dec", "bytes", "admit");
     for (i = 0; i < ncells; i++) {
+        if (only_section != NULL && strcmp(cells[i].section, only_section) != 0)
+            continue;
         run_cell(&cells[i]);
         print_cell(&cells[i], i + 1, ncells);
     }

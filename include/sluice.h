@@ -36,22 +36,23 @@ extern "C" {
 #define SLUICE_MAX_RULES   8    /* rules in one composite */
 
 /* Statuses. Append only, never renumber. */
-#define SLUICE_STATUS_MAP(X)                                     \
-    X(OK, "success")                                             \
-    X(EINVAL, "invalid argument")                                \
-    X(EKEY, "invalid key")                                       \
-    X(ERULE, "invalid rule")                                     \
-    X(ECOST, "invalid cost")                                     \
-    X(EURL, "invalid URL")                                       \
-    X(ETIME, "time outside the accepted range")                  \
-    X(ENOMEM, "out of memory")                                   \
-    X(ECONNECT, "could not connect to the backend")              \
-    X(ETIMEOUT, "the backend did not answer within the timeout") \
-    X(EIO, "connection to the backend lost")                     \
-    X(ESERVER, "the server answered with an error")              \
-    X(EPROTO, "unexpected reply from the server")                \
-    X(EUNSUPPORTED, "not supported by this backend")             \
-    X(ECONTENDED, "the key changed under every retry; try again")
+#define SLUICE_STATUS_MAP(X)                                      \
+    X(OK, "success")                                              \
+    X(EINVAL, "invalid argument")                                 \
+    X(EKEY, "invalid key")                                        \
+    X(ERULE, "invalid rule")                                      \
+    X(ECOST, "invalid cost")                                      \
+    X(EURL, "invalid URL")                                        \
+    X(ETIME, "time outside the accepted range")                   \
+    X(ENOMEM, "out of memory")                                    \
+    X(ECONNECT, "could not connect to the backend")               \
+    X(ETIMEOUT, "the backend did not answer within the timeout")  \
+    X(EIO, "connection to the backend lost")                      \
+    X(ESERVER, "the server answered with an error")               \
+    X(EPROTO, "unexpected reply from the server")                 \
+    X(EUNSUPPORTED, "not supported by this backend")              \
+    X(ECONTENDED, "the key changed under every retry; try again") \
+    X(CACHED, "denied by the local deny cache, without a round trip")
 
 typedef enum sluice_status {
 #define SLUICE_X(name, msg) SLUICE_##name,
@@ -126,10 +127,19 @@ typedef struct sluice_options {
      * the unknown fields are all zero, else sluice_open() returns
      * SLUICE_EINVAL. */
     size_t struct_size;
+    /* Since 0.2: read only from a struct stamped by sluice_options_init().
+     * The local deny cache (URL: deny_cache=N): 0 off (the default), else
+     * the denials it keeps, 1..1000000. A request denied with a finite
+     * retry_after is denied again in this process, without a round trip,
+     * until that time has passed (out->status SLUICE_CACHED); see
+     * docs/PRODUCTION.md for what it cannot see. */
+    uint32_t deny_cache;
 } sluice_options;
 
 /* A decision. status is SLUICE_OK when the backend decided; with a fail
- * policy of OPEN or CLOSED it is the failure that the policy answered. */
+ * policy of OPEN or CLOSED it is the failure that the policy answered;
+ * SLUICE_CACHED when the deny cache answered (a denial, retry_after_ms
+ * counting down to the time it fits, remaining as at the denial). */
 typedef struct sluice_result {
     sluice_status status;
     bool allowed;

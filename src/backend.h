@@ -73,6 +73,8 @@ uint64_t sl_handle_round_trips(const sluice *sl);
 /* For tests: the backend calls the handle made (threads' requests that
  * went out together count once). */
 uint64_t sl_handle_batches(sluice *sl);
+/* For tests: the denials the handle's deny cache holds. */
+size_t sl_handle_deny_count(sluice *sl);
 
 extern const sl_backend sl_backend_memory;
 extern const sl_backend sl_backend_evalsha;

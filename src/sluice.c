@@ -12,6 +12,7 @@
  * the batch, so requests on one key keep their order. */
 #include "backend.h"
 #include "conn.h"
+#include "denycache.h"
 #include "engine.h"
 
 #include <pthread.h>
@@ -35,6 +36,7 @@ struct sluice {
     void *state;
     sl_url url;
     sl_engine eng;       /* the connections' I/O, blocking or on a loop */
+    sl_deny_cache deny;  /* off unless deny_cache=N */
     pthread_mutex_t mu;  /* guards what follows */
     bool busy;           /* a thread is in the backend */
     waiter *head, *tail; /* queued, not yet taken */
@@ -144,11 +146,25 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
     }
     if ((st = sl_tls_check(&sl->url, err, err_len)) != SLUICE_OK)
         goto fail;
+    if (sl->url.opts.deny_cache > 1000000) {
+        sl_errf(err, err_len,
+                "open: deny_cache %u: expected 0..1000000 denials to keep",
+                (unsigned)sl->url.opts.deny_cache);
+        st = SLUICE_EINVAL;
+        goto fail;
+    }
+    if (sl_deny_init(&sl->deny, sl->url.opts.deny_cache) != SLUICE_OK) {
+        sl_errf(err, err_len, "open: out of memory for the deny cache");
+        st = SLUICE_ENOMEM;
+        goto fail;
+    }
     sl_engine_init(&sl->eng, &sl->url);
     sl->eng.be = sl->backend;
     st = sl->backend->open(&sl->url, &sl->eng, &sl->state, err, err_len);
-    if (st != SLUICE_OK)
+    if (st != SLUICE_OK) {
+        sl_deny_free(&sl->deny);
         goto fail;
+    }
     sl->eng.state = sl->state;
     *out = sl;
     return SLUICE_OK;
@@ -164,6 +180,7 @@ void sluice_close(sluice *sl)
         return;
     sl_engine_shutdown(&sl->eng);
     sl->backend->close(sl->state);
+    sl_deny_free(&sl->deny);
     pthread_mutex_destroy(&sl->mu);
     sl_free(sl);
 }
@@ -297,6 +314,11 @@ uint64_t sl_handle_batches(sluice *sl)
     return n;
 }
 
+size_t sl_handle_deny_count(sluice *sl)
+{
+    return sl_deny_count(&sl->deny);
+}
+
 uint64_t sl_handle_round_trips(const sluice *sl)
 {
     return sl->backend->round_trips != NULL
@@ -341,6 +363,7 @@ static bool policy_answers(const sluice *sl, sluice_status st)
     case SLUICE_ETIME:
     case SLUICE_ENOMEM:
     case SLUICE_EUNSUPPORTED:
+    case SLUICE_CACHED:
         return false;
     }
     return false;
@@ -395,6 +418,34 @@ static int64_t handle_now(const sluice *sl)
     return sl->url.opts.clock(sl->url.opts.clock_ctx);
 }
 
+/* The deny cache's clock: the request's own time, or, when the server
+ * decides on its clock, the handle's. */
+static int64_t deny_now(const sluice *sl, const sl_request *r)
+{
+    return r->now_ms >= 0 ? r->now_ms
+                          : sl->url.opts.clock(sl->url.opts.clock_ctx);
+}
+
+/* Before a request goes out: a reset forgets the key's denials; an
+ * acquire or a peek denied and still in force is answered here (true). */
+static bool deny_answers(sluice *sl, const sl_request *r, sluice_result *out)
+{
+    if (!sl_deny_on(&sl->deny))
+        return false;
+    if (r->op == SL_OP_RESET) {
+        sl_deny_forget(&sl->deny, r->key, r->key_len);
+        return false;
+    }
+    return sl_deny_lookup(&sl->deny, r, deny_now(sl, r), out);
+}
+
+/* After the backend decided: a denial is kept. */
+static void deny_keep(sluice *sl, const sl_request *r, const sluice_result *res)
+{
+    if (sl_deny_on(&sl->deny) && r->op != SL_OP_RESET)
+        sl_deny_store(&sl->deny, r, deny_now(sl, r), res);
+}
+
 /* What a single call returns for the backend's answer (st for the call,
  * res for the request): the fail policy applied; *out set unless the call
  * fails. */
@@ -447,8 +498,12 @@ static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
     st = prepare(sl, op, key, key_len, rules, cost, handle_now(sl), &r, err);
     if (st != SLUICE_OK)
         return st;
+    if (deny_answers(sl, &r, out))
+        return SLUICE_OK;
     memset(&res, 0, sizeof(res));
     st = dispatch(sl, &r, 1, &res, err);
+    if (st == SLUICE_OK)
+        deny_keep(sl, &r, &res);
     return answer_one(sl, op, rules, st, &res, out);
 }
 
@@ -554,7 +609,9 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
 
         memset(&out[i], 0, sizeof(out[i]));
         out[i].status = rst;
-        if (rst == SLUICE_OK) {
+        if (rst == SLUICE_OK && deny_answers(sl, &rs[m], &out[i])) {
+            continue;
+        } else if (rst == SLUICE_OK) {
             map[m++] = i;
         } else if (first == SLUICE_OK) {
             first = rst;
@@ -565,6 +622,8 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
         memset(res, 0, m * sizeof(*res));
         st = dispatch(sl, rs, m, res, err);
     }
+    for (i = 0; i < m && st == SLUICE_OK; i++)
+        deny_keep(sl, &rs[i], &res[i]);
     st = answer_many(sl, rs, res, m, map, st, out, first, first_msg, err);
 done:
     if (rs != stack_reqs)
@@ -586,6 +645,7 @@ typedef struct async_call {
     void *arg;
     sl_op op;
     bool many;
+    bool cached;           /* a single call the deny cache answered */
     size_t n;              /* the caller's requests; job.n of them were sent */
     sl_request *reqs;      /* job.n, pointing into keys and rules */
     sluice_result *res;    /* job.n: the backend's answers */
@@ -605,10 +665,16 @@ static void async_done(sl_job *job)
     sluice *sl = a->sl;
     char *err = err_of(sl);
     sluice_status st;
+    size_t i;
 
     if (job->err[0] != '\0')
         memcpy(err, job->err, SL_ERR_LEN);
-    if (a->many) {
+    for (i = 0; i < job->n; i++)
+        if (job->out[i].status == SLUICE_OK)
+            deny_keep(sl, &a->reqs[i], &job->out[i]);
+    if (a->cached) {
+        st = SLUICE_OK; /* out[0] holds the cache's answer */
+    } else if (a->many) {
         st = answer_many(sl, a->reqs, a->res, job->n, a->map, SLUICE_OK, a->out,
                          a->first, a->first_msg, err);
     } else {
@@ -726,7 +792,10 @@ static sluice_status start_one(sluice *sl, sl_op op, const void *key,
     a->reqs[0] = r;
     keep_request(a, 0, 0, key, key_len, rules);
     a->op = op;
-    a->job.n = 1;
+    /* Answered by the deny cache: nothing to send, and the callback still
+     * runs from the loop. */
+    a->cached = deny_answers(sl, &a->reqs[0], &a->out[0]);
+    a->job.n = a->cached ? 0 : 1;
     sl_engine_submit(&sl->eng, &a->job);
     return SLUICE_OK;
 }
@@ -791,7 +860,9 @@ sluice_status sluice_acquire_many_async(sluice *sl, const sluice_request *reqs,
                     reqs[i].rules, reqs[i].cost, now, &a->reqs[m], err);
 
         a->out[i].status = rst;
-        if (rst == SLUICE_OK) {
+        if (rst == SLUICE_OK && deny_answers(sl, &a->reqs[m], &a->out[i])) {
+            continue;
+        } else if (rst == SLUICE_OK) {
             keep_request(a, m, at, reqs[i].key, reqs[i].key_len, reqs[i].rules);
             at += reqs[i].key_len;
             a->map[m++] = i;

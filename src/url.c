@@ -186,6 +186,12 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
                      (int)klen, kv, cap - 1);
             return bad(err, err_len, url, msg);
         }
+    } else if (KEY_IS("deny_cache")) {
+        if (!read_uint(v, vlen, 0, 1000000, &num))
+            return bad(err, err_len, url,
+                       "option deny_cache: expected the number of denials "
+                       "to keep, 0..1000000 (0: off)");
+        u->opts.deny_cache = (uint32_t)num;
     } else if (KEY_IS("prefix")) {
         if (!decode(u->prefix, sizeof(u->prefix), v, vlen))
             return bad(err, err_len, url,
@@ -195,8 +201,9 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
         snprintf(msg, sizeof(msg),
                  "unknown option \"%.*s\" (known: "
                  "timeout_ms, connect_timeout_ms, clock, fail, prefix, "
-                 "ttl_floor_ms, socket, tls, tls_verify, tls_ca_file, "
-                 "tls_ca_dir, tls_cert, tls_key, tls_server_name)",
+                 "ttl_floor_ms, deny_cache, socket, tls, tls_verify, "
+                 "tls_ca_file, tls_ca_dir, tls_cert, tls_key, "
+                 "tls_server_name)",
                  (int)(klen > 40 ? 40 : klen), kv);
         return bad(err, err_len, url, msg);
     }

@@ -104,6 +104,8 @@ static const char *status_name(sluice_status st)
         return "unsupported";
     case SLUICE_ECONTENDED:
         return "contended";
+    case SLUICE_CACHED:
+        return "cached";
     }
     return "unknown";
 }

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* denycache.c - the local deny cache (denycache.h). */
+#include "denycache.h"
+
+#include <string.h>
+
+sluice_status sl_deny_init(sl_deny_cache *c, uint32_t entries)
+{
+    memset(c, 0, sizeof(*c));
+    if (entries == 0)
+        return SLUICE_OK;
+    c->nsets = (entries + SL_DENY_WAYS - 1) / SL_DENY_WAYS;
+    c->slots = sl_calloc(c->nsets * SL_DENY_WAYS, sizeof(*c->slots));
+    if (c->slots == NULL)
+        return SLUICE_ENOMEM;
+    if (pthread_mutex_init(&c->mu, NULL) != 0) {
+        sl_free(c->slots);
+        c->slots = NULL;
+        return SLUICE_ENOMEM;
+    }
+    return SLUICE_OK;
+}
+
+static void clear(sl_deny_entry *e)
+{
+    sl_free(e->key);
+    e->key = NULL;
+}
+
+void sl_deny_free(sl_deny_cache *c)
+{
+    size_t i;
+
+    if (c->slots == NULL)
+        return;
+    for (i = 0; i < c->nsets * SL_DENY_WAYS; i++)
+        clear(&c->slots[i]);
+    sl_free(c->slots);
+    c->slots = NULL;
+    pthread_mutex_destroy(&c->mu);
+}
+
+/* The set of the key's entries. */
+static sl_deny_entry *set_of(const sl_deny_cache *c, const void *key,
+                             size_t len)
+{
+    const unsigned char *k = key;
+    uint64_t h = 14695981039346656037u; /* FNV-1a */
+    size_t i;
+
+    for (i = 0; i < len; i++)
+        h = (h ^ k[i]) * 1099511628211u;
+    return &c->slots[(h % c->nsets) * SL_DENY_WAYS];
+}
+
+static bool same_rules(const sluice_ruleset *a, const sluice_ruleset *b)
+{
+    size_t i;
+
+    if (a->count != b->count)
+        return false;
+    for (i = 0; i < a->count; i++) {
+        const sluice_rule *x = &a->rules[i], *y = &b->rules[i];
+
+        if (x->algorithm != y->algorithm || x->limit != y->limit ||
+            x->period_ms != y->period_ms || x->burst != y->burst ||
+            x->tz_offset_ms != y->tz_offset_ms)
+            return false;
+    }
+    return true;
+}
+
+static bool same_key(const sl_deny_entry *e, const void *key, size_t len)
+{
+    return e->key != NULL && e->key_len == len && memcmp(e->key, key, len) == 0;
+}
+
+static bool matches(const sl_deny_entry *e, const sl_request *rq)
+{
+    return same_key(e, rq->key, rq->key_len) && e->cost == rq->cost &&
+           same_rules(&e->rules, rq->rules);
+}
+
+bool sl_deny_lookup(sl_deny_cache *c, const sl_request *rq, int64_t now,
+                    sluice_result *out)
+{
+    sl_deny_entry *set;
+    bool hit = false;
+    size_t w;
+
+    if (c->slots == NULL)
+        return false;
+    pthread_mutex_lock(&c->mu);
+    set = set_of(c, rq->key, rq->key_len);
+    for (w = 0; w < SL_DENY_WAYS; w++) {
+        sl_deny_entry *e = &set[w];
+
+        if (!matches(e, rq))
+            continue;
+        /* A clock that went back (another host's, a replay) is not
+         * trusted with a denial either. */
+        if (now >= e->until || now < e->at) {
+            clear(e);
+            break;
+        }
+        *out = e->res;
+        out->status = SLUICE_CACHED;
+        out->allowed = false;
+        out->retry_after_ms = e->until - now;
+        out->reset_after_ms = e->res.reset_after_ms > now - e->at
+                                  ? e->res.reset_after_ms - (now - e->at)
+                                  : 0;
+        hit = true;
+        break;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return hit;
+}
+
+void sl_deny_store(sl_deny_cache *c, const sl_request *rq, int64_t now,
+                   const sluice_result *res)
+{
+    sl_deny_entry *set, *e = NULL;
+    size_t w;
+    char *key;
+
+    if (c->slots == NULL || res->status != SLUICE_OK || res->allowed ||
+        res->retry_after_ms <= 0)
+        return;
+    pthread_mutex_lock(&c->mu);
+    set = set_of(c, rq->key, rq->key_len);
+    /* The same request's entry, else an empty or spent one, else the one
+     * that ends first. */
+    for (w = 0; w < SL_DENY_WAYS && e == NULL; w++)
+        if (matches(&set[w], rq))
+            e = &set[w];
+    for (w = 0; w < SL_DENY_WAYS && e == NULL; w++)
+        if (set[w].key == NULL || set[w].until <= now)
+            e = &set[w];
+    for (w = 0; e == NULL && w < SL_DENY_WAYS; w++)
+        if (w == 0 || set[w].until < e->until)
+            e = &set[w];
+    if (e == NULL) { /* cannot happen: the loop above picks one */
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    if (!same_key(e, rq->key, rq->key_len)) {
+        if ((key = sl_malloc(rq->key_len)) == NULL) {
+            pthread_mutex_unlock(&c->mu); /* a cache may forget */
+            return;
+        }
+        clear(e);
+        memcpy(key, rq->key, rq->key_len);
+        e->key = key;
+        e->key_len = rq->key_len;
+    }
+    e->cost = rq->cost;
+    e->rules = *rq->rules;
+    e->res = *res;
+    e->at = now;
+    e->until = now + res->retry_after_ms;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void sl_deny_forget(sl_deny_cache *c, const void *key, size_t key_len)
+{
+    sl_deny_entry *set;
+    size_t w;
+
+    if (c->slots == NULL)
+        return;
+    pthread_mutex_lock(&c->mu);
+    set = set_of(c, key, key_len);
+    for (w = 0; w < SL_DENY_WAYS; w++)
+        if (same_key(&set[w], key, key_len))
+            clear(&set[w]);
+    pthread_mutex_unlock(&c->mu);
+}
+
+size_t sl_deny_count(sl_deny_cache *c)
+{
+    size_t i, n = 0;
+
+    if (c->slots == NULL)
+        return 0;
+    pthread_mutex_lock(&c->mu);
+    for (i = 0; i < c->nsets * SL_DENY_WAYS; i++)
+        n += c->slots[i].key != NULL;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}

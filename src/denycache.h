@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* denycache.h - the handle's local deny cache (opt-in: deny_cache=N). A
+ * request denied with a finite retry_after stays denied in this process,
+ * without a round trip, until that time has passed: nothing but charges
+ * can make a denied request fit later, and a charge only ever pushes it
+ * further. Keyed by key, rules and cost (a cheaper request may still
+ * fit); a reset of the key through the handle forgets its entries. What
+ * it cannot see: a reset, or a raised limit, from another process; the
+ * stale denial then lasts at most its retry_after.
+ *
+ * Bounded: N entries in sets of four chosen by the key, so that a reset
+ * finds every entry of its key; a full set gives up the entry that ends
+ * first. Thread-safe (its own mutex). */
+#ifndef SL_DENYCACHE_H
+#define SL_DENYCACHE_H
+
+#include "backend.h"
+
+#include <pthread.h>
+
+#define SL_DENY_WAYS 4
+
+typedef struct sl_deny_entry {
+    char *key; /* NULL: empty */
+    size_t key_len;
+    int64_t cost;
+    int64_t at, until; /* the handle's clock: denied at, fits again at */
+    sluice_ruleset rules;
+    sluice_result res;
+} sl_deny_entry;
+
+typedef struct sl_deny_cache {
+    sl_deny_entry *slots; /* nsets * SL_DENY_WAYS; NULL: off */
+    size_t nsets;
+    pthread_mutex_t mu;
+} sl_deny_cache;
+
+/* entries 0: the cache is off, and every call below does nothing. */
+sluice_status sl_deny_init(sl_deny_cache *c, uint32_t entries);
+void sl_deny_free(sl_deny_cache *c);
+static inline bool sl_deny_on(const sl_deny_cache *c)
+{
+    return c->slots != NULL;
+}
+/* A denial of rq still in force at now: *out filled (status
+ * SLUICE_CACHED), true. */
+bool sl_deny_lookup(sl_deny_cache *c, const sl_request *rq, int64_t now,
+                    sluice_result *out);
+/* Keeps res if it is a denial with a finite retry_after. */
+void sl_deny_store(sl_deny_cache *c, const sl_request *rq, int64_t now,
+                   const sluice_result *res);
+/* Forgets every entry of the key. */
+void sl_deny_forget(sl_deny_cache *c, const void *key, size_t key_len);
+/* For tests: the entries held. */
+size_t sl_deny_count(sl_deny_cache *c);
+
+#endif /* SL_DENYCACHE_H */

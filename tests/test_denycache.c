@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_denycache.c - the local deny cache on a real backend: a hot denied
+ * key costs no backend call until its retry_after has passed, with the
+ * wait counting down exactly; a cheaper request, other rules and a reset
+ * go to the backend; batches mix cached and decided requests; the cache
+ * keeps at most its size; threads share it; off by default.
+ *   test_denycache URL|@file */
+#include "testutil.h"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+uint64_t sl_handle_batches(sluice *sl);
+size_t sl_handle_deny_count(sluice *sl);
+
+static const char *url;
+
+/* A minute's window starts here. */
+#define T0 (28333334LL * 60000)
+
+static sluice *open_cached(tu_clock *clk, const char *tag, uint32_t entries)
+{
+    static char prefix[64];
+    sluice_options o;
+    sluice *sl = NULL;
+    char err[512];
+
+    sluice_options_init(&o);
+    o.clock = tu_clock_now;
+    o.clock_ctx = clk;
+    o.deny_cache = entries;
+    snprintf(prefix, sizeof(prefix), "dc%ld-%s:", (long)getpid(), tag);
+    o.key_prefix = prefix;
+    if (sluice_open(url, &o, &sl, err, sizeof(err)) != SLUICE_OK)
+        fail_msg("open %s: %s", url, err);
+    return sl;
+}
+
+static sluice_ruleset rules(const char *text)
+{
+    sluice_ruleset rs;
+
+    assert_int_equal(sluice_ruleset_parse(text, &rs, NULL, 0), SLUICE_OK);
+    return rs;
+}
+
+static sluice_result acquire(sluice *sl, const char *key,
+                             const sluice_ruleset *rs, int64_t cost)
+{
+    sluice_result r;
+
+    memset(&r, 0, sizeof(r));
+    if (sluice_acquire(sl, key, strlen(key), rs, cost, &r) != SLUICE_OK)
+        fail_msg("acquire %s: %s", key, sluice_errmsg(sl));
+    return r;
+}
+
+static void a_hot_denied_key_costs_no_backend_call(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sl = open_cached(&clk, "hot", 64);
+    sluice_ruleset rs = rules("fixed:5/1m");
+    sluice_result r;
+    uint64_t calls;
+    int i;
+
+    (void)state;
+    for (i = 0; i < 5; i++)
+        assert_true(acquire(sl, "hot", &rs, 1).allowed);
+    r = acquire(sl, "hot", &rs, 1);
+    assert_int_equal(r.status, SLUICE_OK); /* decided by the backend */
+    assert_false(r.allowed);
+    assert_int_equal(r.retry_after_ms, 60000);
+    calls = sl_handle_batches(sl);
+    for (i = 0; i < 1000; i++) {
+        clk.t = T0 + 10 * i;
+        r = acquire(sl, "hot", &rs, 1);
+        assert_int_equal(r.status, SLUICE_CACHED);
+        assert_false(r.allowed);
+        assert_int_equal(r.limit, 5);
+        assert_int_equal(r.retry_after_ms, 60000 - 10 * i);
+    }
+    /* A peek of it too. */
+    assert_int_equal(sluice_peek(sl, "hot", 3, &rs, 1, &r), SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_CACHED);
+    printf("# %s: 1001 calls on a denied key, %llu backend calls\n", url,
+           (unsigned long long)(sl_handle_batches(sl) - calls));
+    assert_int_equal(sl_handle_batches(sl), calls);
+    /* Another cost is another entry: the backend decides it. */
+    r = acquire(sl, "hot", &rs, 2);
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_false(r.allowed);
+    assert_int_equal(sl_handle_batches(sl), calls + 1);
+    /* Once the wait has passed, the backend again: a new window. */
+    clk.t = T0 + 60000;
+    r = acquire(sl, "hot", &rs, 1);
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_true(r.allowed);
+    assert_int_equal(sl_handle_batches(sl), calls + 2);
+    sluice_close(sl);
+}
+
+static void a_cheaper_request_other_rules_and_a_reset_miss(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sl = open_cached(&clk, "miss", 64);
+    sluice_ruleset rs = rules("fixed:10/1m"), raised = rules("fixed:20/1m");
+    sluice_result r;
+
+    (void)state;
+    assert_true(acquire(sl, "k", &rs, 9).allowed);
+    r = acquire(sl, "k", &rs, 3); /* 9 + 3 > 10 */
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_false(r.allowed);
+    assert_int_equal(acquire(sl, "k", &rs, 3).status, SLUICE_CACHED);
+    /* A cheaper request may still fit: decided, and it does. */
+    r = acquire(sl, "k", &rs, 1);
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_true(r.allowed);
+    /* Other rules: decided by the backend. */
+    assert_int_equal(acquire(sl, "k", &raised, 3).status, SLUICE_OK);
+    /* A reset through the handle forgets the denial. */
+    assert_int_equal(acquire(sl, "k", &rs, 3).status, SLUICE_CACHED);
+    assert_int_equal(sluice_reset(sl, "k", 1, &rs), SLUICE_OK);
+    r = acquire(sl, "k", &rs, 3);
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_true(r.allowed);
+    /* A denial that never fits (cost above the capacity) is not kept:
+     * nothing but other rules changes it. */
+    r = acquire(sl, "k", &rs, 11);
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_int_equal(r.retry_after_ms, -1);
+    assert_int_equal(acquire(sl, "k", &rs, 11).status, SLUICE_OK);
+    sluice_close(sl);
+}
+
+static void batches_mix_cached_and_decided(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sl = open_cached(&clk, "batch", 64);
+    sluice_ruleset rs = rules("fixed:1/1m");
+    sluice_request reqs[3];
+    sluice_result out[3];
+    uint64_t calls;
+
+    (void)state;
+    assert_true(acquire(sl, "a", &rs, 1).allowed);
+    assert_false(acquire(sl, "a", &rs, 1).allowed);
+    reqs[0] = (sluice_request){"a", 1, &rs, 1};
+    reqs[1] = (sluice_request){"b", 1, &rs, 1};
+    reqs[2] = (sluice_request){"b", 1, &rs, 1};
+    calls = sl_handle_batches(sl);
+    assert_int_equal(sluice_acquire_many(sl, reqs, 3, out), SLUICE_OK);
+    assert_int_equal(out[0].status, SLUICE_CACHED);
+    assert_false(out[0].allowed);
+    assert_int_equal(out[1].status, SLUICE_OK);
+    assert_true(out[1].allowed);
+    assert_int_equal(out[2].status, SLUICE_OK);
+    assert_false(out[2].allowed);
+    assert_int_equal(sl_handle_batches(sl), calls + 1);
+    /* The batch's denial is kept too. */
+    assert_int_equal(acquire(sl, "b", &rs, 1).status, SLUICE_CACHED);
+    sluice_close(sl);
+}
+
+static void the_cache_keeps_at_most_its_size(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sl = open_cached(&clk, "bound", 8);
+    sluice_ruleset rs = rules("fixed:1/1m");
+    char key[32];
+    int i;
+
+    (void)state;
+    for (i = 0; i < 100; i++) {
+        snprintf(key, sizeof(key), "key%d", i);
+        assert_true(acquire(sl, key, &rs, 1).allowed);
+        assert_int_equal(acquire(sl, key, &rs, 1).status, SLUICE_OK);
+        assert_true(sl_handle_deny_count(sl) <= 8);
+        /* The newest denial is always kept. */
+        assert_int_equal(acquire(sl, key, &rs, 1).status, SLUICE_CACHED);
+    }
+    printf("# 100 denied keys, a cache of 8: %zu kept\n",
+           sl_handle_deny_count(sl));
+    sluice_close(sl);
+}
+
+static void off_by_default(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sl = tu_open(url, &clk, "dc-off");
+    sluice_ruleset rs = rules("fixed:1/1m");
+    uint64_t calls;
+
+    (void)state;
+    assert_non_null(sl);
+    assert_true(acquire(sl, "k", &rs, 1).allowed);
+    calls = sl_handle_batches(sl);
+    assert_int_equal(acquire(sl, "k", &rs, 1).status, SLUICE_OK);
+    assert_int_equal(acquire(sl, "k", &rs, 1).status, SLUICE_OK);
+    assert_int_equal(sl_handle_batches(sl), calls + 2);
+    assert_int_equal(sl_handle_deny_count(sl), 0);
+    sluice_close(sl);
+}
+
+#define THREADS 8
+
+typedef struct worker {
+    sluice *sl;
+    const sluice_ruleset *rs;
+    int allowed, cached, decided;
+} worker;
+
+static void *hammer(void *arg)
+{
+    worker *w = arg;
+    int i;
+
+    for (i = 0; i < 500; i++) {
+        sluice_result r;
+
+        if (sluice_acquire(w->sl, "shared", 6, w->rs, 1, &r) != SLUICE_OK)
+            continue;
+        w->allowed += r.allowed;
+        w->cached += r.status == SLUICE_CACHED;
+        w->decided += r.status == SLUICE_OK;
+    }
+    return NULL;
+}
+
+static void threads_share_the_cache(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sl = open_cached(&clk, "threads", 64);
+    sluice_ruleset rs = rules("fixed:100/1m");
+    pthread_t th[THREADS];
+    worker ws[THREADS];
+    int i, allowed = 0, cached = 0, decided = 0;
+
+    (void)state;
+    for (i = 0; i < THREADS; i++) {
+        ws[i] = (worker){sl, &rs, 0, 0, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, hammer, &ws[i]), 0);
+    }
+    for (i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        allowed += ws[i].allowed;
+        cached += ws[i].cached;
+        decided += ws[i].decided;
+    }
+    printf("# %d threads x 500 on one key of fixed:100/1m: %d admitted, %d "
+           "decided by the backend, %d by the cache\n",
+           THREADS, allowed, decided, cached);
+    assert_int_equal(allowed, 100);
+    assert_int_equal(decided + cached, THREADS * 500);
+    assert_true(cached > 0);
+    sluice_close(sl);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_hot_denied_key_costs_no_backend_call),
+        cmocka_unit_test(a_cheaper_request_other_rules_and_a_reset_miss),
+        cmocka_unit_test(batches_mix_cached_and_decided),
+        cmocka_unit_test(the_cache_keeps_at_most_its_size),
+        cmocka_unit_test(off_by_default),
+        cmocka_unit_test(threads_share_the_cache),
+    };
+
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s URL|@file\n", argv[0]);
+        return 2;
+    }
+    url = tu_url(argv[1]);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
