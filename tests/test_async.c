@@ -361,6 +361,57 @@ static void batches_peeks_and_resets_on_the_loop(void **state)
     loop_free();
 }
 
+/* The deny cache on the loop: a denial kept by an async call answers the
+ * next one without a round trip, still through the callback, from the
+ * loop; a batch mixes cached and decided requests. */
+static void the_deny_cache_answers_on_the_loop(void **state)
+{
+    sluice *sl = open_url(url, "&deny_cache=16");
+    sluice_ruleset rs;
+    sluice_request reqs[2];
+    batch_answer b;
+    answer a;
+    uint64_t rt0;
+    int64_t t0;
+
+    (void)state;
+    loop_new();
+    loop_attach(sl);
+    assert_int_equal(sluice_ruleset_parse("fixed:1/1h", &rs, NULL, 0),
+                     SLUICE_OK);
+    start(sl, "dc", &rs, &a);
+    assert_true(run_until_done(&a, 1, 5000));
+    assert_true(a.res.allowed);
+    start(sl, "dc", &rs, &a);
+    assert_true(run_until_done(&a, 1, 5000));
+    assert_int_equal(a.res.status, SLUICE_OK);
+    assert_false(a.res.allowed);
+    rt0 = sl_handle_round_trips(sl);
+    start(sl, "dc", &rs, &a);
+    assert_false(a.done); /* never from the call that started it */
+    assert_true(run_until_done(&a, 1, 5000));
+    assert_int_equal(a.st, SLUICE_OK);
+    assert_int_equal(a.res.status, SLUICE_CACHED);
+    assert_false(a.res.allowed);
+    assert_true(a.res.retry_after_ms > 0);
+    assert_int_equal(sl_handle_round_trips(sl), rt0);
+    reqs[0] = (sluice_request){"dc", 2, &rs, 1};
+    reqs[1] = (sluice_request){"dc2", 3, &rs, 1};
+    memset(&b, 0, sizeof(b));
+    assert_int_equal(sluice_acquire_many_async(sl, reqs, 2, on_batch, &b),
+                     SLUICE_OK);
+    t0 = tu_clock_ms(CLOCK_MONOTONIC);
+    while (!b.done && tu_clock_ms(CLOCK_MONOTONIC) - t0 < 5000)
+        loop_once();
+    assert_true(b.done);
+    assert_int_equal(b.st, SLUICE_OK);
+    assert_int_equal(b.res[0].status, SLUICE_CACHED);
+    assert_int_equal(b.res[1].status, SLUICE_OK);
+    assert_true(b.res[1].allowed);
+    sluice_close(sl);
+    loop_free();
+}
+
 /* Decisions in flight when the handle closes each get SLUICE_EIO (or, on
  * mem://, which decides at once, the decision made). */
 static void closing_answers_what_is_in_flight(void **state)
@@ -712,6 +763,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_thousand_decisions_in_flight_from_one_thread),
         cmocka_unit_test(batches_peeks_and_resets_on_the_loop),
+        cmocka_unit_test(the_deny_cache_answers_on_the_loop),
         cmocka_unit_test(closing_answers_what_is_in_flight),
         cmocka_unit_test(a_frozen_server_costs_the_loop_nothing),
         cmocka_unit_test_teardown(
