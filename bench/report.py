@@ -255,6 +255,19 @@ if dc_off and dc_on and dc_off["decisions_per_s"]:
                                                   dc_off["decisions_per_s"]),
            [("ratio", dc_on["decisions_per_s"] / dc_off["decisions_per_s"])], 10, "min")
 
+# The handle's counters on the hot path: one process, uniform keys, the
+# same cell with metrics=0 and with them.
+for tgt in ("mem", "redis"):
+    mc = [c for c in cells if c["section"] == "metrics" and c["target"] == tgt]
+    m_off = next((c for c in mc if c.get("metrics") is False), None)
+    m_on = next((c for c in mc if c.get("metrics") is True), None)
+    if m_off and m_on and m_off["decisions_per_s"]:
+        target(tgt, m_on["what"], "the counters on: decisions/s with metrics ≥ "
+               "0.95 × metrics=0 (%.0f against %.0f)" % (m_on["decisions_per_s"],
+                                                        m_off["decisions_per_s"]),
+               [("ratio", m_on["decisions_per_s"] / m_off["decisions_per_s"])], 0.95,
+               "min")
+
 
 def verdict(t):
     return "-" if t["met"] is None else ("met" if t["met"] else "**missed**")

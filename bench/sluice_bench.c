@@ -604,6 +604,7 @@ typedef struct cell {
     mode md;
     const char *section; /* "rcpu", "throughput", "peers", "denycache" */
     uint32_t deny_cache; /* the handles' deny_cache= (0: off) */
+    bool no_metrics;     /* the handles' metrics=0 */
     sluice *shared;      /* MODE_SHARED50: the handle of every thread */
     /* The floor run in turns with this cell, so that both meet the same
      * weather on a shared machine (Redis CPU cells); NULL: none. */
@@ -851,6 +852,7 @@ static void *sluice_worker(void *arg)
     o.key_prefix = c->prefix;
     o.command_timeout_ms = 2000;
     o.deny_cache = c->deny_cache;
+    o.no_metrics = c->no_metrics;
     if (sluice_ruleset_parse(c->rule, &rs, err, sizeof(err)) != SLUICE_OK ||
         (c->shared == NULL &&
          sluice_open(c->tgt->url, &o, &sl, err, sizeof(err)) != SLUICE_OK)) {
@@ -1254,8 +1256,9 @@ static void print_cell(const cell *c, size_t idx, size_t total)
 {
     char what[96];
 
-    snprintf(what, sizeof(what), "%s %s%s", c->tgt->name,
-             c->rule ? c->rule : c->floor, c->deny_cache ? " deny_cache" : "");
+    snprintf(what, sizeof(what), "%s %s%s%s", c->tgt->name,
+             c->rule ? c->rule : c->floor, c->deny_cache ? " deny_cache" : "",
+             c->no_metrics ? " metrics=0" : "");
     printf("%-40s %-7s %-8s %10.0f %6.0f %6.0f %5.2f %5.2f %7.2f %7.2f "
            "%7.2f %5.0f %6.3f",
            what, pattern_names[c->pat], mode_names[c->md], c->dps, c->p50,
@@ -1273,7 +1276,7 @@ static void print_cell(const cell *c, size_t idx, size_t total)
         fprintf(json,
                 "%s\n  {\"target\": \"%s\", \"what\": \"%s\", \"kind\": "
                 "\"%s\", \"section\": \"%s\", \"pattern\": \"%s\", "
-                "\"mode\": \"%s\", \"deny_cache\": %u, "
+                "\"mode\": \"%s\", \"deny_cache\": %u, \"metrics\": %s, "
                 "\"decisions_per_s\": %.0f, \"p50_us\": %.0f, \"p99_us\": "
                 "%.0f, \"p999_us\": %.0f, "
                 "\"commands_per_decision\": %.3f, "
@@ -1292,8 +1295,9 @@ static void print_cell(const cell *c, size_t idx, size_t total)
                 json_first ? "" : ",", c->tgt->name,
                 c->rule ? c->rule : c->floor, c->rule ? "sluice" : "floor",
                 c->section, pattern_names[c->pat], mode_names[c->md],
-                (unsigned)c->deny_cache, c->dps, c->p50, c->p99, c->p999,
-                c->cmds, c->scripts ? "script" : "commands", c->outer_calls,
+                (unsigned)c->deny_cache, c->no_metrics ? "false" : "true",
+                c->dps, c->p50, c->p99, c->p999, c->cmds,
+                c->scripts ? "script" : "commands", c->outer_calls,
                 c->usec_call, c->usec_dec, c->cpu_dec, c->cpu_masters_dec,
                 c->rtts, c->mem, c->log_entries, c->admitted, c->decisions,
                 c->accuracy, c->errors, c->redis_failed,
@@ -1372,7 +1376,7 @@ static void usage(void)
             "  --replay  also replay the exact command with redis-benchmark "
             "-c 1 -P 16 on 'redis'\n"
             "  --section only the cells of one section (throughput, rcpu, "
-            "peers, denycache)\n");
+            "peers, denycache, metrics)\n");
 }
 
 static void add_cell(const target *t, const char *rule, const char *floor,
@@ -1630,6 +1634,16 @@ int main(int argc, char **argv)
         add_cell(&targets[i], "fixed:1/1h", NULL, PAT_HOT, MODE_SEQ,
                  "denycache");
         cells[ncells - 1].deny_cache = 4096;
+    }
+
+    /* The cost of the handle's counters on the hot path: the same cell
+     * with metrics=0 and with them (the default), one after the other. */
+    for (i = 0; i < ntargets; i++) {
+        if (!named(&targets[i], "mem") && !named(&targets[i], "redis"))
+            continue;
+        add_cell(&targets[i], rules[0], NULL, PAT_UNIFORM, MODE_SEQ, "metrics");
+        cells[ncells - 1].no_metrics = true;
+        add_cell(&targets[i], rules[0], NULL, PAT_UNIFORM, MODE_SEQ, "metrics");
     }
 
     /* 3. What the peers are set against: redis:// fixed windows on each key

@@ -127,13 +127,17 @@ typedef struct sluice_options {
      * the unknown fields are all zero, else sluice_open() returns
      * SLUICE_EINVAL. */
     size_t struct_size;
-    /* Since 0.2: read only from a struct stamped by sluice_options_init().
+    /* Added after 0.1.0: read only from a struct stamped by
+     * sluice_options_init().
      * The local deny cache (URL: deny_cache=N): 0 off (the default), else
      * the denials it keeps, 1..1000000. A request denied with a finite
      * retry_after is denied again in this process, without a round trip,
      * until that time has passed (out->status SLUICE_CACHED); see
      * docs/PRODUCTION.md for what it cannot see. */
     uint32_t deny_cache;
+    /* Added after 0.1.0. The handle's counters (sluice_get_stats) are kept
+     * unless this is true (URL: metrics=0). */
+    bool no_metrics;
 } sluice_options;
 
 /* A decision. status is SLUICE_OK when the backend decided; with a fail
@@ -310,6 +314,50 @@ SLUICE_API sluice_status sluice_acquire_many_async(sluice *sl,
 
 /* Decisions started on the loop and not yet ended. */
 SLUICE_API size_t sluice_pending(const sluice *sl);
+
+/* ---------------------------------------------------------- metrics
+ *
+ * A handle's counters since it opened, kept unless no_metrics (metrics=0):
+ * relaxed atomic increments and two clock reads per call. Every request
+ * counts once, in one of allowed, denied, peeks, resets or failures. */
+#define SLUICE_STATS_STATUSES 32 /* failures[] by status value */
+#define SLUICE_STATS_BUCKETS  24 /* latency_us[]: powers of two */
+
+typedef struct sluice_stats {
+    uint64_t allowed;         /* acquires admitted by a decision */
+    uint64_t denied;          /* acquires denied by a decision or the cache */
+    uint64_t near_limit;      /* of allowed: remaining <= 20 % of the limit */
+    uint64_t peeks;           /* peeks answered */
+    uint64_t resets;          /* resets done */
+    uint64_t deny_cache_hits; /* of denied (and peeks): by the deny cache */
+    /* Requests the backend could not decide, by that status (a fail
+     * policy's answers included; bad input is counted as its status too),
+     * and of those, the fail policy's answers. */
+    uint64_t failures[SLUICE_STATS_STATUSES];
+    uint64_t policy_answers;
+    uint64_t backend_requests; /* requests that went to the backend */
+    uint64_t round_trips;      /* writes that carried them (Redis) */
+    /* Calls (a batch is one) by duration: latency_us[0] under 2 us,
+     * latency_us[k] from 2^k to 2^(k+1) us, the last one everything
+     * above; their count and their sum. */
+    uint64_t latency_us[SLUICE_STATS_BUCKETS];
+    uint64_t calls;
+    uint64_t latency_sum_us;
+} sluice_stats;
+
+/* Copies the counters into out, size bytes of it (sizeof(*out) as the
+ * caller compiled it: the struct grows at its end only). SLUICE_EINVAL
+ * when the handle keeps none (metrics=0). Any thread. */
+SLUICE_API sluice_status sluice_get_stats(sluice *sl, sluice_stats *out,
+                                          size_t size);
+
+/* Writes the counters in the Prometheus text format (version 0.0.4) into
+ * buf, with the label handle="<name>" (name may be NULL: no label);
+ * returns the length the whole text needs, as snprintf does (buf holds it
+ * when that is below len). size as for sluice_get_stats. */
+SLUICE_API size_t sluice_stats_prometheus(const sluice_stats *st, size_t size,
+                                          const char *name, char *buf,
+                                          size_t len);
 
 /* Replaces the allocator of sluice's own memory (not hiredis's). Call before
  * any handle exists; NULL arguments restore the C library's. */

@@ -51,6 +51,6 @@ run valgrind "-E concurrency\.[a-z]+_(unix|tls)\$" -DCMAKE_BUILD_TYPE=Debug \
 # ThreadSanitizer over the tests that run threads: handles of one
 # mem://NAME store in several threads, the cluster client under a load
 # from several threads, and one handle shared by threads on each backend.
-run tsan "-R unit\.test_memory|faults\.cluster|concurrency\.|denycache\.memory" \
+run tsan "-R unit\.test_memory|faults\.cluster|concurrency\.|denycache\.memory|stats\.memory" \
     -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=thread
 echo "== all test runs passed"

@@ -14,6 +14,7 @@
 #include "conn.h"
 #include "denycache.h"
 #include "engine.h"
+#include "stats.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -37,6 +38,9 @@ struct sluice {
     sl_url url;
     sl_engine eng;       /* the connections' I/O, blocking or on a loop */
     sl_deny_cache deny;  /* off unless deny_cache=N */
+    sl_stats stats;      /* on unless metrics=0 */
+    uint64_t last_rt;    /* the backend's round trips counted so far; by
+                            whoever drives the engine */
     pthread_mutex_t mu;  /* guards what follows */
     bool busy;           /* a thread is in the backend */
     waiter *head, *tail; /* queued, not yet taken */
@@ -158,6 +162,7 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
         st = SLUICE_ENOMEM;
         goto fail;
     }
+    sl_stats_init(&sl->stats, !sl->url.opts.no_metrics);
     sl_engine_init(&sl->eng, &sl->url);
     sl->eng.be = sl->backend;
     st = sl->backend->open(&sl->url, &sl->eng, &sl->state, err, err_len);
@@ -197,6 +202,8 @@ const char *sluice_errmsg(const sluice *sl)
     return "";
 }
 
+static void count_round_trips(sluice *sl, uint64_t requests);
+
 /* Decides the requests of a batch of waiters in one backend call: their
  * requests side by side, in the order they arrived. */
 static void run_batch(sluice *sl, waiter *batch)
@@ -211,6 +218,7 @@ static void run_batch(sluice *sl, waiter *batch)
     if (batch->next == NULL) {
         batch->st = sl->backend->decide(sl->state, batch->reqs, batch->n,
                                         batch->res, batch->err, SL_ERR_LEN);
+        count_round_trips(sl, batch->n);
         return;
     }
     for (w = batch; w != NULL; w = w->next)
@@ -228,6 +236,7 @@ static void run_batch(sluice *sl, waiter *batch)
         for (w = batch; w != NULL; w = w->next)
             w->st = sl->backend->decide(sl->state, w->reqs, w->n, w->res,
                                         w->err, SL_ERR_LEN);
+        count_round_trips(sl, total);
         return;
     }
     for (w = batch; w != NULL; w = w->next) {
@@ -236,6 +245,7 @@ static void run_batch(sluice *sl, waiter *batch)
     }
     memset(res, 0, total * sizeof(*res));
     st = sl->backend->decide(sl->state, reqs, total, res, err, SL_ERR_LEN);
+    count_round_trips(sl, total);
     at = 0;
     for (w = batch; w != NULL; w = w->next) {
         size_t i;
@@ -466,6 +476,39 @@ static sluice_status answer_one(const sluice *sl, sl_op op,
     return SLUICE_OK;
 }
 
+/* Counts the backend's round trips since the last count; by the thread
+ * that drives the engine (the batch's leader, or the loop's). */
+static void count_round_trips(sluice *sl, uint64_t requests)
+{
+    uint64_t rt = sl_handle_round_trips(sl);
+
+    sl_stats_backend(&sl->stats, requests, rt - sl->last_rt);
+    sl->last_rt = rt;
+}
+
+/* Counts one request of a batch by its result. */
+static void count_result(sluice *sl, sl_op op, const sluice_result *r)
+{
+    if (r->status == SLUICE_OK || r->status == SLUICE_CACHED)
+        sl_stats_answer(&sl->stats, op, SLUICE_OK, false, r);
+    else
+        sl_stats_answer(&sl->stats, op, r->status,
+                        policy_answers(sl, r->status), r);
+}
+
+/* Counts a single call's request: the call's status cst and, when it
+ * succeeded, its result (NULL for a reset). */
+static void count_call(sluice *sl, sl_op op, sluice_status cst,
+                       const sluice_result *r)
+{
+    if (cst != SLUICE_OK)
+        sl_stats_answer(&sl->stats, op, cst, false, NULL);
+    else if (r != NULL)
+        count_result(sl, op, r);
+    else
+        sl_stats_answer(&sl->stats, op, SLUICE_OK, false, NULL);
+}
+
 /* An attached handle is its loop's; a blocking call would stall it. */
 static bool refuse_blocking(const sluice *sl, char *err)
 {
@@ -484,6 +527,7 @@ static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
     sl_request r;
     sluice_result res;
     sluice_status st;
+    int64_t t0;
     char *err;
 
     if (sl == NULL)
@@ -495,16 +539,20 @@ static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
     }
     if (refuse_blocking(sl, err))
         return SLUICE_EINVAL;
+    t0 = sl_stats_start(&sl->stats);
     st = prepare(sl, op, key, key_len, rules, cost, handle_now(sl), &r, err);
-    if (st != SLUICE_OK)
-        return st;
-    if (deny_answers(sl, &r, out))
-        return SLUICE_OK;
-    memset(&res, 0, sizeof(res));
-    st = dispatch(sl, &r, 1, &res, err);
-    if (st == SLUICE_OK)
-        deny_keep(sl, &r, &res);
-    return answer_one(sl, op, rules, st, &res, out);
+    if (st == SLUICE_OK && deny_answers(sl, &r, out)) {
+        st = SLUICE_OK;
+    } else if (st == SLUICE_OK) {
+        memset(&res, 0, sizeof(res));
+        st = dispatch(sl, &r, 1, &res, err);
+        if (st == SLUICE_OK)
+            deny_keep(sl, &r, &res);
+        st = answer_one(sl, op, rules, st, &res, out);
+    }
+    count_call(sl, op, st, out);
+    sl_stats_call(&sl->stats, t0);
+    return st;
 }
 
 sluice_status sluice_acquire(sluice *sl, const void *key, size_t key_len,
@@ -573,7 +621,7 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
     size_t *map = NULL, i, m = 0;
     sluice_status st = SLUICE_OK, first = SLUICE_OK;
     char first_msg[SL_ERR_LEN] = "", *err;
-    int64_t now;
+    int64_t now, t0;
 
     if (sl == NULL)
         return SLUICE_EINVAL;
@@ -587,6 +635,7 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
     }
     if (refuse_blocking(sl, err))
         return SLUICE_EINVAL;
+    t0 = sl_stats_start(&sl->stats);
     /* calloc's overflow check: n comes from the caller. */
     if (n > 64) {
         rs = sl_calloc(n, sizeof(*rs));
@@ -625,6 +674,9 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
     for (i = 0; i < m && st == SLUICE_OK; i++)
         deny_keep(sl, &rs[i], &res[i]);
     st = answer_many(sl, rs, res, m, map, st, out, first, first_msg, err);
+    for (i = 0; i < n; i++)
+        count_result(sl, SL_OP_ACQUIRE, &out[i]);
+    sl_stats_call(&sl->stats, t0);
 done:
     if (rs != stack_reqs)
         sl_free(rs);
@@ -646,6 +698,7 @@ typedef struct async_call {
     sl_op op;
     bool many;
     bool cached;           /* a single call the deny cache answered */
+    int64_t t0;            /* its start, for the latency */
     size_t n;              /* the caller's requests; job.n of them were sent */
     sl_request *reqs;      /* job.n, pointing into keys and rules */
     sluice_result *res;    /* job.n: the backend's answers */
@@ -669,21 +722,27 @@ static void async_done(sl_job *job)
 
     if (job->err[0] != '\0')
         memcpy(err, job->err, SL_ERR_LEN);
+    sl_stats_backend(&sl->stats, job->n, 0);
     for (i = 0; i < job->n; i++)
         if (job->out[i].status == SLUICE_OK)
             deny_keep(sl, &a->reqs[i], &job->out[i]);
     if (a->cached) {
         st = SLUICE_OK; /* out[0] holds the cache's answer */
+        count_call(sl, a->op, st, a->out);
     } else if (a->many) {
         st = answer_many(sl, a->reqs, a->res, job->n, a->map, SLUICE_OK, a->out,
                          a->first, a->first_msg, err);
+        for (i = 0; i < a->n; i++)
+            count_result(sl, SL_OP_ACQUIRE, &a->out[i]);
     } else {
         memset(a->out, 0, sizeof(*a->out));
         st = answer_one(sl, a->op, a->reqs[0].rules, SLUICE_OK, &a->res[0],
                         a->out);
+        count_call(sl, a->op, st, a->op == SL_OP_RESET ? NULL : a->out);
         if (st != SLUICE_OK || a->op == SL_OP_RESET)
             a->out->status = st;
     }
+    sl_stats_call(&sl->stats, a->t0);
     a->done(sl, a->arg, st, a->out, a->n);
     sl_free(a);
 }
@@ -726,6 +785,7 @@ static async_call *new_call(sluice *sl, size_t n, size_t key_bytes,
     a->done = done;
     a->arg = arg;
     a->n = n;
+    a->t0 = sl_stats_start(&sl->stats);
     a->reqs = (sl_request *)(base + o_reqs);
     a->res = (sluice_result *)(base + o_res);
     a->out = (sluice_result *)(base + o_out);
@@ -783,8 +843,10 @@ static sluice_status start_one(sluice *sl, sl_op op, const void *key,
     if ((st = async_ready(sl, done, err)) != SLUICE_OK)
         return st;
     st = prepare(sl, op, key, key_len, rules, cost, handle_now(sl), &r, err);
-    if (st != SLUICE_OK)
+    if (st != SLUICE_OK) {
+        count_call(sl, op, st, NULL);
         return st;
+    }
     if ((a = new_call(sl, 1, key_len, done, arg)) == NULL) {
         sl_errf(err, SL_ERR_LEN, "out of memory");
         return SLUICE_ENOMEM;
@@ -908,6 +970,30 @@ void sluice_socket_action(sluice *sl, int fd, int events)
     if (sl == NULL || !sl->eng.attached)
         return;
     sl_engine_action(&sl->eng, fd, events);
+    count_round_trips(sl, 0);
+}
+
+sluice_status sluice_get_stats(sluice *sl, sluice_stats *out, size_t size)
+{
+    sluice_stats st;
+    char *err;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    err = err_of(sl);
+    if (out == NULL || size == 0) {
+        sl_errf(err, SL_ERR_LEN, "get_stats: %s",
+                out == NULL ? "out is NULL" : "size is 0");
+        return SLUICE_EINVAL;
+    }
+    if (!sl->stats.on) {
+        sl_errf(err, SL_ERR_LEN,
+                "get_stats: the handle keeps no counters (metrics=0)");
+        return SLUICE_EINVAL;
+    }
+    sl_stats_read(&sl->stats, &st);
+    memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));
+    return SLUICE_OK;
 }
 
 size_t sluice_pending(const sluice *sl)

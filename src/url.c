@@ -115,7 +115,7 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
     const char *v = eq ? eq + 1 : kv + n;
     size_t vlen = eq ? n - klen - 1 : 0;
     long long num;
-    char msg[200];
+    char msg[320];
 
 #define KEY_IS(s) (klen == strlen(s) && memcmp(kv, s, klen) == 0)
 #define VAL_IS(s) (vlen == strlen(s) && memcmp(v, s, vlen) == 0)
@@ -186,6 +186,14 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
                      (int)klen, kv, cap - 1);
             return bad(err, err_len, url, msg);
         }
+    } else if (KEY_IS("metrics")) {
+        if (VAL_IS("1") || VAL_IS("on"))
+            u->opts.no_metrics = false;
+        else if (VAL_IS("0") || VAL_IS("off"))
+            u->opts.no_metrics = true;
+        else
+            return bad(err, err_len, url,
+                       "option metrics: expected metrics=1 or metrics=0");
     } else if (KEY_IS("deny_cache")) {
         if (!read_uint(v, vlen, 0, 1000000, &num))
             return bad(err, err_len, url,
@@ -201,7 +209,7 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
         snprintf(msg, sizeof(msg),
                  "unknown option \"%.*s\" (known: "
                  "timeout_ms, connect_timeout_ms, clock, fail, prefix, "
-                 "ttl_floor_ms, deny_cache, socket, tls, tls_verify, "
+                 "ttl_floor_ms, deny_cache, metrics, socket, tls, tls_verify, "
                  "tls_ca_file, tls_ca_dir, tls_cert, tls_key, "
                  "tls_server_name)",
                  (int)(klen > 40 ? 40 : klen), kv);
