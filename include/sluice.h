@@ -213,6 +213,17 @@ SLUICE_API sluice_status sluice_acquire(sluice *sl, const void *key,
                                         const sluice_ruleset *rules,
                                         int64_t cost, sluice_result *out);
 
+/* sluice_acquire, and while it is denied with a retry_after that ends
+ * before wait_ms (0..86400000) from now have passed, sleeps that long and
+ * tries again: returns the first admission, or the last decision (a
+ * denial whose wait would pass the deadline, one that never fits, a
+ * failure). Never busy-waits: it sleeps each retry_after. */
+SLUICE_API sluice_status sluice_acquire_wait(sluice *sl, const void *key,
+                                             size_t key_len,
+                                             const sluice_ruleset *rules,
+                                             int64_t cost, int64_t wait_ms,
+                                             sluice_result *out);
+
 /* Returns what sluice_acquire would, and changes nothing. */
 SLUICE_API sluice_status sluice_peek(sluice *sl, const void *key,
                                      size_t key_len,
@@ -295,6 +306,12 @@ SLUICE_API sluice_status sluice_acquire_async(sluice *sl, const void *key,
                                               const sluice_ruleset *rules,
                                               int64_t cost, sluice_done_fn done,
                                               void *arg);
+/* sluice_acquire_wait on the loop: a denial that fits before the
+ * deadline sleeps on the loop's timer and tries again; done runs once,
+ * with the first admission or the last decision. */
+SLUICE_API sluice_status sluice_acquire_wait_async(
+    sluice *sl, const void *key, size_t key_len, const sluice_ruleset *rules,
+    int64_t cost, int64_t wait_ms, sluice_done_fn done, void *arg);
 SLUICE_API sluice_status sluice_peek_async(sluice *sl, const void *key,
                                            size_t key_len,
                                            const sluice_ruleset *rules,

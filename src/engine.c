@@ -163,6 +163,8 @@ static int64_t next_deadline(const sl_engine *e)
     } while (0)
     if (e->head != NULL)
         SOONER(e->head->deadline);
+    if (e->sleep_head != NULL)
+        SOONER(e->sleep_head->resume_at);
     for (j = e->head; e->waking > 0 && j != NULL; j = j->next)
         SOONER(j->wake_at);
     SOONER(e->wake_at);
@@ -174,11 +176,43 @@ static int64_t next_deadline(const sl_engine *e)
     return t;
 }
 
+void sl_engine_sleep(sl_engine *e, sl_job *job, int64_t at,
+                     sl_job_done_fn woken)
+{
+    sl_job *after = e->sleep_tail;
+
+    job->resume_at = at;
+    job->woken = woken;
+    while (after != NULL && after->resume_at > at)
+        after = after->prev;
+    job->prev = after;
+    job->next = after != NULL ? after->next : e->sleep_head;
+    if (job->next != NULL)
+        job->next->prev = job;
+    else
+        e->sleep_tail = job;
+    if (after != NULL)
+        after->next = job;
+    else
+        e->sleep_head = job;
+}
+
+void sl_engine_restart(sl_engine *e, sl_job *job)
+{
+    start_job(e, job);
+}
+
 /* Runs what is due at now: connect deadlines, expired jobs, wakes. */
 static void run_timers(sl_engine *e, int64_t now)
 {
     size_t i;
     sl_job *j;
+
+    /* Sleepers whose time has come start again. */
+    while ((j = e->sleep_head) != NULL && j->resume_at <= now) {
+        unlink_job(&e->sleep_head, &e->sleep_tail, j);
+        j->woken(j);
+    }
 
     for (i = 0; i < e->nconns; i++)
         sl_conn_check_deadline(e->conns[i], now);
@@ -306,6 +340,8 @@ size_t sl_engine_pending(const sl_engine *e)
         n++;
     for (j = e->done_head; j != NULL; j = j->next)
         n++;
+    for (j = e->sleep_head; j != NULL; j = j->next)
+        n++;
     return n;
 }
 
@@ -398,6 +434,13 @@ void sl_engine_shutdown(sl_engine *e)
             sl_engine_answer(j, k, SLUICE_EIO,
                              "the handle closed with the request in flight; "
                              "its outcome is unknown");
+    }
+    /* Sleepers end with the answers they had. */
+    while (e->sleep_head != NULL) {
+        sl_job *j = e->sleep_head;
+
+        unlink_job(&e->sleep_head, &e->sleep_tail, j);
+        append_job(&e->done_head, &e->done_tail, j);
     }
     for (i = 0; i < e->nconns; i++)
         sl_engine_forget_fd(e, e->conns[i]);

@@ -41,6 +41,10 @@ struct sl_job {
     bool expired;         /* its deadline passed: nothing is sent again */
     bool finished;
     sl_job_done_fn done; /* NULL: a blocking call waits for finished */
+    /* Asleep (sl_engine_sleep): when it starts again, and what it runs
+     * then (which calls sl_engine_restart). */
+    int64_t resume_at;
+    sl_job_done_fn woken;
     struct sl_engine *eng;
     sl_job *prev, *next;
 };
@@ -51,8 +55,10 @@ typedef struct sl_engine {
     const sl_url *url;
     sl_conn *conns[SL_ENGINE_CONNS];
     size_t nconns;
-    sl_job *head, *tail;           /* under way, soonest deadline first */
-    sl_job *done_head, *done_tail; /* answered, callbacks not yet run */
+    sl_job *head, *tail;             /* under way, soonest deadline first */
+    sl_job *done_head, *done_tail;   /* answered, callbacks not yet run */
+    sl_job *sleep_head, *sleep_tail; /* waiting to start again, soonest
+                                        first */
     int64_t wake_at; /* 0, or when the backend resumes (job NULL) */
     size_t waking;   /* jobs with a wake_at */
     /* The caller's loop (sluice_attach), or none. */
@@ -102,5 +108,12 @@ void sl_engine_report(sl_engine *e);
 /* The connection's socket is about to close: the loop stops watching. */
 void sl_engine_forget_fd(sl_engine *e, sl_conn *cn);
 size_t sl_engine_pending(const sl_engine *e);
+/* A job that ended (from its done callback) sleeps until at (monotonic
+ * ms); then woken runs, from the loop. At the handle's close, a sleeping
+ * job's done runs again with the answers it had. */
+void sl_engine_sleep(sl_engine *e, sl_job *job, int64_t at,
+                     sl_job_done_fn woken);
+/* Starts a job again (from its woken callback). */
+void sl_engine_restart(sl_engine *e, sl_job *job);
 
 #endif /* SL_ENGINE_H */

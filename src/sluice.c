@@ -562,6 +562,56 @@ sluice_status sluice_acquire(sluice *sl, const void *key, size_t key_len,
     return decide_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, out);
 }
 
+/* The longest wait an acquire may ask for: a day. */
+#define MAX_WAIT_MS 86400000
+
+static bool bad_wait(int64_t wait_ms, char *err)
+{
+    if (wait_ms >= 0 && wait_ms <= MAX_WAIT_MS)
+        return false;
+    sl_errf(err, SL_ERR_LEN, "wait_ms %lld: expected 0..%d ms",
+            (long long)wait_ms, MAX_WAIT_MS);
+    return true;
+}
+
+/* Sleeps ms, whatever signals come. */
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+sluice_status sluice_acquire_wait(sluice *sl, const void *key, size_t key_len,
+                                  const sluice_ruleset *rules, int64_t cost,
+                                  int64_t wait_ms, sluice_result *out)
+{
+    int64_t until;
+    sluice_status st;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    if (bad_wait(wait_ms, err_of(sl)))
+        return SLUICE_EINVAL;
+    until = sl_mono_ms() + wait_ms;
+    for (;;) {
+        int64_t now;
+
+        st = decide_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, out);
+        /* Admitted, failed, or a denial that never fits, or fits only
+         * after the deadline: that is the answer. */
+        if (st != SLUICE_OK || out->allowed ||
+            (out->status != SLUICE_OK && out->status != SLUICE_CACHED) ||
+            out->retry_after_ms < 0)
+            return st;
+        now = sl_mono_ms();
+        if (now + out->retry_after_ms > until)
+            return st;
+        sleep_ms(out->retry_after_ms > 0 ? out->retry_after_ms : 1);
+    }
+}
+
 sluice_status sluice_peek(sluice *sl, const void *key, size_t key_len,
                           const sluice_ruleset *rules, int64_t cost,
                           sluice_result *out)
@@ -699,6 +749,7 @@ typedef struct async_call {
     bool many;
     bool cached;           /* a single call the deny cache answered */
     int64_t t0;            /* its start, for the latency */
+    int64_t wait_until;    /* a waiting acquire: monotonic ms, else 0 */
     size_t n;              /* the caller's requests; job.n of them were sent */
     sl_request *reqs;      /* job.n, pointing into keys and rules */
     sluice_result *res;    /* job.n: the backend's answers */
@@ -710,6 +761,36 @@ typedef struct async_call {
     sluice_status first;   /* the first request refused, for a batch */
     char first_msg[SL_ERR_LEN];
 } async_call;
+
+static void async_done(sl_job *job);
+
+/* A waiting acquire wakes: the same request, at the time now. */
+static void async_woken(sl_job *job)
+{
+    async_call *a = (async_call *)job;
+
+    a->reqs[0].now_ms = handle_now(a->sl);
+    a->cached = false;
+    a->job.n = 1;
+    sl_engine_restart(&a->sl->eng, &a->job);
+}
+
+/* A waiting acquire was denied: it sleeps until the request fits, if that
+ * comes before its deadline (true). */
+static bool async_sleeps(async_call *a)
+{
+    const sluice_result *r = a->cached ? &a->out[0] : &a->res[0];
+    int64_t now = sl_mono_ms();
+
+    if (a->wait_until == 0 || a->sl->eng.closing || a->job.err[0] != '\0' ||
+        (r->status != SLUICE_OK && r->status != SLUICE_CACHED) || r->allowed ||
+        r->retry_after_ms < 0 || now + r->retry_after_ms > a->wait_until)
+        return false;
+    sl_engine_sleep(&a->sl->eng, &a->job,
+                    now + (r->retry_after_ms > 0 ? r->retry_after_ms : 1),
+                    async_woken);
+    return true;
+}
 
 /* The job ended: the fail policy, then the caller's callback. */
 static void async_done(sl_job *job)
@@ -726,6 +807,8 @@ static void async_done(sl_job *job)
     for (i = 0; i < job->n; i++)
         if (job->out[i].status == SLUICE_OK)
             deny_keep(sl, &a->reqs[i], &job->out[i]);
+    if (async_sleeps(a))
+        return;
     if (a->cached) {
         st = SLUICE_OK; /* out[0] holds the cache's answer */
         count_call(sl, a->op, st, a->out);
@@ -830,7 +913,8 @@ static void keep_request(async_call *a, size_t m, size_t at_key,
 
 static sluice_status start_one(sluice *sl, sl_op op, const void *key,
                                size_t key_len, const sluice_ruleset *rules,
-                               int64_t cost, sluice_done_fn done, void *arg)
+                               int64_t cost, int64_t wait_ms,
+                               sluice_done_fn done, void *arg)
 {
     async_call *a;
     sl_request r;
@@ -842,6 +926,8 @@ static sluice_status start_one(sluice *sl, sl_op op, const void *key,
     err = err_of(sl);
     if ((st = async_ready(sl, done, err)) != SLUICE_OK)
         return st;
+    if (bad_wait(wait_ms, err))
+        return SLUICE_EINVAL;
     st = prepare(sl, op, key, key_len, rules, cost, handle_now(sl), &r, err);
     if (st != SLUICE_OK) {
         count_call(sl, op, st, NULL);
@@ -854,6 +940,7 @@ static sluice_status start_one(sluice *sl, sl_op op, const void *key,
     a->reqs[0] = r;
     keep_request(a, 0, 0, key, key_len, rules);
     a->op = op;
+    a->wait_until = wait_ms > 0 ? sl_mono_ms() + wait_ms : 0;
     /* Answered by the deny cache: nothing to send, and the callback still
      * runs from the loop. */
     a->cached = deny_answers(sl, &a->reqs[0], &a->out[0]);
@@ -866,21 +953,32 @@ sluice_status sluice_acquire_async(sluice *sl, const void *key, size_t key_len,
                                    const sluice_ruleset *rules, int64_t cost,
                                    sluice_done_fn done, void *arg)
 {
-    return start_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, done, arg);
+    return start_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, 0, done,
+                     arg);
+}
+
+sluice_status sluice_acquire_wait_async(sluice *sl, const void *key,
+                                        size_t key_len,
+                                        const sluice_ruleset *rules,
+                                        int64_t cost, int64_t wait_ms,
+                                        sluice_done_fn done, void *arg)
+{
+    return start_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, wait_ms,
+                     done, arg);
 }
 
 sluice_status sluice_peek_async(sluice *sl, const void *key, size_t key_len,
                                 const sluice_ruleset *rules, int64_t cost,
                                 sluice_done_fn done, void *arg)
 {
-    return start_one(sl, SL_OP_PEEK, key, key_len, rules, cost, done, arg);
+    return start_one(sl, SL_OP_PEEK, key, key_len, rules, cost, 0, done, arg);
 }
 
 sluice_status sluice_reset_async(sluice *sl, const void *key, size_t key_len,
                                  const sluice_ruleset *rules,
                                  sluice_done_fn done, void *arg)
 {
-    return start_one(sl, SL_OP_RESET, key, key_len, rules, 1, done, arg);
+    return start_one(sl, SL_OP_RESET, key, key_len, rules, 1, 0, done, arg);
 }
 
 sluice_status sluice_acquire_many_async(sluice *sl, const sluice_request *reqs,

@@ -412,6 +412,78 @@ static void the_deny_cache_answers_on_the_loop(void **state)
     loop_free();
 }
 
+/* A waiting acquire on the loop: it sleeps on the loop's timer, the loop
+ * keeps running, and done runs once, with the admission. */
+static void an_acquire_waits_on_the_loop(void **state)
+{
+    sluice *sl = open_url(url, "");
+    sluice_ruleset rs;
+    answer a;
+    size_t i;
+    long ticks0;
+    int64_t retry, denied_at;
+
+    (void)state;
+    loop_new();
+    loop_attach(sl);
+    assert_int_equal(sluice_ruleset_parse("fixed:3/1s", &rs, NULL, 0),
+                     SLUICE_OK);
+    for (i = 0; i < 3; i++) {
+        start(sl, "wait", &rs, &a);
+        assert_true(run_until_done(&a, 1, 5000));
+        assert_true(a.res.allowed);
+    }
+    start(sl, "wait", &rs, &a);
+    assert_true(run_until_done(&a, 1, 5000));
+    if (a.res.allowed) /* a window ended meanwhile */
+        skip();
+    retry = a.res.retry_after_ms;
+    /* The request fits no sooner than retry after the denial's start. */
+    denied_at = a.started;
+    memset(&a, 0, sizeof(a));
+    a.started = tu_clock_ms(CLOCK_MONOTONIC);
+    ticks0 = ticks;
+    assert_int_equal(
+        sluice_acquire_wait_async(sl, "wait", 4, &rs, 1, 2000, on_done, &a),
+        SLUICE_OK);
+    assert_true(run_until_done(&a, 1, 5000));
+    printf("# %s: denied with retry_after %lld ms; the waiting acquire was "
+           "admitted after %lld ms, the loop ticking %ld times meanwhile\n",
+           LOOP_NAME, (long long)retry, (long long)(a.ended - a.started),
+           ticks - ticks0);
+    assert_int_equal(a.st, SLUICE_OK);
+    assert_true(a.res.allowed);
+    assert_true(a.ended - denied_at >= retry - 5);
+    assert_true(ticks - ticks0 >= (retry - 50) / 20);
+    /* A deadline before the request fits: the denial, at once. */
+    for (i = 0; i < 2; i++) {
+        start(sl, "wait", &rs, &a);
+        assert_true(run_until_done(&a, 1, 5000));
+    }
+    memset(&a, 0, sizeof(a));
+    a.started = tu_clock_ms(CLOCK_MONOTONIC);
+    assert_int_equal(
+        sluice_acquire_wait_async(sl, "wait", 4, &rs, 1, 1, on_done, &a),
+        SLUICE_OK);
+    assert_true(run_until_done(&a, 1, 5000));
+    if (!a.res.allowed)
+        assert_true(a.ended - a.started < 200);
+    /* Closing with one asleep: it ends with the denial it had. */
+    for (i = 0; i < 3; i++) {
+        start(sl, "wait2", &rs, &a);
+        assert_true(run_until_done(&a, 1, 5000));
+    }
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(
+        sluice_acquire_wait_async(sl, "wait2", 5, &rs, 1, 5000, on_done, &a),
+        SLUICE_OK);
+    for (i = 0; i < 5 && sluice_pending(sl) > 0 && !a.done; i++)
+        loop_once();
+    sluice_close(sl);
+    assert_true(a.done);
+    loop_free();
+}
+
 /* Decisions in flight when the handle closes each get SLUICE_EIO (or, on
  * mem://, which decides at once, the decision made). */
 static void closing_answers_what_is_in_flight(void **state)
@@ -764,6 +836,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(a_thousand_decisions_in_flight_from_one_thread),
         cmocka_unit_test(batches_peeks_and_resets_on_the_loop),
         cmocka_unit_test(the_deny_cache_answers_on_the_loop),
+        cmocka_unit_test(an_acquire_waits_on_the_loop),
         cmocka_unit_test(closing_answers_what_is_in_flight),
         cmocka_unit_test(a_frozen_server_costs_the_loop_nothing),
         cmocka_unit_test_teardown(

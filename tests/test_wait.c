@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_wait.c - sluice_acquire_wait on a real backend, with the real
+ * clock: a denied request that fits before the deadline is admitted once
+ * its retry_after has passed (slept, not polled: a backend call or two);
+ * one that fits only after the deadline, or never, is answered at once.
+ *   test_wait URL|@file [--no-buckets] */
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+uint64_t sl_handle_batches(sluice *sl);
+
+static const char *url;
+static bool no_buckets;
+
+static sluice *open_real(const char *tag)
+{
+    static char prefix[64];
+    sluice_options o;
+    sluice *sl = NULL;
+    char err[512];
+
+    sluice_options_init(&o);
+    snprintf(prefix, sizeof(prefix), "w%ld-%s:", (long)getpid(), tag);
+    o.key_prefix = prefix;
+    if (sluice_open(url, &o, &sl, err, sizeof(err)) != SLUICE_OK)
+        fail_msg("open %s: %s", url, err);
+    return sl;
+}
+
+static int64_t mono(void)
+{
+    return tu_clock_ms(CLOCK_MONOTONIC);
+}
+
+/* Takes the whole of rs on key, then waits for one more. */
+static void waits_for(const char *text, int64_t limit)
+{
+    sluice *sl = open_real("fits");
+    sluice_ruleset rs;
+    sluice_result r;
+    int64_t i, t0, tp, took, retry;
+    uint64_t calls;
+
+    assert_int_equal(sluice_ruleset_parse(text, &rs, NULL, 0), SLUICE_OK);
+    for (i = 0; i < limit; i++)
+        assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    tp = mono();
+    assert_int_equal(sluice_peek(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    if (r.allowed) /* a window ended meanwhile: too close to call */
+        skip();
+    retry = r.retry_after_ms;
+    calls = sl_handle_batches(sl);
+    t0 = mono();
+    assert_int_equal(sluice_acquire_wait(sl, "k", 1, &rs, 1, 2000, &r),
+                     SLUICE_OK);
+    took = mono() - t0;
+    printf("# %s %s: denied with retry_after %lld ms; admitted after %lld "
+           "ms, %llu backend calls\n",
+           url, text, (long long)retry, (long long)took,
+           (unsigned long long)(sl_handle_batches(sl) - calls));
+    assert_true(r.allowed);
+    assert_int_equal(r.status, SLUICE_OK);
+    /* It fits no sooner than retry after the peek began. */
+    assert_true(mono() - tp >= retry - 5 && took <= retry + 600);
+    assert_true(sl_handle_batches(sl) - calls <= 4);
+    sluice_close(sl);
+}
+
+static void a_window_ends_while_it_waits(void **state)
+{
+    (void)state;
+    waits_for("fixed:3/1s", 3);
+}
+
+static void a_bucket_refills_while_it_waits(void **state)
+{
+    (void)state;
+    /* twemproxy:// has no buckets: a log ages instead. */
+    waits_for(no_buckets ? "log:5/500ms" : "token:5/1s", 5);
+}
+
+static void a_wait_past_the_deadline_answers_at_once(void **state)
+{
+    sluice *sl = open_real("late");
+    sluice_ruleset rs;
+    sluice_result r;
+    int64_t t0;
+
+    (void)state;
+    assert_int_equal(sluice_ruleset_parse("fixed:1/1h", &rs, NULL, 0),
+                     SLUICE_OK);
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    t0 = mono();
+    assert_int_equal(sluice_acquire_wait(sl, "k", 1, &rs, 1, 300, &r),
+                     SLUICE_OK);
+    assert_false(r.allowed);
+    assert_true(r.retry_after_ms > 300);
+    assert_true(mono() - t0 < 200);
+    /* A cost that never fits: at once too. */
+    t0 = mono();
+    assert_int_equal(sluice_acquire_wait(sl, "k", 1, &rs, 2, 300, &r),
+                     SLUICE_OK);
+    assert_false(r.allowed);
+    assert_int_equal(r.retry_after_ms, -1);
+    assert_true(mono() - t0 < 200);
+    /* wait_ms 0: one acquire. */
+    assert_int_equal(sluice_acquire_wait(sl, "k", 1, &rs, 1, 0, &r), SLUICE_OK);
+    assert_false(r.allowed);
+    /* Out of range. */
+    assert_int_equal(sluice_acquire_wait(sl, "k", 1, &rs, 1, -1, &r),
+                     SLUICE_EINVAL);
+    assert_int_equal(sluice_acquire_wait(sl, "k", 1, &rs, 1, 86400001, &r),
+                     SLUICE_EINVAL);
+    assert_non_null(strstr(sluice_errmsg(sl), "wait_ms"));
+    sluice_close(sl);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_window_ends_while_it_waits),
+        cmocka_unit_test(a_bucket_refills_while_it_waits),
+        cmocka_unit_test(a_wait_past_the_deadline_answers_at_once),
+    };
+
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s URL|@file [--no-buckets]\n", argv[0]);
+        return 2;
+    }
+    url = tu_url(argv[1]);
+    no_buckets = argc > 2 && strcmp(argv[2], "--no-buckets") == 0;
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
