@@ -36,23 +36,24 @@ extern "C" {
 #define SLUICE_MAX_RULES   8    /* rules in one composite */
 
 /* Statuses. Append only, never renumber. */
-#define SLUICE_STATUS_MAP(X)                                      \
-    X(OK, "success")                                              \
-    X(EINVAL, "invalid argument")                                 \
-    X(EKEY, "invalid key")                                        \
-    X(ERULE, "invalid rule")                                      \
-    X(ECOST, "invalid cost")                                      \
-    X(EURL, "invalid URL")                                        \
-    X(ETIME, "time outside the accepted range")                   \
-    X(ENOMEM, "out of memory")                                    \
-    X(ECONNECT, "could not connect to the backend")               \
-    X(ETIMEOUT, "the backend did not answer within the timeout")  \
-    X(EIO, "connection to the backend lost")                      \
-    X(ESERVER, "the server answered with an error")               \
-    X(EPROTO, "unexpected reply from the server")                 \
-    X(EUNSUPPORTED, "not supported by this backend")              \
-    X(ECONTENDED, "the key changed under every retry; try again") \
-    X(CACHED, "denied by the local deny cache, without a round trip")
+#define SLUICE_STATUS_MAP(X)                                          \
+    X(OK, "success")                                                  \
+    X(EINVAL, "invalid argument")                                     \
+    X(EKEY, "invalid key")                                            \
+    X(ERULE, "invalid rule")                                          \
+    X(ECOST, "invalid cost")                                          \
+    X(EURL, "invalid URL")                                            \
+    X(ETIME, "time outside the accepted range")                       \
+    X(ENOMEM, "out of memory")                                        \
+    X(ECONNECT, "could not connect to the backend")                   \
+    X(ETIMEOUT, "the backend did not answer within the timeout")      \
+    X(EIO, "connection to the backend lost")                          \
+    X(ESERVER, "the server answered with an error")                   \
+    X(EPROTO, "unexpected reply from the server")                     \
+    X(EUNSUPPORTED, "not supported by this backend")                  \
+    X(ECONTENDED, "the key changed under every retry; try again")     \
+    X(CACHED, "denied by the local deny cache, without a round trip") \
+    X(SHADOWED, "admitted in shadow mode; the rules denied it")
 
 typedef enum sluice_status {
 #define SLUICE_X(name, msg) SLUICE_##name,
@@ -138,12 +139,19 @@ typedef struct sluice_options {
     /* Added after 0.1.0. The handle's counters (sluice_get_stats) are kept
      * unless this is true (URL: metrics=0). */
     bool no_metrics;
+    /* Added after 0.1.0. Shadow (dry-run) mode (URL: shadow=1): every
+     * acquire is decided and counted, and admitted; one the rules deny
+     * comes back allowed with status SLUICE_SHADOWED, and is not charged,
+     * as a denial is not. */
+    bool shadow;
 } sluice_options;
 
 /* A decision. status is SLUICE_OK when the backend decided; with a fail
  * policy of OPEN or CLOSED it is the failure that the policy answered;
  * SLUICE_CACHED when the deny cache answered (a denial, retry_after_ms
- * counting down to the time it fits, remaining as at the denial). */
+ * counting down to the time it fits, remaining as at the denial);
+ * SLUICE_SHADOWED when shadow mode admitted what the rules denied (the
+ * other fields are the denial's). */
 typedef struct sluice_result {
     sluice_status status;
     bool allowed;
@@ -360,6 +368,7 @@ typedef struct sluice_stats {
     uint64_t latency_us[SLUICE_STATS_BUCKETS];
     uint64_t calls;
     uint64_t latency_sum_us;
+    uint64_t shadow_admitted; /* of denied: admitted by shadow mode */
 } sluice_stats;
 
 /* Copies the counters into out, size bytes of it (sizeof(*out) as the

@@ -374,6 +374,7 @@ static bool policy_answers(const sluice *sl, sluice_status st)
     case SLUICE_ENOMEM:
     case SLUICE_EUNSUPPORTED:
     case SLUICE_CACHED:
+    case SLUICE_SHADOWED:
         return false;
     }
     return false;
@@ -486,10 +487,22 @@ static void count_round_trips(sluice *sl, uint64_t requests)
     sl->last_rt = rt;
 }
 
+/* Shadow mode: an acquire the rules denied (or the deny cache) is
+ * admitted, its status saying so; it was not charged. */
+static void shadow(const sluice *sl, sl_op op, sluice_result *r)
+{
+    if (sl->url.opts.shadow && op == SL_OP_ACQUIRE && !r->allowed &&
+        (r->status == SLUICE_OK || r->status == SLUICE_CACHED)) {
+        r->allowed = true;
+        r->status = SLUICE_SHADOWED;
+    }
+}
+
 /* Counts one request of a batch by its result. */
 static void count_result(sluice *sl, sl_op op, const sluice_result *r)
 {
-    if (r->status == SLUICE_OK || r->status == SLUICE_CACHED)
+    if (r->status == SLUICE_OK || r->status == SLUICE_CACHED ||
+        r->status == SLUICE_SHADOWED)
         sl_stats_answer(&sl->stats, op, SLUICE_OK, false, r);
     else
         sl_stats_answer(&sl->stats, op, r->status,
@@ -550,6 +563,8 @@ static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
             deny_keep(sl, &r, &res);
         st = answer_one(sl, op, rules, st, &res, out);
     }
+    if (st == SLUICE_OK && out != NULL)
+        shadow(sl, op, out);
     count_call(sl, op, st, out);
     sl_stats_call(&sl->stats, t0);
     return st;
@@ -724,8 +739,10 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
     for (i = 0; i < m && st == SLUICE_OK; i++)
         deny_keep(sl, &rs[i], &res[i]);
     st = answer_many(sl, rs, res, m, map, st, out, first, first_msg, err);
-    for (i = 0; i < n; i++)
+    for (i = 0; i < n; i++) {
+        shadow(sl, SL_OP_ACQUIRE, &out[i]);
         count_result(sl, SL_OP_ACQUIRE, &out[i]);
+    }
     sl_stats_call(&sl->stats, t0);
 done:
     if (rs != stack_reqs)
@@ -783,6 +800,7 @@ static bool async_sleeps(async_call *a)
     int64_t now = sl_mono_ms();
 
     if (a->wait_until == 0 || a->sl->eng.closing || a->job.err[0] != '\0' ||
+        a->sl->url.opts.shadow ||
         (r->status != SLUICE_OK && r->status != SLUICE_CACHED) || r->allowed ||
         r->retry_after_ms < 0 || now + r->retry_after_ms > a->wait_until)
         return false;
@@ -811,16 +829,21 @@ static void async_done(sl_job *job)
         return;
     if (a->cached) {
         st = SLUICE_OK; /* out[0] holds the cache's answer */
+        shadow(sl, a->op, a->out);
         count_call(sl, a->op, st, a->out);
     } else if (a->many) {
         st = answer_many(sl, a->reqs, a->res, job->n, a->map, SLUICE_OK, a->out,
                          a->first, a->first_msg, err);
-        for (i = 0; i < a->n; i++)
+        for (i = 0; i < a->n; i++) {
+            shadow(sl, SL_OP_ACQUIRE, &a->out[i]);
             count_result(sl, SL_OP_ACQUIRE, &a->out[i]);
+        }
     } else {
         memset(a->out, 0, sizeof(*a->out));
         st = answer_one(sl, a->op, a->reqs[0].rules, SLUICE_OK, &a->res[0],
                         a->out);
+        if (st == SLUICE_OK)
+            shadow(sl, a->op, a->out);
         count_call(sl, a->op, st, a->op == SL_OP_RESET ? NULL : a->out);
         if (st != SLUICE_OK || a->op == SL_OP_RESET)
             a->out->status = st;

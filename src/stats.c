@@ -26,6 +26,7 @@ void sl_stats_init(sl_stats *s, bool on)
     atomic_init(&s->round_trips, 0);
     atomic_init(&s->calls, 0);
     atomic_init(&s->latency_sum_us, 0);
+    atomic_init(&s->shadow_admitted, 0);
     for (i = 0; i < SLUICE_STATS_STATUSES; i++)
         atomic_init(&s->failures[i], 0);
     for (i = 0; i < SLUICE_STATS_BUCKETS; i++)
@@ -45,6 +46,11 @@ void sl_stats_answer(sl_stats *s, sl_op op, sluice_status st, bool policy,
     }
     if (res != NULL && res->status == SLUICE_CACHED)
         ADD(s->cache_hits, 1);
+    if (res != NULL && res->status == SLUICE_SHADOWED) {
+        ADD(s->shadow_admitted, 1);
+        ADD(s->denied, 1); /* the decision */
+        return;
+    }
     switch (op) {
     case SL_OP_ACQUIRE:
         if (res == NULL)
@@ -121,6 +127,7 @@ void sl_stats_read(const sl_stats *s, sluice_stats *out)
     out->round_trips = GET(s->round_trips);
     out->calls = GET(s->calls);
     out->latency_sum_us = GET(s->latency_sum_us);
+    out->shadow_admitted = GET(s->shadow_admitted);
     for (i = 0; i < SLUICE_STATS_STATUSES; i++)
         out->failures[i] = GET(s->failures[i]);
     for (i = 0; i < SLUICE_STATS_BUCKETS; i++)
@@ -165,6 +172,8 @@ static const char *status_label(sluice_status st)
         return "contended";
     case SLUICE_CACHED:
         return "cached";
+    case SLUICE_SHADOWED:
+        return "shadowed";
     }
     return NULL;
 }
@@ -257,6 +266,9 @@ size_t sluice_stats_prometheus(const sluice_stats *in, size_t size,
             true);
     counter(&t, "sluice_resets_total", "Resets done.", name, NULL, st.resets,
             true);
+    counter(&t, "sluice_shadow_admitted_total",
+            "Acquires the rules denied and shadow mode admitted.", name, NULL,
+            st.shadow_admitted, true);
     counter(&t, "sluice_deny_cache_hits_total",
             "Requests answered by the local deny cache.", name, NULL,
             st.deny_cache_hits, true);

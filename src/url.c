@@ -186,6 +186,14 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
                      (int)klen, kv, cap - 1);
             return bad(err, err_len, url, msg);
         }
+    } else if (KEY_IS("shadow")) {
+        if (VAL_IS("1") || VAL_IS("on"))
+            u->opts.shadow = true;
+        else if (VAL_IS("0") || VAL_IS("off"))
+            u->opts.shadow = false;
+        else
+            return bad(err, err_len, url,
+                       "option shadow: expected shadow=1 or shadow=0");
     } else if (KEY_IS("metrics")) {
         if (VAL_IS("1") || VAL_IS("on"))
             u->opts.no_metrics = false;
@@ -209,7 +217,8 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
         snprintf(msg, sizeof(msg),
                  "unknown option \"%.*s\" (known: "
                  "timeout_ms, connect_timeout_ms, clock, fail, prefix, "
-                 "ttl_floor_ms, deny_cache, metrics, socket, tls, tls_verify, "
+                 "ttl_floor_ms, deny_cache, metrics, shadow, socket, tls, "
+                 "tls_verify, "
                  "tls_ca_file, tls_ca_dir, tls_cert, tls_key, "
                  "tls_server_name)",
                  (int)(klen > 40 ? 40 : klen), kv);

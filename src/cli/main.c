@@ -106,6 +106,8 @@ static const char *status_name(sluice_status st)
         return "contended";
     case SLUICE_CACHED:
         return "cached";
+    case SLUICE_SHADOWED:
+        return "shadowed";
     }
     return "unknown";
 }
