@@ -96,7 +96,11 @@ typedef struct sluice_ruleset {
 typedef enum sluice_fail_policy {
     SLUICE_FAIL_ERROR = 0, /* return the error status (default) */
     SLUICE_FAIL_OPEN,      /* admit, out->status names the failure */
-    SLUICE_FAIL_CLOSED     /* deny, out->status names the failure */
+    SLUICE_FAIL_CLOSED,    /* deny, out->status names the failure */
+    /* decide on an in-process store instead, with the request's rules
+     * scaled to this instance's share (fallback_instances); out->status
+     * names the failure */
+    SLUICE_FAIL_FALLBACK
 } sluice_fail_policy;
 
 typedef int64_t (*sluice_clock_fn)(void *ctx); /* ms since the epoch */
@@ -144,6 +148,11 @@ typedef struct sluice_options {
      * comes back allowed with status SLUICE_SHADOWED, and is not charged,
      * as a denial is not. */
     bool shadow;
+    /* Added after 0.1.0. With SLUICE_FAIL_FALLBACK (URL: fail=fallback
+     * &fallback_instances=N): the instances that share the limit, 1..10000
+     * (default 1); the fallback store decides each request with every
+     * limit and burst divided by it, rounded up. */
+    uint32_t fallback_instances;
 } sluice_options;
 
 /* A decision. status is SLUICE_OK when the backend decided; with a fail
@@ -202,7 +211,8 @@ SLUICE_API sluice_status sluice_ruleset_check(const sluice_ruleset *rs,
  *   twemproxy://[password@]host:port   plain pipelines a proxy can parse
  *   redis-cluster://[user:password@]host:port[,host:port...]   slot-routed
  * Query options: ?timeout_ms=&connect_timeout_ms=&clock=local|server
- *   &fail=error|open|closed&prefix=&ttl_floor_ms=
+ *   &fail=error|open|closed|fallback&prefix=&ttl_floor_ms=
+ *   &deny_cache=&metrics=&shadow=&fallback_instances=
  * opts may be NULL. On SLUICE_OK stores a handle in *out; else *out is NULL
  * and err (may be NULL) holds the reason. Free with sluice_close(). */
 SLUICE_API sluice_status sluice_open(const char *url,

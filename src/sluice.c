@@ -39,6 +39,7 @@ struct sluice {
     sl_engine eng;       /* the connections' I/O, blocking or on a loop */
     sl_deny_cache deny;  /* off unless deny_cache=N */
     sl_stats stats;      /* on unless metrics=0 */
+    void *fallback;      /* fail=fallback: a private memory store */
     uint64_t last_rt;    /* the backend's round trips counted so far; by
                             whoever drives the engine */
     pthread_mutex_t mu;  /* guards what follows */
@@ -94,6 +95,25 @@ void sluice_options_init(sluice_options *opts)
         return;
     memset(opts, 0, sizeof(*opts));
     opts->struct_size = sizeof(*opts);
+}
+
+/* The fallback store: private, in this process, its keys under the
+ * handle's prefix. */
+static sluice_status open_fallback(sluice *sl, char *err, size_t err_len)
+{
+    sl_url *mem = sl_calloc(1, sizeof(*mem));
+    sluice_status st;
+
+    if (mem == NULL) {
+        sl_errf(err, err_len, "open: out of memory for the fallback store");
+        return SLUICE_ENOMEM;
+    }
+    mem->scheme = SL_SCHEME_MEM;
+    mem->opts = sl->url.opts;
+    memcpy(mem->prefix, sl->url.prefix, sizeof(mem->prefix));
+    st = sl_backend_memory.open(mem, NULL, &sl->fallback, err, err_len);
+    sl_free(mem); /* the memory backend keeps what it needs */
+    return st;
 }
 
 sluice_status sluice_open(const char *url, const sluice_options *opts,
@@ -171,6 +191,13 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
         goto fail;
     }
     sl->eng.state = sl->state;
+    if (sl->url.opts.fail == SLUICE_FAIL_FALLBACK &&
+        (st = open_fallback(sl, err, err_len)) != SLUICE_OK) {
+        sl_engine_shutdown(&sl->eng);
+        sl->backend->close(sl->state);
+        sl_deny_free(&sl->deny);
+        goto fail;
+    }
     *out = sl;
     return SLUICE_OK;
 fail:
@@ -185,6 +212,7 @@ void sluice_close(sluice *sl)
         return;
     sl_engine_shutdown(&sl->eng);
     sl->backend->close(sl->state);
+    sl_backend_memory.close(sl->fallback);
     sl_deny_free(&sl->deny);
     pthread_mutex_destroy(&sl->mu);
     sl_free(sl);
@@ -380,11 +408,57 @@ static bool policy_answers(const sluice *sl, sluice_status st)
     return false;
 }
 
-static void policy_result(const sluice *sl, const sluice_ruleset *rs,
+/* The rules of the fallback: each limit and burst divided by the
+ * instances that share them, rounded up. */
+static void fallback_rules(const sluice *sl, const sluice_ruleset *rs,
+                           sluice_ruleset *out)
+{
+    int64_t n = sl->url.opts.fallback_instances > 1
+                    ? (int64_t)sl->url.opts.fallback_instances
+                    : 1;
+    size_t i;
+
+    *out = *rs;
+    for (i = 0; i < out->count; i++) {
+        sluice_rule *r = &out->rules[i];
+
+        r->limit = (r->limit + n - 1) / n;
+        if (r->burst > 0)
+            r->burst = (r->burst + n - 1) / n;
+    }
+}
+
+/* fail=fallback: the request decided on the in-process store; false when
+ * that store cannot decide it either. */
+static bool fallback_result(const sluice *sl, const sl_request *rq,
+                            sluice_status st, sluice_result *out)
+{
+    sluice_ruleset rs;
+    sl_request r = *rq;
+    char err[SL_ERR_LEN];
+
+    fallback_rules(sl, rq->rules, &rs);
+    r.rules = &rs;
+    if (r.now_ms < 0) /* the server's clock: ours instead */
+        r.now_ms = sl->url.opts.clock(sl->url.opts.clock_ctx);
+    memset(out, 0, sizeof(*out));
+    if (sl_backend_memory.decide(sl->fallback, &r, 1, out, err, sizeof(err)) !=
+            SLUICE_OK ||
+        out->status != SLUICE_OK)
+        return false;
+    out->status = st;
+    return true;
+}
+
+static void policy_result(const sluice *sl, const sl_request *rq,
                           sluice_status st, sluice_result *out)
 {
+    const sluice_ruleset *rs = rq->rules;
     bool open = sl->url.opts.fail == SLUICE_FAIL_OPEN;
 
+    if (sl->url.opts.fail == SLUICE_FAIL_FALLBACK &&
+        fallback_result(sl, rq, st, out))
+        return;
     out->status = st;
     out->allowed = open;
     out->limit = sl_rule_capacity(&rs->rules[0]);
@@ -460,16 +534,16 @@ static void deny_keep(sluice *sl, const sl_request *r, const sluice_result *res)
 /* What a single call returns for the backend's answer (st for the call,
  * res for the request): the fail policy applied; *out set unless the call
  * fails. */
-static sluice_status answer_one(const sluice *sl, sl_op op,
-                                const sluice_ruleset *rules, sluice_status st,
-                                const sluice_result *res, sluice_result *out)
+static sluice_status answer_one(const sluice *sl, const sl_request *rq,
+                                sluice_status st, const sluice_result *res,
+                                sluice_result *out)
 {
     if (st == SLUICE_OK)
         st = res->status;
     if (st != SLUICE_OK) {
-        if (op == SL_OP_RESET || !policy_answers(sl, st))
+        if (rq->op == SL_OP_RESET || !policy_answers(sl, st))
             return st;
-        policy_result(sl, rules, st, out);
+        policy_result(sl, rq, st, out);
         return SLUICE_OK;
     }
     if (out != NULL)
@@ -561,7 +635,7 @@ static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
         st = dispatch(sl, &r, 1, &res, err);
         if (st == SLUICE_OK)
             deny_keep(sl, &r, &res);
-        st = answer_one(sl, op, rules, st, &res, out);
+        st = answer_one(sl, &r, st, &res, out);
     }
     if (st == SLUICE_OK && out != NULL)
         shadow(sl, op, out);
@@ -656,11 +730,11 @@ static sluice_status answer_many(const sluice *sl, const sl_request *rs,
         size_t j = map[i];
 
         if (st == SLUICE_OK && policy_answers(sl, res[i].status))
-            policy_result(sl, rs[i].rules, res[i].status, &out[j]);
+            policy_result(sl, &rs[i], res[i].status, &out[j]);
         else if (st == SLUICE_OK)
             out[j] = res[i];
         else if (policy_answers(sl, st))
-            policy_result(sl, rs[i].rules, st, &out[j]);
+            policy_result(sl, &rs[i], st, &out[j]);
         else
             out[j].status = st;
     }
@@ -840,8 +914,7 @@ static void async_done(sl_job *job)
         }
     } else {
         memset(a->out, 0, sizeof(*a->out));
-        st = answer_one(sl, a->op, a->reqs[0].rules, SLUICE_OK, &a->res[0],
-                        a->out);
+        st = answer_one(sl, &a->reqs[0], SLUICE_OK, &a->res[0], a->out);
         if (st == SLUICE_OK)
             shadow(sl, a->op, a->out);
         count_call(sl, a->op, st, a->op == SL_OP_RESET ? NULL : a->out);

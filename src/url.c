@@ -149,9 +149,12 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
             u->opts.fail = SLUICE_FAIL_OPEN;
         else if (VAL_IS("closed"))
             u->opts.fail = SLUICE_FAIL_CLOSED;
+        else if (VAL_IS("fallback"))
+            u->opts.fail = SLUICE_FAIL_FALLBACK;
         else
             return bad(err, err_len, url,
-                       "option fail: expected fail=error, open or closed");
+                       "option fail: expected fail=error, open, closed or "
+                       "fallback");
     } else if (KEY_IS("tls") || KEY_IS("tls_verify")) {
         bool on;
 
@@ -186,6 +189,12 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
                      (int)klen, kv, cap - 1);
             return bad(err, err_len, url, msg);
         }
+    } else if (KEY_IS("fallback_instances")) {
+        if (!read_uint(v, vlen, 1, 10000, &num))
+            return bad(err, err_len, url,
+                       "option fallback_instances: expected the number of "
+                       "instances sharing the limit, 1..10000");
+        u->opts.fallback_instances = (uint32_t)num;
     } else if (KEY_IS("shadow")) {
         if (VAL_IS("1") || VAL_IS("on"))
             u->opts.shadow = true;
@@ -217,7 +226,8 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
         snprintf(msg, sizeof(msg),
                  "unknown option \"%.*s\" (known: "
                  "timeout_ms, connect_timeout_ms, clock, fail, prefix, "
-                 "ttl_floor_ms, deny_cache, metrics, shadow, socket, tls, "
+                 "ttl_floor_ms, deny_cache, metrics, shadow, "
+                 "fallback_instances, socket, tls, "
                  "tls_verify, "
                  "tls_ca_file, tls_ca_dir, tls_cert, tls_key, "
                  "tls_server_name)",
@@ -558,7 +568,11 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
         out->opts.ttl_floor_ms = 1000;
     if (out->opts.fail != SLUICE_FAIL_ERROR &&
         out->opts.fail != SLUICE_FAIL_OPEN &&
-        out->opts.fail != SLUICE_FAIL_CLOSED)
+        out->opts.fail != SLUICE_FAIL_CLOSED &&
+        out->opts.fail != SLUICE_FAIL_FALLBACK)
         return bad(err, err_len, url, "options.fail is not a fail policy");
+    if (out->opts.fallback_instances > 10000)
+        return bad(err, err_len, url,
+                   "options.fallback_instances: expected 1..10000");
     return SLUICE_OK;
 }
