@@ -395,6 +395,21 @@ SLUICE_API size_t sluice_stats_prometheus(const sluice_stats *st, size_t size,
                                           const char *name, char *buf,
                                           size_t len);
 
+/* ------------------------------------------------------------- HTTP
+ *
+ * Writes a decision as HTTP response header fields, per the IETF draft
+ * "RateLimit header fields for HTTP" (draft-ietf-httpapi-ratelimit-headers
+ * -11), each line ending in CRLF:
+ *   RateLimit-Policy: "NAME";q=LIMIT;w=PERIOD_S   (one item a rule; a
+ *                     composite's are "NAME-1", "NAME-2", ...)
+ *   RateLimit: "NAME";r=REMAINING;t=RESET_S      (the rule that binds)
+ *   Retry-After: SECONDS                         (a denial that can fit)
+ * Seconds are rounded up. name NULL: "sluice". Returns the length the
+ * whole text needs, as snprintf does (0 for NULL or empty rules). */
+SLUICE_API size_t sluice_http_headers(const sluice_ruleset *rules,
+                                      const sluice_result *res,
+                                      const char *name, char *buf, size_t len);
+
 /* Replaces the allocator of sluice's own memory (not hiredis's). Call before
  * any handle exists; NULL arguments restore the C library's. */
 SLUICE_API void sluice_set_allocator(void *(*malloc_fn)(size_t),

@@ -8,7 +8,7 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config libhiredis-dev libssl-dev libjansson-dev)
 if [[ ${1:-} == --test ]]; then
     # libevent and libuv: the event-loop adapters' tests and the bench.
-    pkgs+=(libcmocka-dev redis-server redis-tools nutcracker openssl valgrind clang-format clang libfuzzer-14-dev libevent-dev libuv1-dev python3-prometheus-client)
+    pkgs+=(libcmocka-dev redis-server redis-tools nutcracker openssl valgrind clang-format clang libfuzzer-14-dev libevent-dev libuv1-dev python3-prometheus-client curl)
 fi
 
 missing=()

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* http.c - a decision as HTTP response header fields, per the IETF draft
+ * "RateLimit header fields for HTTP" (draft-ietf-httpapi-ratelimit-headers,
+ * revision 11): RateLimit-Policy lists the quota policies (one a rule),
+ * RateLimit the one that binds, both Structured Field lists of Items whose
+ * value is a String naming the policy; Retry-After (RFC 9110) on a denial
+ * that can fit. */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct text {
+    char *buf;
+    size_t len, at;
+} text;
+
+static void put(text *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void put(text *t, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(t->at < t->len ? t->buf + t->at : NULL,
+                  t->at < t->len ? t->len - t->at : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        t->at += (size_t)n;
+}
+
+/* A Structured Field String: printable ASCII, with backslash and quote
+ * escaped; anything else becomes '_'. Rule i (1-based) of a composite gets
+ * "-i" after the name. */
+static void put_name(text *t, const char *name, size_t i, size_t count)
+{
+    const char *c;
+
+    put(t, "\"");
+    for (c = name; *c != '\0'; c++) {
+        if (*c == '"' || *c == '\\')
+            put(t, "\\%c", *c);
+        else if (*c >= 0x20 && *c < 0x7f)
+            put(t, "%c", *c);
+        else
+            put(t, "_");
+    }
+    if (count > 1)
+        put(t, "-%zu", i + 1);
+    put(t, "\"");
+}
+
+/* Seconds, rounded up: a client that waits this long is not early. */
+static long long seconds_up(int64_t ms)
+{
+    return ms <= 0 ? 0 : (long long)((ms + 999) / 1000);
+}
+
+size_t sluice_http_headers(const sluice_ruleset *rules,
+                           const sluice_result *res, const char *name,
+                           char *buf, size_t len)
+{
+    text t = {buf, buf != NULL ? len : 0, 0};
+    size_t i, binding = 0;
+
+    if (t.len > 0)
+        t.buf[0] = '\0';
+    if (rules == NULL || res == NULL || rules->count == 0 ||
+        rules->count > SLUICE_MAX_RULES)
+        return 0;
+    if (name == NULL || name[0] == '\0')
+        name = "sluice";
+    /* The policies: each rule's limit over its period. */
+    put(&t, "RateLimit-Policy: ");
+    for (i = 0; i < rules->count; i++) {
+        const sluice_rule *r = &rules->rules[i];
+
+        put(&t, "%s", i > 0 ? ", " : "");
+        put_name(&t, name, i, rules->count);
+        put(&t, ";q=%lld;w=%lld", (long long)r->limit,
+            seconds_up(r->period_ms));
+        /* The rule that binds: the first whose capacity the result names. */
+        if (sl_rule_capacity(r) == res->limit &&
+            sl_rule_capacity(&rules->rules[binding]) != res->limit)
+            binding = i;
+    }
+    put(&t, "\r\n");
+    /* Where the binding one stands. */
+    put(&t, "RateLimit: ");
+    put_name(&t, name, binding, rules->count);
+    put(&t, ";r=%lld;t=%lld\r\n",
+        (long long)(res->remaining > 0 ? res->remaining : 0),
+        seconds_up(res->reset_after_ms));
+    if (!res->allowed && res->retry_after_ms >= 0)
+        put(&t, "Retry-After: %lld\r\n",
+            seconds_up(res->retry_after_ms) > 0
+                ? seconds_up(res->retry_after_ms)
+                : 1);
+    return t.at;
+}
