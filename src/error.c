@@ -47,3 +47,16 @@ void sl_quote(char *dst, size_t dst_len, const void *p, size_t n)
     }
     dst[o] = '\0';
 }
+
+void sl_textf(sl_text *t, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(t->at < t->len ? t->buf + t->at : NULL,
+                  t->at < t->len ? t->len - t->at : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        t->at += (size_t)n;
+}

@@ -11,46 +11,25 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef struct text {
-    char *buf;
-    size_t len, at;
-} text;
-
-static void put(text *t, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void put(text *t, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(t->at < t->len ? t->buf + t->at : NULL,
-                  t->at < t->len ? t->len - t->at : 0, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        t->at += (size_t)n;
-}
-
 /* A Structured Field String: printable ASCII, with backslash and quote
  * escaped; anything else becomes '_'. Rule i (1-based) of a composite gets
  * "-i" after the name. */
-static void put_name(text *t, const char *name, size_t i, size_t count)
+static void put_name(sl_text *t, const char *name, size_t i, size_t count)
 {
     const char *c;
 
-    put(t, "\"");
+    sl_textf(t, "\"");
     for (c = name; *c != '\0'; c++) {
         if (*c == '"' || *c == '\\')
-            put(t, "\\%c", *c);
+            sl_textf(t, "\\%c", *c);
         else if (*c >= 0x20 && *c < 0x7f)
-            put(t, "%c", *c);
+            sl_textf(t, "%c", *c);
         else
-            put(t, "_");
+            sl_textf(t, "_");
     }
     if (count > 1)
-        put(t, "-%zu", i + 1);
-    put(t, "\"");
+        sl_textf(t, "-%zu", i + 1);
+    sl_textf(t, "\"");
 }
 
 /* Seconds, rounded up: a client that waits this long is not early. */
@@ -63,7 +42,7 @@ size_t sluice_http_headers(const sluice_ruleset *rules,
                            const sluice_result *res, const char *name,
                            char *buf, size_t len)
 {
-    text t = {buf, buf != NULL ? len : 0, 0};
+    sl_text t = {buf, buf != NULL ? len : 0, 0};
     size_t i, binding = 0;
 
     if (t.len > 0)
@@ -74,30 +53,30 @@ size_t sluice_http_headers(const sluice_ruleset *rules,
     if (name == NULL || name[0] == '\0')
         name = "sluice";
     /* The policies: each rule's limit over its period. */
-    put(&t, "RateLimit-Policy: ");
+    sl_textf(&t, "RateLimit-Policy: ");
     for (i = 0; i < rules->count; i++) {
         const sluice_rule *r = &rules->rules[i];
 
-        put(&t, "%s", i > 0 ? ", " : "");
+        sl_textf(&t, "%s", i > 0 ? ", " : "");
         put_name(&t, name, i, rules->count);
-        put(&t, ";q=%lld;w=%lld", (long long)r->limit,
-            seconds_up(r->period_ms));
+        sl_textf(&t, ";q=%lld;w=%lld", (long long)r->limit,
+                 seconds_up(r->period_ms));
         /* The rule that binds: the first whose capacity the result names. */
         if (sl_rule_capacity(r) == res->limit &&
             sl_rule_capacity(&rules->rules[binding]) != res->limit)
             binding = i;
     }
-    put(&t, "\r\n");
+    sl_textf(&t, "\r\n");
     /* Where the binding one stands. */
-    put(&t, "RateLimit: ");
+    sl_textf(&t, "RateLimit: ");
     put_name(&t, name, binding, rules->count);
-    put(&t, ";r=%lld;t=%lld\r\n",
-        (long long)(res->remaining > 0 ? res->remaining : 0),
-        seconds_up(res->reset_after_ms));
+    sl_textf(&t, ";r=%lld;t=%lld\r\n",
+             (long long)(res->remaining > 0 ? res->remaining : 0),
+             seconds_up(res->reset_after_ms));
     if (!res->allowed && res->retry_after_ms >= 0)
-        put(&t, "Retry-After: %lld\r\n",
-            seconds_up(res->retry_after_ms) > 0
-                ? seconds_up(res->retry_after_ms)
-                : 1);
+        sl_textf(&t, "Retry-After: %lld\r\n",
+                 seconds_up(res->retry_after_ms) > 0
+                     ? seconds_up(res->retry_after_ms)
+                     : 1);
     return t.at;
 }

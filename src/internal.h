@@ -30,6 +30,16 @@ void sl_errf(char *err, size_t err_len, const char *fmt, ...)
 /* Quotes up to 64 bytes of a binary value printably ("ab\x00c..."). */
 void sl_quote(char *dst, size_t dst_len, const void *p, size_t n);
 
+/* Text built piece by piece into buf[len], as snprintf would build it:
+ * what does not fit is counted in at, so that at is the length the whole
+ * text needs. */
+typedef struct sl_text {
+    char *buf;
+    size_t len, at;
+} sl_text;
+void sl_textf(sl_text *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* rule.c */
 static inline int64_t sl_rule_capacity(const sluice_rule *r)
 {

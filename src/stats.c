@@ -178,72 +178,50 @@ static const char *status_label(sluice_status st)
     return NULL;
 }
 
-/* Appends to buf as snprintf would, counting what does not fit. */
-typedef struct text {
-    char *buf;
-    size_t len, at;
-} text;
-
-static void put(text *t, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void put(text *t, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(t->at < t->len ? t->buf + t->at : NULL,
-                  t->at < t->len ? t->len - t->at : 0, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        t->at += (size_t)n;
-}
-
 /* A name as a label value: backslash, quote and newline escaped. */
-static void put_label_value(text *t, const char *v)
+static void put_label_value(sl_text *t, const char *v)
 {
     for (; *v != '\0'; v++) {
         if (*v == '\\' || *v == '"')
-            put(t, "\\%c", *v);
+            sl_textf(t, "\\%c", *v);
         else if (*v == '\n')
-            put(t, "\\n");
+            sl_textf(t, "\\n");
         else
-            put(t, "%c", *v);
+            sl_textf(t, "%c", *v);
     }
 }
 
 /* The labels: {handle="name",extra} or {extra} or none. */
-static void put_labels(text *t, const char *name, const char *extra)
+static void put_labels(sl_text *t, const char *name, const char *extra)
 {
     if (name == NULL && extra == NULL)
         return;
-    put(t, "{");
+    sl_textf(t, "{");
     if (name != NULL) {
-        put(t, "handle=\"");
+        sl_textf(t, "handle=\"");
         put_label_value(t, name);
-        put(t, "\"%s", extra != NULL ? "," : "");
+        sl_textf(t, "\"%s", extra != NULL ? "," : "");
     }
-    put(t, "%s}", extra != NULL ? extra : "");
+    sl_textf(t, "%s}", extra != NULL ? extra : "");
 }
 
-static void counter(text *t, const char *metric, const char *help,
+static void counter(sl_text *t, const char *metric, const char *help,
                     const char *name, const char *extra, uint64_t v, bool head)
 {
     if (head) {
-        put(t, "# HELP %s %s\n", metric, help);
-        put(t, "# TYPE %s counter\n", metric);
+        sl_textf(t, "# HELP %s %s\n", metric, help);
+        sl_textf(t, "# TYPE %s counter\n", metric);
     }
-    put(t, "%s", metric);
+    sl_textf(t, "%s", metric);
     put_labels(t, name, extra);
-    put(t, " %llu\n", (unsigned long long)v);
+    sl_textf(t, " %llu\n", (unsigned long long)v);
 }
 
 size_t sluice_stats_prometheus(const sluice_stats *in, size_t size,
                                const char *name, char *buf, size_t len)
 {
     sluice_stats st;
-    text t = {buf, buf != NULL ? len : 0, 0};
+    sl_text t = {buf, buf != NULL ? len : 0, 0};
     char extra[64];
     uint64_t cum = 0;
     size_t i;
@@ -294,9 +272,10 @@ size_t sluice_stats_prometheus(const sluice_stats *in, size_t size,
     counter(&t, "sluice_round_trips_total",
             "Network writes that carried requests.", name, NULL, st.round_trips,
             true);
-    put(&t, "# HELP sluice_call_duration_seconds Calls by duration (a batch "
-            "is one call).\n");
-    put(&t, "# TYPE sluice_call_duration_seconds histogram\n");
+    sl_textf(&t,
+             "# HELP sluice_call_duration_seconds Calls by duration (a batch "
+             "is one call).\n");
+    sl_textf(&t, "# TYPE sluice_call_duration_seconds histogram\n");
     for (i = 0; i < SLUICE_STATS_BUCKETS; i++) {
         cum += st.latency_us[i];
         if (i + 1 == SLUICE_STATS_BUCKETS)
@@ -304,16 +283,16 @@ size_t sluice_stats_prometheus(const sluice_stats *in, size_t size,
         else
             snprintf(extra, sizeof(extra), "le=\"%.6f\"",
                      (double)(UINT64_C(2) << i) / 1e6);
-        put(&t, "sluice_call_duration_seconds_bucket");
+        sl_textf(&t, "sluice_call_duration_seconds_bucket");
         put_labels(&t, name, extra);
-        put(&t, " %llu\n", (unsigned long long)cum);
+        sl_textf(&t, " %llu\n", (unsigned long long)cum);
     }
-    put(&t, "sluice_call_duration_seconds_sum");
+    sl_textf(&t, "sluice_call_duration_seconds_sum");
     put_labels(&t, name, NULL);
-    put(&t, " %.6f\n", (double)st.latency_sum_us / 1e6);
-    put(&t, "sluice_call_duration_seconds_count");
+    sl_textf(&t, " %.6f\n", (double)st.latency_sum_us / 1e6);
+    sl_textf(&t, "sluice_call_duration_seconds_count");
     put_labels(&t, name, NULL);
     /* The count is the +Inf bucket's: the counters are read one by one. */
-    put(&t, " %llu\n", (unsigned long long)cum);
+    sl_textf(&t, " %llu\n", (unsigned long long)cum);
     return t.at;
 }
