@@ -7,7 +7,6 @@
  * that can fit. */
 #include "internal.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 

@@ -2,7 +2,6 @@
 /* stats.c - a handle's counters, and their Prometheus text. */
 #include "stats.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
