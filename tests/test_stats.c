@@ -31,7 +31,6 @@ static sluice *open_with(tu_clock *clk, const char *tag, const char *u,
     o.clock = tu_clock_now;
     o.clock_ctx = clk;
     o.deny_cache = deny;
-    o.connect_timeout_ms = 200;
     snprintf(prefix, sizeof(prefix), "st%ld-%s:", (long)getpid(), tag);
     o.key_prefix = prefix;
     if (sluice_open(u, &o, &sl, err, sizeof(err)) != SLUICE_OK)
@@ -169,7 +168,6 @@ static void failures_and_the_policy_answers(void **state)
         char err[256];
 
         sluice_options_init(&o);
-        o.connect_timeout_ms = 200;
         /* fail=error refuses to open on a server that is not there. */
         assert_int_equal(sluice_open(u, &o, &sl, err, sizeof(err)),
                          SLUICE_ECONNECT);
