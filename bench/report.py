@@ -256,17 +256,21 @@ if dc_off and dc_on and dc_off["decisions_per_s"]:
            [("ratio", dc_on["decisions_per_s"] / dc_off["decisions_per_s"])], 10, "min")
 
 # The handle's counters on the hot path: one process, uniform keys, the
-# same cell with metrics=0 and with them.
+# same cell with metrics=0 and with them. Their cost is per call (two clock
+# reads, a few atomic adds): held to 100 ns a decision where it shows, in
+# process; on Redis it is shown as a ratio, within the run's noise.
 for tgt in ("mem", "redis"):
     mc = [c for c in cells if c["section"] == "metrics" and c["target"] == tgt]
     m_off = next((c for c in mc if c.get("metrics") is False), None)
     m_on = next((c for c in mc if c.get("metrics") is True), None)
-    if m_off and m_on and m_off["decisions_per_s"]:
-        target(tgt, m_on["what"], "the counters on: decisions/s with metrics ≥ "
-               "0.95 × metrics=0 (%.0f against %.0f)" % (m_on["decisions_per_s"],
-                                                        m_off["decisions_per_s"]),
-               [("ratio", m_on["decisions_per_s"] / m_off["decisions_per_s"])], 0.95,
-               "min")
+    if not (m_off and m_on and m_off["decisions_per_s"] and m_on["decisions_per_s"]):
+        continue
+    ns = 1e9 / m_on["decisions_per_s"] - 1e9 / m_off["decisions_per_s"]
+    target(tgt, m_on["what"], "the counters' cost per decision ≤ 100 ns "
+           "(%.0f/s with them, %.0f/s with metrics=0, ×%.2f)" % (
+               m_on["decisions_per_s"], m_off["decisions_per_s"],
+               m_on["decisions_per_s"] / m_off["decisions_per_s"]),
+           [("ns", ns)], 100, "max", judged=None if tgt == "mem" else [])
 
 
 def verdict(t):
