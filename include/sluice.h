@@ -192,6 +192,12 @@ SLUICE_API void sluice_options_init(sluice_options *opts);
 /* Static text for a status; never NULL, never to be freed. */
 SLUICE_API const char *sluice_strerror(sluice_status st);
 
+/* A status's short name, for logs and metric labels: the status without
+ * its E, in lower case ("connect", "timeout", "cached"; "invalid" for
+ * SLUICE_EINVAL, "nomem" for SLUICE_ENOMEM, "ok"); "unknown" for a value
+ * this library does not know. Static; never NULL. */
+SLUICE_API const char *sluice_status_name(sluice_status st);
+
 /* Parses "ALGO:LIMIT/PERIOD[,burst=N][,tz=+HH:MM]" joined by '+', e.g.
  * "fixed:1000/1d,tz=+08:00+fixed:100/1h". On error returns SLUICE_ERULE and
  * writes a message quoting the offending part into err (may be NULL). */

@@ -16,6 +16,47 @@ const char *sluice_strerror(sluice_status st)
     return "unknown status";
 }
 
+const char *sluice_status_name(sluice_status st)
+{
+    switch (st) {
+    case SLUICE_OK:
+        return "ok";
+    case SLUICE_EINVAL:
+        return "invalid";
+    case SLUICE_EKEY:
+        return "key";
+    case SLUICE_ERULE:
+        return "rule";
+    case SLUICE_ECOST:
+        return "cost";
+    case SLUICE_EURL:
+        return "url";
+    case SLUICE_ETIME:
+        return "time";
+    case SLUICE_ENOMEM:
+        return "nomem";
+    case SLUICE_ECONNECT:
+        return "connect";
+    case SLUICE_ETIMEOUT:
+        return "timeout";
+    case SLUICE_EIO:
+        return "io";
+    case SLUICE_ESERVER:
+        return "server";
+    case SLUICE_EPROTO:
+        return "proto";
+    case SLUICE_EUNSUPPORTED:
+        return "unsupported";
+    case SLUICE_ECONTENDED:
+        return "contended";
+    case SLUICE_CACHED:
+        return "cached";
+    case SLUICE_SHADOWED:
+        return "shadowed";
+    }
+    return "unknown";
+}
+
 void sl_errf(char *err, size_t err_len, const char *fmt, ...)
 {
     va_list ap;

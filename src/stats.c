@@ -135,48 +135,6 @@ void sl_stats_read(const sl_stats *s, sluice_stats *out)
 
 /* ---------------------------------------------------------- Prometheus */
 
-/* A status as a label value. */
-static const char *status_label(sluice_status st)
-{
-    switch (st) {
-    case SLUICE_OK:
-        return "ok";
-    case SLUICE_EINVAL:
-        return "invalid";
-    case SLUICE_EKEY:
-        return "key";
-    case SLUICE_ERULE:
-        return "rule";
-    case SLUICE_ECOST:
-        return "cost";
-    case SLUICE_EURL:
-        return "url";
-    case SLUICE_ETIME:
-        return "time";
-    case SLUICE_ENOMEM:
-        return "nomem";
-    case SLUICE_ECONNECT:
-        return "connect";
-    case SLUICE_ETIMEOUT:
-        return "timeout";
-    case SLUICE_EIO:
-        return "io";
-    case SLUICE_ESERVER:
-        return "server";
-    case SLUICE_EPROTO:
-        return "proto";
-    case SLUICE_EUNSUPPORTED:
-        return "unsupported";
-    case SLUICE_ECONTENDED:
-        return "contended";
-    case SLUICE_CACHED:
-        return "cached";
-    case SLUICE_SHADOWED:
-        return "shadowed";
-    }
-    return NULL;
-}
-
 /* A name as a label value: backslash, quote and newline escaped. */
 static void put_label_value(sl_text *t, const char *v)
 {
@@ -251,9 +209,9 @@ size_t sluice_stats_prometheus(const sluice_stats *in, size_t size,
             st.deny_cache_hits, true);
     head = true;
     for (i = 0; i < SLUICE_STATS_STATUSES; i++) {
-        const char *label = status_label((sluice_status)i);
+        const char *label = sluice_status_name((sluice_status)i);
 
-        if (label == NULL || st.failures[i] == 0)
+        if (st.failures[i] == 0 || strcmp(label, "unknown") == 0)
             continue;
         snprintf(extra, sizeof(extra), "status=\"%s\"", label);
         counter(&t, "sluice_failures_total",

@@ -603,58 +603,16 @@ static void a_frozen_server_costs_the_loop_nothing(void **state)
 static pid_t own_server;
 static int own_port;
 
-static int free_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof(a);
-    int s = socket(AF_INET, SOCK_STREAM, 0), port;
-
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(getsockname(s, (struct sockaddr *)&a, &len), 0);
-    port = ntohs(a.sin_port);
-    close(s);
-    return port;
-}
-
 static void start_own_server(void)
 {
-    char port[16];
-    int i;
-
-    snprintf(port, sizeof(port), "%d", own_port);
-    own_server = fork();
-    assert_true(own_server >= 0);
-    if (own_server == 0) {
-        execlp("redis-server", "redis-server", "--port", port, "--bind",
-               "127.0.0.1", "--save", "", "--appendonly", "no", "--logfile",
-               "/dev/null", (char *)NULL);
-        _exit(127);
-    }
-    for (i = 0; i < 200; i++) {
-        redisContext *c = redisConnect("127.0.0.1", own_port);
-        bool up = c != NULL && c->err == 0;
-
-        if (c != NULL)
-            redisFree(c);
-        if (up)
-            return;
-        tu_sleep_ms(20);
-    }
-    fail_msg("redis-server on port %d did not start", own_port);
+    own_server = tu_start_redis(own_port);
+    if (own_server <= 0)
+        fail_msg("redis-server on port %d did not start", own_port);
 }
 
 static void kill_own_server(void)
 {
-    int status;
-
-    if (own_server <= 0)
-        return;
-    kill(own_server, SIGKILL);
-    waitpid(own_server, &status, 0);
-    own_server = 0;
+    tu_kill(&own_server);
 }
 
 /* A killed server: what was in flight ends with a clear status, what
@@ -672,7 +630,7 @@ static void a_killed_server_is_a_clear_status_then_recovers(void **state)
     (void)state;
     if (!with_faults)
         skip();
-    own_port = free_port();
+    own_port = tu_free_port();
     start_own_server();
     /* The scheme of the URL under test, on a server of our own. */
     snprintf(u, sizeof(u), "%.*s://127.0.0.1:%d/?timeout_ms=300",

@@ -128,58 +128,16 @@ static void a_frozen_backend_falls_back_then_returns(void **state)
 static pid_t own;
 static int own_port;
 
-static int free_port(void)
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof(a);
-    int s = socket(AF_INET, SOCK_STREAM, 0), port;
-
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(getsockname(s, (struct sockaddr *)&a, &len), 0);
-    port = ntohs(a.sin_port);
-    close(s);
-    return port;
-}
-
 static void start_own(void)
 {
-    char port[16];
-    int i;
-
-    snprintf(port, sizeof(port), "%d", own_port);
-    own = fork();
-    assert_true(own >= 0);
-    if (own == 0) {
-        execlp("redis-server", "redis-server", "--port", port, "--bind",
-               "127.0.0.1", "--save", "", "--appendonly", "no", "--logfile",
-               "/dev/null", (char *)NULL);
-        _exit(127);
-    }
-    for (i = 0; i < 200; i++) {
-        redisContext *c = redisConnect("127.0.0.1", own_port);
-        bool up = c != NULL && c->err == 0;
-
-        if (c != NULL)
-            redisFree(c);
-        if (up)
-            return;
-        tu_sleep_ms(20);
-    }
-    fail_msg("redis-server on port %d did not start", own_port);
+    own = tu_start_redis(own_port);
+    if (own <= 0)
+        fail_msg("redis-server on port %d did not start", own_port);
 }
 
 static void kill_own(void)
 {
-    int status;
-
-    if (own <= 0)
-        return;
-    kill(own, SIGKILL);
-    waitpid(own, &status, 0);
-    own = 0;
+    tu_kill(&own);
 }
 
 static void a_killed_server_falls_back_then_returns(void **state)
@@ -194,7 +152,7 @@ static void a_killed_server_falls_back_then_returns(void **state)
     (void)state;
     if (!with_kill)
         skip();
-    own_port = free_port();
+    own_port = tu_free_port();
     start_own();
     snprintf(u, sizeof(u), "%.*s://127.0.0.1:%d/",
              (int)(strstr(url, "://") - url), url, own_port);

@@ -8,10 +8,16 @@
 
 #include <hiredis/hiredis.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -219,6 +225,66 @@ static inline pid_t tu_freeze(const char *host, int port, const char *seconds)
     if (pid > 0)
         tu_sleep_ms(100);
     return pid;
+}
+
+/* A free loopback TCP port (bound, read, closed). */
+static inline int tu_free_port(void)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof(a);
+    int s = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (s >= 0 && bind(s, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(s, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (s >= 0)
+        close(s);
+    return port;
+}
+
+/* A throwaway redis-server of the test's own on 127.0.0.1:port, up and
+ * answering: its pid, or -1 when it did not start within 4 s. */
+static inline pid_t tu_start_redis(int port)
+{
+    char arg[16];
+    pid_t pid;
+    int i;
+
+    snprintf(arg, sizeof(arg), "%d", port);
+    if ((pid = fork()) < 0)
+        return -1;
+    if (pid == 0) {
+        execlp("redis-server", "redis-server", "--port", arg, "--bind",
+               "127.0.0.1", "--save", "", "--appendonly", "no", "--logfile",
+               "/dev/null", (char *)NULL);
+        _exit(127);
+    }
+    for (i = 0; i < 200; i++) {
+        redisContext *c = redisConnect("127.0.0.1", port);
+        bool up = c != NULL && c->err == 0;
+
+        if (c != NULL)
+            redisFree(c);
+        if (up)
+            return pid;
+        tu_sleep_ms(20);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+/* Kills *pid (SIGKILL) and reaps it; *pid becomes 0. */
+static inline void tu_kill(pid_t *pid)
+{
+    if (*pid <= 0)
+        return;
+    kill(*pid, SIGKILL);
+    waitpid(*pid, NULL, 0);
+    *pid = 0;
 }
 
 #endif /* SL_TESTUTIL_H */

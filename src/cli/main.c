@@ -69,49 +69,6 @@ static const char usage_text[] =
     "unsupported, ... (\"invalid\" for EINVAL), as in\n"
     "  {\"error\": \"cost: cost 0 is out of range 1..1000000000\"}\n";
 
-/* The name that starts every error message: the status without its E, in
- * lower case; "input" (not a status) names a malformed line or argument. */
-static const char *status_name(sluice_status st)
-{
-    switch (st) {
-    case SLUICE_OK:
-        return "ok";
-    case SLUICE_EINVAL:
-        return "invalid";
-    case SLUICE_EKEY:
-        return "key";
-    case SLUICE_ERULE:
-        return "rule";
-    case SLUICE_ECOST:
-        return "cost";
-    case SLUICE_EURL:
-        return "url";
-    case SLUICE_ETIME:
-        return "time";
-    case SLUICE_ENOMEM:
-        return "nomem";
-    case SLUICE_ECONNECT:
-        return "connect";
-    case SLUICE_ETIMEOUT:
-        return "timeout";
-    case SLUICE_EIO:
-        return "io";
-    case SLUICE_ESERVER:
-        return "server";
-    case SLUICE_EPROTO:
-        return "proto";
-    case SLUICE_EUNSUPPORTED:
-        return "unsupported";
-    case SLUICE_ECONTENDED:
-        return "contended";
-    case SLUICE_CACHED:
-        return "cached";
-    case SLUICE_SHADOWED:
-        return "shadowed";
-    }
-    return "unknown";
-}
-
 /* Writes "NAME: msg" into dst, unless msg already starts with "NAME: ". */
 static void named(char *dst, size_t dst_len, const char *name, const char *msg)
 {
@@ -302,7 +259,7 @@ static sluice *open_or_report(const char *url, sluice_options *opts,
     env_credentials(opts);
     st = sluice_open(url, opts, &sl, err, sizeof(err));
     if (st != SLUICE_OK) {
-        report(status_name(st), err);
+        report(sluice_status_name(st), err);
         *exit_status = backend_exit(st);
         return NULL;
     }
@@ -334,14 +291,14 @@ static int cmd_check(int argc, char **argv)
     if (key == NULL)
         return usage_error("input", "%s", "check: --key is required");
     if ((st = sluice_ruleset_parse(rule, &rs, err, sizeof(err))) != SLUICE_OK)
-        return usage_error(status_name(st), "%s", err);
+        return usage_error(sluice_status_name(st), "%s", err);
     memset(&opts, 0, sizeof(opts));
     if ((sl = open_or_report(a.url, &opts, &rc)) == NULL)
         return rc;
     st = a.peek ? sluice_peek(sl, key, strlen(key), &rs, cost, &res)
                 : sluice_acquire(sl, key, strlen(key), &rs, cost, &res);
     if (st != SLUICE_OK) {
-        report(status_name(st), sluice_errmsg(sl));
+        report(sluice_status_name(st), sluice_errmsg(sl));
         sluice_close(sl);
         return st == SLUICE_EKEY || st == SLUICE_ECOST || st == SLUICE_ERULE
                    ? EXIT_USAGE
@@ -368,7 +325,7 @@ static int cmd_check(int argc, char **argv)
 
         snprintf(msg, sizeof(msg), "decided by the fail policy: %s",
                  sluice_errmsg(sl));
-        report(status_name(res.status), msg);
+        report(sluice_status_name(res.status), msg);
     }
     sluice_close(sl);
     return res.allowed ? EXIT_ALLOWED : EXIT_DENIED;
@@ -405,7 +362,7 @@ static void replay_line(sluice *sl, vclock *clk,
     if (ev.rule != NULL) {
         if ((st = sluice_ruleset_parse(ev.rule, &rs, msg, sizeof(msg))) !=
             SLUICE_OK) {
-            print_error_json(stdout, status_name(st), msg);
+            print_error_json(stdout, sluice_status_name(st), msg);
             goto done;
         }
         rules = &rs;
@@ -429,7 +386,7 @@ static void replay_line(sluice *sl, vclock *clk,
         break;
     }
     if (st != SLUICE_OK)
-        print_error_json(stdout, status_name(st), sluice_errmsg(sl));
+        print_error_json(stdout, sluice_status_name(st), sluice_errmsg(sl));
     else if (ev.op == JSONL_RESET)
         fputs("{\"reset\": true}\n", stdout);
     else
@@ -455,7 +412,7 @@ static int cmd_replay(int argc, char **argv)
         return rc;
     if (a.rule != NULL &&
         (st = sluice_ruleset_parse(a.rule, &rs, err, sizeof(err))) != SLUICE_OK)
-        return usage_error(status_name(st), "%s", err);
+        return usage_error(sluice_status_name(st), "%s", err);
     memset(&opts, 0, sizeof(opts));
     opts.clock = vclock_now;
     opts.clock_ctx = &clk;
@@ -517,7 +474,7 @@ static int cmd_demo(int argc, char **argv)
     rule = a.rule;
     n = a.requests;
     if ((st = sluice_ruleset_parse(rule, &rs, err, sizeof(err))) != SLUICE_OK)
-        return usage_error(status_name(st), "%s", err);
+        return usage_error(sluice_status_name(st), "%s", err);
     memset(&opts, 0, sizeof(opts));
     if ((sl = open_or_report(a.url, &opts, &rc)) == NULL)
         return rc;
@@ -548,7 +505,7 @@ static int cmd_demo(int argc, char **argv)
     sluice_close(sl);
     return 0;
 fail:
-    report(status_name(st), sluice_errmsg(sl));
+    report(sluice_status_name(st), sluice_errmsg(sl));
     sluice_close(sl);
     return EXIT_BACKEND;
 }
