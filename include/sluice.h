@@ -254,6 +254,29 @@ SLUICE_API sluice_status sluice_peek(sluice *sl, const void *key,
                                      const sluice_ruleset *rules, int64_t cost,
                                      sluice_result *out);
 
+/* Acquires as much of max_cost as fits right now, all or nothing across
+ * the rules: grants g, the largest cost from 0 to max_cost that
+ * sluice_acquire would admit (the least remaining over the rules), into
+ * *granted. g >= 1: out is that acquire's admission, g charged. g == 0: out
+ * is the denial of cost 1 (retry_after_ms: until 1 fits). Exact on every
+ * algorithm and backend; see docs/SEMANTICS.md, "acquire at most". */
+SLUICE_API sluice_status sluice_acquire_at_most(
+    sluice *sl, const void *key, size_t key_len, const sluice_ruleset *rules,
+    int64_t max_cost, int64_t *granted, sluice_result *out);
+
+/* Gives back up to amount (1..10^9) of what the key's rules still count,
+ * never more than a rule counts (a refund creates no capacity that was not
+ * charged); docs/SEMANTICS.md, "refund", says where it goes on each
+ * algorithm. out is the state it leaves, nothing charged: allowed, the
+ * least remaining over the rules (and its limit), retry_after_ms -1,
+ * reset_after_ms the largest. A failure is returned, never answered by
+ * the fail policy. twemproxy:// returns SLUICE_EUNSUPPORTED (no atomic
+ * read-modify-write). */
+SLUICE_API sluice_status sluice_refund(sluice *sl, const void *key,
+                                       size_t key_len,
+                                       const sluice_ruleset *rules,
+                                       int64_t amount, sluice_result *out);
+
 /* Forgets the key's state under every rule of the set. */
 SLUICE_API sluice_status sluice_reset(sluice *sl, const void *key,
                                       size_t key_len,
@@ -385,6 +408,7 @@ typedef struct sluice_stats {
     uint64_t calls;
     uint64_t latency_sum_us;
     uint64_t shadow_admitted; /* of denied: admitted by shadow mode */
+    uint64_t refunds;         /* refunds made (sluice_refund) */
 } sluice_stats;
 
 /* Copies the counters into out, size bytes of it (sizeof(*out) as the

@@ -22,7 +22,8 @@
 -- ARGV[1]   little-endian int64s: t (the request's time in ms, or -1: the
 --           server's TIME), op (1 acquire: charge when every rule admits,
 --           0 peek, 2 reset: server's clock only, the client deletes on
---           its own), cost, tag (echoed last), then for each rule: algo
+--           its own, 3 acquire at most cost, 4 refund cost), cost, tag
+--           (echoed last), then for each rule: algo
 --           (1 fixed, 2 sliding, 3 log, 4 token, 5 gcra), limit, period,
 --           and three more:
 --             fixed, sliding  tz offset, te (ms to the window's end; -1 on
@@ -41,7 +42,11 @@
 --           fitting denial: the stamp whose leaving lets it fit and the
 --           live cost up to it; else -1, 0); token, gcra: admitted (1/0),
 --           x and D read (-1, -1: none). Then, on the server's clock, t.
---           Last the tag. All as little-endian int64s in one string.
+--           Then, for op 3, the amount granted. Last the tag. A refund
+--           (op 4) is made first and then answered as a peek of cost 1,
+--           and an acquire at most reads as a peek of cost 1 (the state
+--           and admissions it reports are those), then charges what it
+--           grants. All as little-endian int64s in one string.
 -- Numbers are below 2^53 (SEMANTICS.md, "Accepted ranges"), so doubles
 -- hold them exactly; products are formed only where they stay below 2^53.
 
@@ -171,6 +176,141 @@ if op == 2 then
     return struct.pack('<i8i8', t, tag)
 end
 
+-- A refund (SEMANTICS.md, "refund") gives back up to c of what each rule
+-- counts, then the script answers as a peek of cost 1. Rare: it reads
+-- what it needs plainly.
+if op == 4 then
+    local q, kx = 33, 1
+    for i = 1, n do
+        local algo, l, p, a3, a4, a5
+        algo, l, p, a3, a4, a5, q = struct.unpack('<i8i8i8i8i8i8', ARGV[1],
+            q)
+        local key = KEYS[kx]
+        if algo <= 2 then
+            local wk, pk = KEYS[kx], KEYS[kx + 1]
+            if server then
+                local sh = t + a3
+                local k = (sh - math.fmod(sh, p)) / p
+                wk = key .. ':' .. string.format('%.0f', k)
+                pk = key .. ':' .. string.format('%.0f', k - 1)
+                kx = kx + 1
+            elseif algo == 2 then
+                kx = kx + 2
+            else
+                kx = kx + 1
+            end
+            -- The window of t first, then (sliding) the one before it.
+            local left = c
+            local cur = tonumber(redis.call('GET', wk)) or 0
+            if cur > 0 then
+                local take = math.min(left, cur)
+                redis.call('DECRBY', wk, string.format('%.0f', take))
+                left = left - take
+            end
+            if algo == 2 and left > 0 then
+                local prev = tonumber(redis.call('GET', pk)) or 0
+                if prev > 0 then
+                    redis.call('DECRBY', pk, string.format('%.0f',
+                        math.min(left, prev)))
+                end
+            end
+        elseif algo == 3 then
+            kx = kx + 1
+            local top = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
+            if top[1] then
+                local u = tonumber(top[2])
+                if t > u then
+                    u = t
+                end
+                redis.call('ZREMRANGEBYSCORE', key, '-inf',
+                    string.format('%.0f', u - p))
+                -- Newest first, stamp by stamp: the stamps above x go
+                -- whole, x keeps r of its cost.
+                local live = redis.call('ZREVRANGE', key, '0', '-1',
+                    'WITHSCORES')
+                local left, x, r, j = c, nil, 0, 1
+                while j <= #live and left > 0 do
+                    local sx, at = 0, live[j + 1]
+                    while j <= #live and live[j + 1] == at do
+                        local w = string.match(live[j], '^%d+:(%d+):')
+                        if w == nil then
+                            return redis.error_reply('sluice script: ' ..
+                                'unexpected data under ' .. key .. '; is ' ..
+                                'another program using the key prefix?')
+                        end
+                        sx = sx + tonumber(w)
+                        j = j + 2
+                    end
+                    x = tonumber(at)
+                    if sx > left then
+                        r, left = sx - left, 0
+                    else
+                        left = left - sx
+                    end
+                end
+                if x then
+                    local xs = string.format('%.0f', x)
+                    redis.call('ZREMRANGEBYSCORE', key, xs, '+inf')
+                    if r > 0 then
+                        -- The rest at x, as the next link after the
+                        -- newest link left (see the log in phase 1).
+                        local sq, ss = 0, 0
+                        local all = redis.call('ZRANGE', key, '0', '-1')
+                        for m = 1, #all do
+                            local e = all[m]
+                            if string.byte(e, -33) == 126 then
+                                local eq, es = struct.unpack('>i8>i8', e,
+                                    #e - 31)
+                                if eq > sq then
+                                    sq, ss = eq, es
+                                end
+                            end
+                        end
+                        local rs = string.format('%.0f', r)
+                        redis.call('ZADD', key, xs, xs .. ':' .. rs .. ':~' ..
+                            struct.pack('>i8>i8>i8>i8', sq + 1, (ss + r) %
+                            1125899906842624, x, r))
+                    end
+                end
+            end
+        else
+            kx = kx + 1
+            local v = redis.call('GET', key)
+            if v then
+                if #v ~= 24 then
+                    return redis.error_reply('sluice script: unexpected ' ..
+                        'data under ' .. key .. '; is another program ' ..
+                        'using the key prefix?')
+                end
+                local x, d, keep = struct.unpack('<i8i8i8', v)
+                local u = t
+                if x > u then
+                    u = x
+                end
+                local du = 0
+                if (u - x) * l < d then
+                    du = d - (u - x) * l
+                end
+                -- c * p may pass 2^53 only where it is surely above du.
+                local nd = 0
+                if c * p < du then
+                    nd = du - c * p
+                end
+                redis.call('SET', key, struct.pack('<i8i8i8', u, nd, keep),
+                    'KEEPTTL')
+            end
+        end
+    end
+    op, c = 0, 1
+end
+
+-- An acquire at most reads as a peek of cost 1; g is what it grants: the
+-- least room over the rules, where room is the largest cost a rule admits.
+local g = c
+if op == 3 then
+    c = 1
+end
+
 -- Phase 1: each rule's state and admission; only windows write (see
 -- below). What phase 2 needs goes into
 -- st, in rule order (sized for one rule at once: growing a table costs).
@@ -216,6 +356,24 @@ for i = 1, n do
             admit = prev * te + now * p <= l * p
         end
         local cur = now - c
+        if op == 3 then
+            -- fixed: L - cur; sliding: floor((L*P - prev*(P - e)) / P) -
+            -- cur, each product below 2^53 (one correction step).
+            local room = l - cur
+            if algo == 2 then
+                local a = l * p - prev * te
+                local q = math.floor(a / p)
+                if q * p > a then
+                    q = q - 1
+                elseif (q + 1) * p <= a then
+                    q = q + 1
+                end
+                room = q - cur
+            end
+            if room < g then
+                g = room
+            end
+        end
         st[o], st[o + 1], st[o + 2], st[o + 3] = algo, p, a5, cur
         st[o + 4], st[o + 5], st[o + 6] = prev, wk, te
         o = o + 7
@@ -342,6 +500,9 @@ for i = 1, n do
         elseif not top[1] then
             admit = c <= l
         end
+        if op == 3 and l - sum < g then
+            g = l - sum
+        end
         st[o], st[o + 1], st[o + 2], st[o + 3] = algo, p, a3, m
         st[o + 4], st[o + 5], st[o + 6] = sum, xfit, cum
         st[o + 7], st[o + 8], st[o + 9], st[o + 10] = u, key, sq, ss
@@ -375,6 +536,21 @@ for i = 1, n do
             du = d - (u - x) * l
         end
         admit = c <= a3 and du <= (a3 - c) * p
+        if op == 3 then
+            -- B - ceil(du / P), one correction step each way.
+            local q = math.floor(du / p)
+            if q * p > du then
+                q = q - 1
+            elseif (q + 1) * p <= du then
+                q = q + 1
+            end
+            if q * p < du then
+                q = q + 1
+            end
+            if a3 - q < g then
+                g = a3 - q
+            end
+        end
         st[o], st[o + 1], st[o + 2], st[o + 3] = algo, p, a4, v or false
         st[o + 4], st[o + 5], st[o + 6], st[o + 7] = u, du, keep, key
         st[o + 8], st[o + 9], st[o + 10] = l, x, d
@@ -388,7 +564,18 @@ for i = 1, n do
 end
 
 -- Phase 2: charge every rule, or take back the windows' charges; the
--- reply goes into the slots of st as they are read.
+-- reply goes into the slots of st as they are read. An acquire at most
+-- charges what it grants.
+local cs = ARGV[2]
+if op == 3 then
+    if g < 0 then
+        g = 0
+    end
+    if g >= 1 then
+        c, cs = g, string.format('%.0f', g)
+    end
+end
+local charge = all and (op == 1 or op == 3)
 local r = 1
 o = 1
 for i = 1, n do
@@ -397,9 +584,12 @@ for i = 1, n do
         local cur, prev, wk, te, admit = st[o + 3], st[o + 4], st[o + 5],
             st[o + 6], st[o + 7]
         o = o + 8
-        if op == 1 and all then
+        if charge then
             -- The window's first charge sets its TTL: its end, and so the
             -- TTL it needs, is the same for every later charge in it.
+            if op == 3 then
+                redis.call('INCRBY', wk, cs)
+            end
             if cur == 0 then
                 local ttl = te + p
                 if algo == 2 then
@@ -434,10 +624,10 @@ for i = 1, n do
             st[o + 4], st[o + 5], st[o + 6], st[o + 7], st[o + 8],
             st[o + 9], st[o + 10], st[o + 11], st[o + 12]
         o = o + 13
-        if op == 1 and all then
+        if charge then
             -- The next link of the chain (the first, if no link lives).
             local stamp = string.format('%.0f', u)
-            redis.call('ZADD', key, stamp, stamp .. ':' .. ARGV[2] ..
+            redis.call('ZADD', key, stamp, stamp .. ':' .. cs ..
                 ':~' .. struct.pack('>i8>i8>i8>i8', sq + 1, (ss + c) %
                 1125899906842624, u, c))
             if dead ~= 0 then
@@ -464,7 +654,7 @@ for i = 1, n do
             st[o + 5], st[o + 6], st[o + 7], st[o + 8], st[o + 9],
             st[o + 10], st[o + 11]
         o = o + 12
-        if op == 1 and all then
+        if charge then
             bucket_store(key, u, du + c * p, keep, l, p, floor)
         end
         -- admitted (1/0), then the state read: x and D, or -1, -1 (none).
@@ -490,7 +680,12 @@ if server then
     st[r] = t
     r = r + 1
 end
+if op == 3 then
+    st[r] = g
+    r = r + 1
+end
 st[r] = tag
 return struct.pack(string.sub(
-    '<i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8', 1, 1 + 2 * r),
+    '<i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8',
+    1, 1 + 2 * r),
     unpack(st, 1, r))

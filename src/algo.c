@@ -223,3 +223,85 @@ bool sl_decide(const sluice_ruleset *rs, const sl_state_view *views, int64_t t,
         decide_rule(&rs->rules[i], &views[i], t, cost, all, &v[i], &charges[i]);
     return all;
 }
+
+int64_t sl_grant(const sluice_ruleset *rs, const sl_state_view *views,
+                 int64_t t, int64_t max)
+{
+    sl_verdict v;
+    sl_charge ch;
+    int64_t g = max;
+    size_t i;
+
+    /* A peek of cost 1 reports remaining before any charge: the largest
+     * cost each rule admits. */
+    for (i = 0; i < rs->count; i++) {
+        decide_rule(&rs->rules[i], &views[i], t, 1, false, &v, &ch);
+        g = sl_min64(g, v.remaining);
+    }
+    return sl_max64(g, 0);
+}
+
+void sl_describe(const sluice_ruleset *rs, const sl_state_view *views,
+                 int64_t t, sluice_result *out)
+{
+    sl_verdict v[SLUICE_MAX_RULES];
+    sl_charge ch;
+    size_t i;
+
+    for (i = 0; i < rs->count; i++) {
+        decide_rule(&rs->rules[i], &views[i], t, 1, false, &v[i], &ch);
+        v[i].admit = true;
+    }
+    sl_combine(rs, v, out);
+}
+
+void sl_refund_window(const sluice_rule *r, int64_t cur, int64_t prev,
+                      int64_t a, int64_t *take_cur, int64_t *take_prev)
+{
+    *take_cur = sl_min64(a, sl_max64(cur, 0));
+    *take_prev = 0;
+    if (r->algorithm == SLUICE_SLIDING)
+        *take_prev = sl_min64(a - *take_cur, sl_max64(prev, 0));
+}
+
+bool sl_refund_bucket(const sluice_rule *r, int64_t t, bool has, int64_t x,
+                      int64_t d, int64_t a, int64_t *new_x, int64_t *new_d)
+{
+    int64_t l = r->limit, p = r->period_ms, u, du;
+
+    if (!has)
+        return false;
+    u = sl_max64(t, x);
+    if (d <= 0 || u - x >= sl_cdiv(d, l))
+        du = 0;
+    else
+        du = d - (u - x) * l;
+    *new_x = u;
+    /* a * P may pass 2^63; du < 2^53 does not. */
+    *new_d = a >= sl_cdiv(du, p) ? 0 : du - a * p;
+    return true;
+}
+
+void sl_refund_log(const sluice_rule *r, int64_t t, const sl_log_entry *e,
+                   size_t n, int64_t a, size_t *first, size_t *end,
+                   int64_t *last_cost)
+{
+    int64_t u = n > 0 ? sl_max64(t, e[n - 1].x) : t;
+    size_t f = 0, k = n;
+
+    while (f < n && e[f].x <= u - r->period_ms)
+        f++;
+    *last_cost = 0;
+    while (k > f && a > 0) {
+        if (e[k - 1].cost > a) {
+            *last_cost = e[k - 1].cost - a;
+            break;
+        }
+        a -= e[k - 1].cost;
+        k--;
+    }
+    if (k > f && *last_cost == 0)
+        *last_cost = e[k - 1].cost;
+    *first = f;
+    *end = k;
+}

@@ -65,6 +65,33 @@ typedef struct sl_charge {
 bool sl_decide(const sluice_ruleset *rs, const sl_state_view *views, int64_t t,
                int64_t cost, sl_verdict *v, sl_charge *charges);
 
+/* Acquire at most max: the amount granted, 0..max, the largest cost that
+ * every rule admits on these views (the least remaining a peek reports).
+ * Every admission test is monotone in the cost, so this is exact. */
+int64_t sl_grant(const sluice_ruleset *rs, const sl_state_view *views,
+                 int64_t t, int64_t max);
+
+/* A refund's answer: the state on the views, nothing charged: allowed,
+ * limit and remaining of the rule with the least remaining, retry -1,
+ * reset the largest. */
+void sl_describe(const sluice_ruleset *rs, const sl_state_view *views,
+                 int64_t t, sluice_result *out);
+
+/* Refunds of amount a at t (SEMANTICS.md, "refund"). Windows: what comes
+ * off the window of t (*take_cur) and, for sliding, the one before
+ * (*take_prev). */
+void sl_refund_window(const sluice_rule *r, int64_t cur, int64_t prev,
+                      int64_t a, int64_t *take_cur, int64_t *take_prev);
+/* Buckets: the state after, (*new_x, *new_d); false when there is none
+ * (nothing to refund, nothing to store). */
+bool sl_refund_bucket(const sluice_rule *r, int64_t t, bool has, int64_t x,
+                      int64_t d, int64_t a, int64_t *new_x, int64_t *new_d);
+/* Logs (entries oldest first): the entries that stay are e[*first ..
+ * *end), the last of them with cost *last_cost (when *end > *first). */
+void sl_refund_log(const sluice_rule *r, int64_t t, const sl_log_entry *e,
+                   size_t n, int64_t a, size_t *first, size_t *end,
+                   int64_t *last_cost);
+
 /* TTL in ms that a charged key needs from t (before the floor). */
 int64_t sl_ttl_after_charge(const sluice_rule *r, const sl_verdict *v);
 

@@ -12,7 +12,9 @@
 typedef enum sl_op {
     SL_OP_ACQUIRE = 1,
     SL_OP_PEEK,
-    SL_OP_RESET
+    SL_OP_RESET,
+    SL_OP_AT_MOST, /* acquire at most cost: *granted says how much */
+    SL_OP_REFUND   /* give back up to cost; answers as a peek of 1 after */
 } sl_op;
 
 /* A validated request: key within the cap, rules checked, cost in range. */
@@ -21,8 +23,9 @@ typedef struct sl_request {
     const void *key;
     size_t key_len;
     const sluice_ruleset *rules;
-    int64_t cost;   /* ignored by reset */
-    int64_t now_ms; /* the handle's clock; -1: the server's clock */
+    int64_t cost;     /* ignored by reset */
+    int64_t now_ms;   /* the handle's clock; -1: the server's clock */
+    int64_t *granted; /* SL_OP_AT_MOST: where the amount granted goes */
 } sl_request;
 
 typedef struct sl_backend {

@@ -55,9 +55,15 @@ typedef struct rule_io {
     int64_t k, to_end;     /* windows: index and time to its end */
     int64_t ttl;           /* TTL sent with the optimistic charge */
     sl_log_entry *entries; /* log: oldest first, without our own */
-    int64_t keep;          /* token, gcra: live at least until then */
+    int64_t keep;          /* token, gcra: live at least until then;
+                              log refund: its PTTL */
     size_t cap;
     char member[64]; /* log: our entry */
+    /* A refund's writes: what comes off the windows; the log's entries
+     * that stay, [first, end), the last with cost last. */
+    int64_t take_cur, take_prev, last;
+    size_t first, end;
+    int64_t dead_upto, cut_x, rest; /* -1: none */
 } rule_io;
 
 /* The steps of a unit; each queues its commands and ends when their
@@ -97,6 +103,7 @@ struct sl_unit {
     sl_verdict v[SLUICE_MAX_RULES];
     sl_charge ch[SLUICE_MAX_RULES];
     bool all;
+    int64_t charged; /* the cost charged: an acquire at most's grant */
     /* The key's queue: the unit under way on the key is in the table
      * (hnext), with the last unit waiting behind it (qtail). */
     bool keyed, held;
@@ -212,6 +219,10 @@ static size_t append_block(sl_plain *p, unit *j)
             case SLUICE_LOG:
                 APPEND(p, j, "ZRANGE %b 0 -1 WITHSCORES", key, kl);
                 n++;
+                if (rq->op == SL_OP_REFUND) {
+                    APPEND(p, j, "PTTL %b", key, kl);
+                    n++;
+                }
                 break;
             case SLUICE_TOKEN:
             case SLUICE_GCRA:
@@ -371,6 +382,10 @@ static sluice_status parse_views(sl_plain *p, unit *j, redisReply **reps,
             ok = read_log(io, rep[j->mode == JOB_READ ? 0 : 1], &s->n);
             s->entries = io->entries;
             at += j->mode == JOB_READ ? 1 : 3;
+            if (j->mode == JOB_READ && j->rq->op == SL_OP_REFUND) {
+                ok = ok && reply_int(rep[1], &io->keep);
+                at++;
+            }
             break;
         case SLUICE_TOKEN:
         case SLUICE_GCRA:
@@ -455,12 +470,14 @@ static void append_log_entry(sl_plain *p, unit *j, const char *key, size_t kl,
 
 /* After an admitted charge: a late log entry is stamped with the newest
  * time, so ours is re-stamped; and entries that died before our stamp are
- * pruned when that is due (see the top of the file). */
+ * pruned when that is due (see the top of the file). An acquire at most
+ * that granted less than it charged takes back the rest. */
 static size_t append_restamp(sl_plain *p, unit *j)
 {
     const sluice_ruleset *rs = j->rq->rules;
     char key[KEYBUF];
     size_t i, n = 0, kl, dead;
+    int64_t excess = j->rq->cost - j->charged;
 
     for (i = 0; i < rs->count; i++) {
         const sluice_rule *r = &rs->rules[i];
@@ -468,16 +485,22 @@ static size_t append_restamp(sl_plain *p, unit *j)
         int64_t upto = j->ch[i].x - r->period_ms;
         bool late = j->ch[i].x != j->rq->now_ms;
 
+        if (is_window(r) && excess > 0) {
+            kl = rule_key(p, j->rq, r, true, j->io[i].k, key);
+            APPEND(p, j, "DECRBY %b %lld", key, kl, (long long)excess);
+            APPEND(p, j, "PEXPIRE %b %lld", key, kl, (long long)j->io[i].ttl);
+            n += 2;
+        }
         if (r->algorithm != SLUICE_LOG)
             continue;
         dead = log_dead(s, upto);
-        if (!late && (dead < PRUNE_MIN || dead < s->n - dead))
+        if (!late && excess == 0 && (dead < PRUNE_MIN || dead < s->n - dead))
             continue;
         kl = rule_key(p, j->rq, r, false, 0, key);
-        if (late) {
+        if (late || excess > 0) {
             APPEND(p, j, "ZREM %b %s", key, kl, j->io[i].member);
             append_log_entry(
-                p, j, key, kl, j->ch[i].x, j->rq->cost,
+                p, j, key, kl, j->ch[i].x, j->charged,
                 (long long)with_floor(p, sl_ttl_after_charge(r, &j->v[i])));
             n += 3;
         }
@@ -503,14 +526,14 @@ static size_t append_writes(sl_plain *p, unit *j)
         switch (r->algorithm) {
         case SLUICE_FIXED:
         case SLUICE_SLIDING:
-            APPEND(p, j, "INCRBY %b %lld", key, kl, (long long)j->rq->cost);
+            APPEND(p, j, "INCRBY %b %lld", key, kl, (long long)j->charged);
             APPEND(p, j, "PEXPIRE %b %lld", key, kl, ttl);
             n += 2;
             break;
         case SLUICE_LOG:
             APPEND(p, j, "ZREMRANGEBYSCORE %b -inf %lld", key, kl,
                    (long long)(j->ch[i].x - r->period_ms));
-            append_log_entry(p, j, key, kl, j->ch[i].x, j->rq->cost, ttl);
+            append_log_entry(p, j, key, kl, j->ch[i].x, j->charged, ttl);
             n += 3;
             break;
         case SLUICE_TOKEN:
@@ -527,6 +550,127 @@ static size_t append_writes(sl_plain *p, unit *j)
             APPEND(p, j, "SET %b %b PX %lld", key, kl, packed, sizeof(packed),
                    (long long)with_floor(p, keep - j->rq->now_ms));
             n += 1;
+            break;
+        }
+        }
+    }
+    return n;
+}
+
+/* A refund on the views read (SEMANTICS.md, "refund"): what to write goes
+ * into each rule's io, and the views become the state after it. */
+static void refund_views(unit *j)
+{
+    const sluice_ruleset *rs = j->rq->rules;
+    int64_t t = j->rq->now_ms, a = j->rq->cost;
+    size_t i, k;
+
+    for (i = 0; i < rs->count; i++) {
+        const sluice_rule *r = &rs->rules[i];
+        sl_state_view *s = &j->views[i];
+        rule_io *io = &j->io[i];
+        sl_log_entry *e = io->entries;
+        size_t lo;
+
+        switch (r->algorithm) {
+        case SLUICE_FIXED:
+        case SLUICE_SLIDING:
+            sl_refund_window(r, s->cur, s->prev, a, &io->take_cur,
+                             &io->take_prev);
+            s->cur -= io->take_cur;
+            s->prev -= io->take_prev;
+            break;
+        case SLUICE_LOG:
+            io->dead_upto = io->cut_x = -1;
+            io->rest = 0;
+            if (s->n == 0)
+                break;
+            sl_refund_log(r, t, e, s->n, a, &io->first, &io->end, &io->last);
+            if (io->first > 0)
+                io->dead_upto = sl_max64(t, e[s->n - 1].x) - r->period_ms;
+            /* From the oldest stamp touched up, the entries go, and what
+             * stays at that stamp comes back as one entry. */
+            lo = io->end > io->first && io->last != e[io->end - 1].cost
+                     ? io->end - 1
+                     : io->end;
+            if (lo < s->n) {
+                io->cut_x = e[lo].x;
+                for (k = io->first; k < io->end; k++)
+                    if (e[k].x == io->cut_x)
+                        io->rest += k + 1 == io->end ? io->last : e[k].cost;
+            }
+            if (io->end > io->first)
+                e[io->end - 1].cost = io->last;
+            s->entries = e + io->first;
+            s->n = io->end - io->first;
+            break;
+        case SLUICE_TOKEN:
+        case SLUICE_GCRA:
+            s->has =
+                sl_refund_bucket(r, t, s->has, s->x, s->d, a, &s->x, &s->d);
+            break;
+        }
+    }
+}
+
+/* Appends a refund's writes, from what refund_views left in io. */
+static size_t append_refund_writes(sl_plain *p, unit *j)
+{
+    const sluice_ruleset *rs = j->rq->rules;
+    char key[KEYBUF];
+    size_t i, n = 0, kl;
+
+    for (i = 0; i < rs->count; i++) {
+        const sluice_rule *r = &rs->rules[i];
+        const sl_state_view *s = &j->views[i];
+        rule_io *io = &j->io[i];
+
+        kl = rule_key(p, j->rq, r, is_window(r), io->k, key);
+        switch (r->algorithm) {
+        case SLUICE_FIXED:
+        case SLUICE_SLIDING:
+            /* The keys hold more than comes off: they exist, and DECRBY
+             * keeps their TTL. */
+            if (io->take_cur > 0) {
+                APPEND(p, j, "DECRBY %b %lld", key, kl,
+                       (long long)io->take_cur);
+                n++;
+            }
+            if (io->take_prev > 0) {
+                kl = rule_key(p, j->rq, r, true, io->k - 1, key);
+                APPEND(p, j, "DECRBY %b %lld", key, kl,
+                       (long long)io->take_prev);
+                n++;
+            }
+            break;
+        case SLUICE_LOG:
+            if (io->dead_upto >= 0) {
+                APPEND(p, j, "ZREMRANGEBYSCORE %b -inf %lld", key, kl,
+                       (long long)io->dead_upto);
+                n++;
+            }
+            if (io->cut_x >= 0) {
+                APPEND(p, j, "ZREMRANGEBYSCORE %b %lld +inf", key, kl,
+                       (long long)io->cut_x);
+                n++;
+            }
+            if (io->rest > 0) {
+                /* The key may have gone with what it held: the TTL read
+                 * comes back with the entry. */
+                append_log_entry(p, j, key, kl, io->cut_x, io->rest,
+                                 (long long)with_floor(p, io->keep));
+                n += 2;
+            }
+            break;
+        case SLUICE_TOKEN:
+        case SLUICE_GCRA: {
+            char packed[SL_BUCKET_LEN];
+
+            if (!s->has)
+                break;
+            sl_bucket_pack(packed, s->x, s->d, io->keep);
+            APPEND(p, j, "SET %b %b KEEPTTL", key, kl, packed, sizeof(packed));
+            n++;
             break;
         }
         }
@@ -755,7 +899,10 @@ static void begin(sl_plain *p, unit *u, step s)
         break;
     case STEP_EXEC:
         APPEND(p, u, "MULTI");
-        append_writes(p, u);
+        if (u->rq->op == SL_OP_REFUND)
+            append_refund_writes(p, u);
+        else
+            append_writes(p, u);
         APPEND(p, u, "EXEC");
         let_go(p, u); /* EXEC ends the WATCH, whatever it answers */
         break;
@@ -786,6 +933,21 @@ static void step_failed(sl_plain *p, unit *u)
     finish(u, u->st, u->msg);
 }
 
+/* Decides u on its views: an acquire at most decides the cost it grants
+ * (or the denial of 1); the cost charged is kept. */
+static bool decide(unit *u)
+{
+    const sl_request *rq = u->rq;
+    int64_t cost = rq->cost;
+
+    if (rq->op == SL_OP_AT_MOST) {
+        *rq->granted = sl_grant(rq->rules, u->views, rq->now_ms, rq->cost);
+        cost = *rq->granted > 0 ? *rq->granted : 1;
+    }
+    u->charged = cost;
+    return sl_decide(rq->rules, u->views, rq->now_ms, cost, u->v, u->ch);
+}
+
 /* The block's replies are in: decide. */
 static void block_done(sl_plain *p, unit *u)
 {
@@ -801,7 +963,7 @@ static void block_done(sl_plain *p, unit *u)
         finish(u, u->st, u->msg);
         return;
     }
-    u->all = sl_decide(rq->rules, u->views, rq->now_ms, rq->cost, u->v, u->ch);
+    u->all = decide(u);
     sl_combine(rq->rules, u->v, out);
     if (u->mode == JOB_READ) {
         finish(u, SLUICE_OK, NULL);
@@ -823,7 +985,14 @@ static void watch_done(sl_plain *p, unit *u)
         finish(u, u->st, u->msg);
         return;
     }
-    u->all = sl_decide(rq->rules, u->views, rq->now_ms, rq->cost, u->v, u->ch);
+    if (rq->op == SL_OP_REFUND) {
+        /* Answered with the state after it. */
+        refund_views(u);
+        sl_describe(rq->rules, u->views, rq->now_ms, &u->job->out[u->i]);
+        begin(p, u, STEP_EXEC);
+        return;
+    }
+    u->all = decide(u);
     sl_combine(rq->rules, u->v, &u->job->out[u->i]);
     if (!u->all) {
         unwatch(p, u);
@@ -937,6 +1106,16 @@ static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
 
     if (rq->op == SL_OP_RESET) {
         j->mode = JOB_RESET;
+    } else if (rq->op == SL_OP_REFUND && !p->multi) {
+        sl_errf(err, err_len,
+                "%s: a refund needs an atomic read-modify-write that a "
+                "proxy's plain commands cannot give; use redis:// through "
+                "the proxy (the Lua backend, one EVAL per decision)",
+                p->name);
+        return false;
+    } else if (rq->op == SL_OP_REFUND) {
+        j->watched = true;
+        j->mode = JOB_READ;
     } else if (has_bucket(rq->rules) && !p->multi) {
         sl_errf(err, err_len,
                 "%s: token and gcra need an atomic "

@@ -461,6 +461,8 @@ static void policy_result(const sluice *sl, const sl_request *rq,
         return;
     out->status = st;
     out->allowed = open;
+    if (rq->op == SL_OP_AT_MOST)
+        *rq->granted = open ? rq->cost : 0;
     out->limit = sl_rule_capacity(&rs->rules[0]);
     out->remaining = 0;
     /* A closed denial suggests retrying after a reconnect could succeed. */
@@ -493,6 +495,7 @@ static sluice_status prepare(sluice *sl, sl_op op, const void *key,
     r->rules = rules;
     r->cost = cost;
     r->now_ms = now;
+    r->granted = NULL;
     return SLUICE_OK;
 }
 
@@ -517,17 +520,20 @@ static bool deny_answers(sluice *sl, const sl_request *r, sluice_result *out)
 {
     if (!sl_deny_on(&sl->deny))
         return false;
-    if (r->op == SL_OP_RESET) {
+    if (r->op == SL_OP_RESET || r->op == SL_OP_REFUND) {
         sl_deny_forget(&sl->deny, r->key, r->key_len);
         return false;
     }
+    if (r->op == SL_OP_AT_MOST)
+        return false; /* the cache holds denials of one cost */
     return sl_deny_lookup(&sl->deny, r, deny_now(sl, r), out);
 }
 
 /* After the backend decided: a denial is kept. */
 static void deny_keep(sluice *sl, const sl_request *r, const sluice_result *res)
 {
-    if (sl_deny_on(&sl->deny) && r->op != SL_OP_RESET)
+    if (sl_deny_on(&sl->deny) &&
+        (r->op == SL_OP_ACQUIRE || r->op == SL_OP_PEEK))
         sl_deny_store(&sl->deny, r, deny_now(sl, r), res);
 }
 
@@ -541,7 +547,8 @@ static sluice_status answer_one(const sluice *sl, const sl_request *rq,
     if (st == SLUICE_OK)
         st = res->status;
     if (st != SLUICE_OK) {
-        if (rq->op == SL_OP_RESET || !policy_answers(sl, st))
+        if (rq->op == SL_OP_RESET || rq->op == SL_OP_REFUND ||
+            !policy_answers(sl, st))
             return st;
         policy_result(sl, rq, st, out);
         return SLUICE_OK;
@@ -567,6 +574,19 @@ static void shadow(const sluice *sl, sl_op op, sluice_result *r)
 {
     if (sl->url.opts.shadow && op == SL_OP_ACQUIRE && !r->allowed &&
         (r->status == SLUICE_OK || r->status == SLUICE_CACHED)) {
+        r->allowed = true;
+        r->status = SLUICE_SHADOWED;
+    }
+}
+
+/* Shadow mode: an acquire at most is granted all it asked; what the rules
+ * granted is what was charged. */
+static void shadow_at_most(const sluice *sl, const sl_request *rq,
+                           sluice_result *r)
+{
+    if (sl->url.opts.shadow && r->status == SLUICE_OK &&
+        *rq->granted < rq->cost) {
+        *rq->granted = rq->cost;
         r->allowed = true;
         r->status = SLUICE_SHADOWED;
     }
@@ -607,9 +627,11 @@ static bool refuse_blocking(const sluice *sl, char *err)
     return true;
 }
 
+/* One request, blocking. granted: an acquire at most's (else NULL). */
 static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
                                 size_t key_len, const sluice_ruleset *rules,
-                                int64_t cost, sluice_result *out)
+                                int64_t cost, int64_t *granted,
+                                sluice_result *out)
 {
     sl_request r;
     sluice_result res;
@@ -620,14 +642,18 @@ static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
     if (sl == NULL)
         return SLUICE_EINVAL;
     err = err_of(sl);
-    if (out == NULL && op != SL_OP_RESET) {
-        sl_errf(err, SL_ERR_LEN, "out is NULL");
+    if ((out == NULL && op != SL_OP_RESET) ||
+        (op == SL_OP_AT_MOST && granted == NULL)) {
+        sl_errf(err, SL_ERR_LEN, "%s is NULL", out == NULL ? "out" : "granted");
         return SLUICE_EINVAL;
     }
     if (refuse_blocking(sl, err))
         return SLUICE_EINVAL;
     t0 = sl_stats_start(&sl->stats);
     st = prepare(sl, op, key, key_len, rules, cost, handle_now(sl), &r, err);
+    r.granted = granted;
+    if (granted != NULL)
+        *granted = 0;
     if (st == SLUICE_OK && deny_answers(sl, &r, out)) {
         st = SLUICE_OK;
     } else if (st == SLUICE_OK) {
@@ -637,9 +663,11 @@ static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
             deny_keep(sl, &r, &res);
         st = answer_one(sl, &r, st, &res, out);
     }
-    if (st == SLUICE_OK && out != NULL)
+    if (st == SLUICE_OK && op == SL_OP_AT_MOST)
+        shadow_at_most(sl, &r, out);
+    else if (st == SLUICE_OK && out != NULL)
         shadow(sl, op, out);
-    count_call(sl, op, st, out);
+    count_call(sl, op, st, op == SL_OP_RESET ? NULL : out);
     sl_stats_call(&sl->stats, t0);
     return st;
 }
@@ -648,7 +676,24 @@ sluice_status sluice_acquire(sluice *sl, const void *key, size_t key_len,
                              const sluice_ruleset *rules, int64_t cost,
                              sluice_result *out)
 {
-    return decide_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, out);
+    return decide_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, NULL, out);
+}
+
+sluice_status sluice_acquire_at_most(sluice *sl, const void *key,
+                                     size_t key_len,
+                                     const sluice_ruleset *rules,
+                                     int64_t max_cost, int64_t *granted,
+                                     sluice_result *out)
+{
+    return decide_one(sl, SL_OP_AT_MOST, key, key_len, rules, max_cost, granted,
+                      out);
+}
+
+sluice_status sluice_refund(sluice *sl, const void *key, size_t key_len,
+                            const sluice_ruleset *rules, int64_t amount,
+                            sluice_result *out)
+{
+    return decide_one(sl, SL_OP_REFUND, key, key_len, rules, amount, NULL, out);
 }
 
 /* The longest wait an acquire may ask for: a day. */
@@ -687,7 +732,8 @@ sluice_status sluice_acquire_wait(sluice *sl, const void *key, size_t key_len,
     for (;;) {
         int64_t now;
 
-        st = decide_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, out);
+        st =
+            decide_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, NULL, out);
         /* Admitted, failed, or a denial that never fits, or fits only
          * after the deadline: that is the answer. */
         if (st != SLUICE_OK || out->allowed ||
@@ -705,13 +751,13 @@ sluice_status sluice_peek(sluice *sl, const void *key, size_t key_len,
                           const sluice_ruleset *rules, int64_t cost,
                           sluice_result *out)
 {
-    return decide_one(sl, SL_OP_PEEK, key, key_len, rules, cost, out);
+    return decide_one(sl, SL_OP_PEEK, key, key_len, rules, cost, NULL, out);
 }
 
 sluice_status sluice_reset(sluice *sl, const void *key, size_t key_len,
                            const sluice_ruleset *rules)
 {
-    return decide_one(sl, SL_OP_RESET, key, key_len, rules, 1, NULL);
+    return decide_one(sl, SL_OP_RESET, key, key_len, rules, 1, NULL, NULL);
 }
 
 /* What a batch returns for the backend's answer (st for the call, res

@@ -26,6 +26,7 @@ void sl_stats_init(sl_stats *s, bool on)
     atomic_init(&s->calls, 0);
     atomic_init(&s->latency_sum_us, 0);
     atomic_init(&s->shadow_admitted, 0);
+    atomic_init(&s->refunds, 0);
     for (i = 0; i < SLUICE_STATS_STATUSES; i++)
         atomic_init(&s->failures[i], 0);
     for (i = 0; i < SLUICE_STATS_BUCKETS; i++)
@@ -52,6 +53,7 @@ void sl_stats_answer(sl_stats *s, sl_op op, sluice_status st, bool policy,
     }
     switch (op) {
     case SL_OP_ACQUIRE:
+    case SL_OP_AT_MOST:
         if (res == NULL)
             break;
         if (!res->allowed) {
@@ -68,6 +70,9 @@ void sl_stats_answer(sl_stats *s, sl_op op, sluice_status st, bool policy,
         break;
     case SL_OP_RESET:
         ADD(s->resets, 1);
+        break;
+    case SL_OP_REFUND:
+        ADD(s->refunds, 1);
         break;
     }
 }
@@ -127,6 +132,7 @@ void sl_stats_read(const sl_stats *s, sluice_stats *out)
     out->calls = GET(s->calls);
     out->latency_sum_us = GET(s->latency_sum_us);
     out->shadow_admitted = GET(s->shadow_admitted);
+    out->refunds = GET(s->refunds);
     for (i = 0; i < SLUICE_STATS_STATUSES; i++)
         out->failures[i] = GET(s->failures[i]);
     for (i = 0; i < SLUICE_STATS_BUCKETS; i++)
@@ -200,6 +206,8 @@ size_t sluice_stats_prometheus(const sluice_stats *in, size_t size,
     counter(&t, "sluice_peeks_total", "Peeks answered.", name, NULL, st.peeks,
             true);
     counter(&t, "sluice_resets_total", "Resets done.", name, NULL, st.resets,
+            true);
+    counter(&t, "sluice_refunds_total", "Refunds made.", name, NULL, st.refunds,
             true);
     counter(&t, "sluice_shadow_admitted_total",
             "Acquires the rules denied and shadow mode admitted.", name, NULL,

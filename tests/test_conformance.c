@@ -32,6 +32,7 @@ typedef struct step {
     bool expect_error;
     char status[32];
     sluice_result want;
+    int64_t want_granted; /* acquire_at_most */
 } step;
 
 typedef struct scenario {
@@ -154,6 +155,14 @@ static void load(const char *path)
             if (i >= n || strcmp(tok[i], "reset") != 0)
                 die(path, line, "a reset expects '=> reset'");
         } else {
+            /* An acquire at most answers GRANTED first. */
+            if (strcmp(s->op, "acquire_at_most") == 0) {
+                if (n - i != 6)
+                    die(path, line,
+                        "expected GRANTED ALLOWED LIMIT REMAINING RETRY "
+                        "RESET");
+                s->want_granted = strtoll(tok[i++], NULL, 10);
+            }
             if (n - i != 5)
                 die(path, line,
                     "expected ALLOWED LIMIT REMAINING RETRY "
@@ -165,13 +174,18 @@ static void load(const char *path)
             s->want.reset_after_ms = strtoll(tok[i + 4], NULL, 10);
         }
         if (strcmp(s->op, "acquire") != 0 && strcmp(s->op, "peek") != 0 &&
-            strcmp(s->op, "reset") != 0)
-            die(path, line, "op must be acquire, peek or reset");
+            strcmp(s->op, "reset") != 0 &&
+            strcmp(s->op, "acquire_at_most") != 0 &&
+            strcmp(s->op, "refund") != 0)
+            die(path, line,
+                "op must be acquire, peek, reset, acquire_at_most or "
+                "refund");
     }
     fclose(f);
 }
 
-/* True when the step's rule uses an algorithm the backend refuses. */
+/* True when the step's rule uses an algorithm the backend refuses, or
+ * its op is one the backend refuses (refund). */
 static bool refused(const step *s)
 {
     static const char *const names[] = {"",    "fixed", "sliding",
@@ -182,6 +196,8 @@ static bool refused(const step *s)
     if (unsupported[0] == '\0' ||
         sluice_ruleset_parse(s->rule, &rs, NULL, 0) != SLUICE_OK)
         return false;
+    if (strcmp(s->op, "refund") == 0 && strstr(unsupported, "refund") != NULL)
+        return true;
     for (i = 0; i < rs.count; i++)
         if (strstr(unsupported, names[rs.rules[i].algorithm]) != NULL)
             return true;
@@ -209,6 +225,7 @@ static void run_scenario(void **state)
         sluice_status st;
         char err[512];
         bool first;
+        int64_t granted = -1;
 
         h = i % nurls;
         if (h == 0 && nurls > 1 && !s->expect_error && refused(s))
@@ -223,6 +240,11 @@ static void run_scenario(void **state)
                 st = sluice_reset(sl, s->key, s->key_len, &rs);
             else if (strcmp(s->op, "peek") == 0)
                 st = sluice_peek(sl, s->key, s->key_len, &rs, s->cost, &got);
+            else if (strcmp(s->op, "acquire_at_most") == 0)
+                st = sluice_acquire_at_most(sl, s->key, s->key_len, &rs,
+                                            s->cost, &granted, &got);
+            else if (strcmp(s->op, "refund") == 0)
+                st = sluice_refund(sl, s->key, s->key_len, &rs, s->cost, &got);
             else
                 st = sluice_acquire(sl, s->key, s->key_len, &rs, s->cost, &got);
             snprintf(err, sizeof(err), "%s", sluice_errmsg(sl));
@@ -238,6 +260,10 @@ static void run_scenario(void **state)
                 fail_msg("%s:%d: the refusal should point to the Lua "
                          "backend: %s",
                          sc->file, s->line, err);
+            /* The steps after a refund count on it: the rest of the
+             * scenario is not this backend's. */
+            if (strcmp(s->op, "refund") == 0)
+                break;
             continue;
         }
         if (s->expect_error) {
@@ -254,6 +280,12 @@ static void run_scenario(void **state)
                      sc->name, s->op, status_name(st), err);
         if (strcmp(s->op, "reset") == 0)
             continue;
+        if (strcmp(s->op, "acquire_at_most") == 0 && granted != s->want_granted)
+            fail_msg("%s:%d (%s) on %s, t=%lld at most %lld rule %s: "
+                     "granted %lld, want %lld",
+                     sc->file, s->line, sc->name, urls[h], (long long)s->t,
+                     (long long)s->cost, s->rule, (long long)granted,
+                     (long long)s->want_granted);
         if (got.allowed != s->want.allowed || got.limit != s->want.limit ||
             got.remaining != s->want.remaining ||
             got.retry_after_ms != s->want.retry_after_ms ||

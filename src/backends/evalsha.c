@@ -74,6 +74,24 @@ static int64_t wire_tag(uint64_t tag)
     return (int64_t)(tag & ((UINT64_C(1) << 52) - 1));
 }
 
+/* The script's number of an operation (lua/sluice.lua, ARGV[1]). */
+static int64_t script_op(sl_op op)
+{
+    switch (op) {
+    case SL_OP_ACQUIRE:
+        return 1;
+    case SL_OP_PEEK:
+        return 0;
+    case SL_OP_RESET:
+        return 2;
+    case SL_OP_AT_MOST:
+        return 3;
+    case SL_OP_REFUND:
+        return 4;
+    }
+    return 0;
+}
+
 /* Appends one request: EVALSHA (or EVAL), its numbers packed in one
  * argument (lua/sluice.lua has the contract). On the client's clock the
  * window keys, their ends and TTLs are worked out here, so that the script
@@ -100,7 +118,7 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
     argv[1] = as_eval ? sl_lua_script : sl_lua_sha1;
     lens[1] = as_eval ? sl_lua_script_len : 40;
     put_i64(&pk, rq->now_ms);
-    put_i64(&pk, rq->op == SL_OP_ACQUIRE ? 1 : rq->op == SL_OP_PEEK ? 0 : 2);
+    put_i64(&pk, script_op(rq->op));
     put_i64(&pk, rq->cost);
     put_i64(&pk, wire_tag(tag));
     /* The keys, and each rule's numbers: a window on the client's clock
@@ -257,7 +275,7 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
     bool admits[SLUICE_MAX_RULES];
     sl_verdict v[SLUICE_MAX_RULES];
     sl_charge ch[SLUICE_MAX_RULES];
-    int64_t t = rq->now_ms, echo = -1;
+    int64_t t = rq->now_ms, echo = -1, cost = rq->cost, g = 0;
     wire w;
     size_t i;
 
@@ -299,13 +317,31 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
             return SLUICE_EPROTO;
         }
     }
-    /* On the server's clock, the time the script decided at. */
+    /* On the server's clock, the time the script decided at; for an
+     * acquire at most, what it granted. */
     if ((rq->now_ms < 0 && !wire_num(&w, 0, SL_MAX_TIME_MS, &t)) ||
+        (rq->op == SL_OP_AT_MOST && !wire_num(&w, 0, rq->cost, &g)) ||
         w.at + 1 != w.n) {
         sl_errf(err, err_len, "evalsha: script reply of %zu values", w.n);
         return SLUICE_EPROTO;
     }
-    sl_decide(rs, views, t, rq->cost, v, ch);
+    /* A refund's reply is a peek of cost 1 after it, and its answer the
+     * state it left; an acquire at most is an acquire of what it granted,
+     * or the denial of cost 1. */
+    if (rq->op == SL_OP_REFUND)
+        cost = 1;
+    if (rq->op == SL_OP_AT_MOST) {
+        if (g != sl_grant(rs, views, t, rq->cost)) {
+            sl_errf(err, err_len,
+                    "evalsha: the script granted %lld where the client "
+                    "finds %lld; is the script of another version?",
+                    (long long)g, (long long)sl_grant(rs, views, t, rq->cost));
+            return SLUICE_EPROTO;
+        }
+        *rq->granted = g;
+        cost = g > 0 ? g : 1;
+    }
+    sl_decide(rs, views, t, cost, v, ch);
     for (i = 0; i < rs->count; i++) {
         if (v[i].admit != admits[i]) {
             sl_errf(err, err_len,
@@ -315,7 +351,10 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
             return SLUICE_EPROTO;
         }
     }
-    sl_combine(rs, v, out);
+    if (rq->op == SL_OP_REFUND)
+        sl_describe(rs, views, t, out);
+    else
+        sl_combine(rs, v, out);
     return SLUICE_OK;
 }
 

@@ -441,6 +441,43 @@ static void charge_rule(entry *e, const sluice_rule *r, int64_t t, int64_t cost,
     }
 }
 
+/* Refunds a of rule r's entry e at t (SEMANTICS.md, "refund"); s is
+ * the view read before. No expiry moves. */
+static void refund_rule(entry *e, const sluice_rule *r, int64_t t, int64_t a,
+                        const sl_state_view *s)
+{
+    int64_t k, to_end, take_cur, take_prev, x, d, last;
+    size_t i, first, end;
+
+    switch (r->algorithm) {
+    case SLUICE_FIXED:
+    case SLUICE_SLIDING:
+        sl_window_locate(r, t, &k, &to_end);
+        sl_refund_window(r, s->cur, s->prev, a, &take_cur, &take_prev);
+        for (i = 0; i < e->u.win.n; i++) {
+            if (e->u.win.idx[i] == k)
+                e->u.win.count[i] -= take_cur;
+            else if (e->u.win.idx[i] == k - 1)
+                e->u.win.count[i] -= take_prev;
+        }
+        break;
+    case SLUICE_LOG:
+        sl_refund_log(r, t, s->entries, s->n, a, &first, &end, &last);
+        e->u.log.head += first;
+        e->u.log.n = end - first;
+        if (end > first)
+            e->u.log.e[e->u.log.head + e->u.log.n - 1].cost = last;
+        break;
+    case SLUICE_TOKEN:
+    case SLUICE_GCRA:
+        if (sl_refund_bucket(r, t, s->has, s->x, s->d, a, &x, &d)) {
+            e->u.bucket.x = x;
+            e->u.bucket.d = d;
+        }
+        break;
+    }
+}
+
 static sluice_status decide_request(store *s, const handle *h,
                                     const sl_request *rq, sluice_result *out,
                                     char *err, size_t err_len)
@@ -453,7 +490,7 @@ static sluice_status decide_request(store *s, const handle *h,
     entry *es[SLUICE_MAX_RULES];
     char keys[SLUICE_MAX_RULES][SLUICE_MAX_KEY_LEN + 128];
     size_t lens[SLUICE_MAX_RULES], i;
-    int64_t t = rq->now_ms;
+    int64_t t = rq->now_ms, cost;
     bool all;
 
     out->status = SLUICE_OK;
@@ -469,9 +506,23 @@ static sluice_status decide_request(store *s, const handle *h,
     }
     if (rq->op == SL_OP_RESET)
         return SLUICE_OK;
-    all = sl_decide(rs, views, t, rq->cost, v, ch);
+    if (rq->op == SL_OP_REFUND) {
+        for (i = 0; i < rs->count; i++)
+            if (es[i] != NULL)
+                refund_rule(es[i], &rs->rules[i], t, rq->cost, &views[i]);
+        for (i = 0; i < rs->count; i++)
+            view_of(es[i], &rs->rules[i], t, &views[i]);
+        sl_describe(rs, views, t, out);
+        return SLUICE_OK;
+    }
+    cost = rq->cost;
+    if (rq->op == SL_OP_AT_MOST) {
+        *rq->granted = sl_grant(rs, views, t, rq->cost);
+        cost = *rq->granted > 0 ? *rq->granted : 1;
+    }
+    all = sl_decide(rs, views, t, cost, v, ch);
     sl_combine(rs, v, out);
-    if (rq->op != SL_OP_ACQUIRE || !all)
+    if ((rq->op != SL_OP_ACQUIRE && rq->op != SL_OP_AT_MOST) || !all)
         return SLUICE_OK;
     /* Reserve everything first so that the charge is all or nothing; a
      * live entry found above is the one to charge. */
@@ -487,7 +538,7 @@ static sluice_status decide_request(store *s, const handle *h,
         int64_t ttl = sl_max64(sl_ttl_after_charge(&rs->rules[i], &v[i]),
                                h->ttl_floor_ms);
 
-        charge_rule(es[i], &rs->rules[i], t, rq->cost, ch[i].x, ch[i].d);
+        charge_rule(es[i], &rs->rules[i], t, cost, ch[i].x, ch[i].d);
         es[i]->expires_at = sl_max64(es[i]->expires_at, t + ttl);
     }
     return SLUICE_OK;

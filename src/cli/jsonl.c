@@ -221,7 +221,8 @@ static int fail(jsonl_event *ev, char *err, size_t err_len, const char *name,
 int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
                 size_t err_len)
 {
-    static const char *const ops[] = {"acquire", "peek", "reset"};
+    static const char *const ops[] = {"acquire", "peek", "reset",
+                                      "acquire_at_most", "refund"};
     json_error_t jerr;
     json_t *jt, *jkey, *jrule, *jcost, *jop, *val;
     const char *name;
@@ -288,7 +289,8 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
 
         if (!json_is_string(jop))
             return fail(ev, err, err_len, "input",
-                        "\"op\" must be \"acquire\", \"peek\" or \"reset\"");
+                        "\"op\" must be a string (acquire, peek, reset, "
+                        "acquire_at_most or refund)");
         op = json_string_value(jop);
         op_len = json_string_length(jop);
         ev->op = 0;
@@ -299,7 +301,9 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
         if (ev->op == 0) {
             show(q, sizeof(q), op, op_len);
             return fail(ev, err, err_len, "input",
-                        "unknown op %s (use acquire, peek or reset)", q);
+                        "unknown op %s (use acquire, peek, reset, "
+                        "acquire_at_most or refund)",
+                        q);
         }
     }
     if (jrule != NULL) {

@@ -13,7 +13,9 @@ struct json_t;
 typedef enum jsonl_op {
     JSONL_ACQUIRE = 1,
     JSONL_PEEK,
-    JSONL_RESET
+    JSONL_RESET,
+    JSONL_AT_MOST, /* "acquire_at_most" */
+    JSONL_REFUND   /* "refund": cost is the amount */
 } jsonl_op;
 
 /* A parsed event. key and rule point into doc, which the event owns until

@@ -135,12 +135,13 @@ static int backend_exit(sluice_status st)
     return st == SLUICE_EURL || st == SLUICE_EINVAL ? EXIT_USAGE : EXIT_BACKEND;
 }
 
-static void print_result_json(FILE *f, const sluice_result *r)
+/* open: the object starts here (else its first fields are written). */
+static void print_result_json(FILE *f, const sluice_result *r, bool open)
 {
     fprintf(f,
-            "{\"allowed\": %s, \"limit\": %lld, \"remaining\": %lld, "
+            "%s\"allowed\": %s, \"limit\": %lld, \"remaining\": %lld, "
             "\"retry_after_ms\": %lld, \"reset_after_ms\": %lld}\n",
-            r->allowed ? "true" : "false", (long long)r->limit,
+            open ? "{" : "", r->allowed ? "true" : "false", (long long)r->limit,
             (long long)r->remaining, (long long)r->retry_after_ms,
             (long long)r->reset_after_ms);
 }
@@ -307,7 +308,7 @@ static int cmd_check(int argc, char **argv)
     /* A peek charged nothing: it says what an acquire would have met. */
     would = a.peek ? "would be " : "";
     if (a.json) {
-        print_result_json(stdout, &res);
+        print_result_json(stdout, &res, true);
     } else if (res.allowed) {
         printf("%sallowed: %lld of %lld left, full again in %lld ms\n", would,
                (long long)res.remaining, (long long)res.limit,
@@ -354,6 +355,7 @@ static void replay_line(sluice *sl, vclock *clk,
     sluice_ruleset rs;
     sluice_result res;
     sluice_status st = SLUICE_EINVAL;
+    int64_t granted = 0;
 
     if (jsonl_parse(line, len, &ev, msg, sizeof(msg)) != 0) {
         print_error_json(stdout, NULL, msg); /* named by jsonl_parse */
@@ -384,13 +386,23 @@ static void replay_line(sluice *sl, vclock *clk,
     case JSONL_ACQUIRE:
         st = sluice_acquire(sl, ev.key, ev.key_len, rules, ev.cost, &res);
         break;
+    case JSONL_AT_MOST:
+        st = sluice_acquire_at_most(sl, ev.key, ev.key_len, rules, ev.cost,
+                                    &granted, &res);
+        break;
+    case JSONL_REFUND:
+        st = sluice_refund(sl, ev.key, ev.key_len, rules, ev.cost, &res);
+        break;
     }
-    if (st != SLUICE_OK)
+    if (st != SLUICE_OK) {
         print_error_json(stdout, sluice_status_name(st), sluice_errmsg(sl));
-    else if (ev.op == JSONL_RESET)
+    } else if (ev.op == JSONL_RESET) {
         fputs("{\"reset\": true}\n", stdout);
-    else
-        print_result_json(stdout, &res);
+    } else {
+        if (ev.op == JSONL_AT_MOST)
+            printf("{\"granted\": %lld, ", (long long)granted);
+        print_result_json(stdout, &res, ev.op != JSONL_AT_MOST);
+    }
 done:
     jsonl_event_free(&ev);
 }

@@ -244,8 +244,9 @@ def judge_bucket(state, rule, cost, t):
         backlog = max(Fraction(0), state.backlog - (d - state.x) * per_ms)
 
     def view(b):
+        # Full (no backlog, as a refund can leave it late): 0.
         return View(max(0, math.floor(burst - b)),
-                    ceil_ms(d - t + b / per_ms))
+                    ceil_ms(d - t + b / per_ms) if b > 0 else 0)
 
     never = cost > burst
     admits = not never and backlog + cost <= burst
@@ -271,7 +272,7 @@ def judge_gcra(state, rule, cost, t):
     def view(tat_after):
         a = max(tat_after, now)
         return View(max(0, math.floor((tau - (a - now)) / interval)),
-                    ceil_ms(a - t))
+                    ceil_ms(a - t) if a > now else 0)
 
     never = cost > rule.burst
     admits = not never and new - now <= tau
@@ -309,6 +310,66 @@ def decide_pure(rules, states, cost, t):
     verdicts = [JUDGES[r.alg](states.get(r.slot), r, cost, t)
                 for r in rules]
     return combine(rules, verdicts), verdicts
+
+
+def grant_pure(rules, states, most, t):
+    """Acquire at most: the largest g in 0..most that an acquire of cost g
+    admits, found by bisection on the admission itself (SEMANTICS: the
+    admission tests are monotone in the cost)."""
+    lo, hi = 0, most
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if decide_pure(rules, states, mid, t)[0]["allowed"]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def refund_rule(state, rule, amount, t):
+    """SEMANTICS, refund: one rule's state after giving back `amount`
+    (None: nothing stored). Windows: t's window, then (sliding) the one
+    before; log: dead entries dropped, then newest first; buckets: the
+    backlog drained to max(t, x) loses `amount` requests, not below 0."""
+    if state is None:
+        return None
+    if rule.alg in WINDOWED:
+        k, _ = window_of(rule, t)
+        out, left = dict(state), amount
+        order = [k, k - 1] if rule.alg == "sliding" else [k]
+        for w in order:
+            take = min(left, out.get(w, 0))
+            if w in out:
+                out[w] -= take
+            left -= take
+        return out
+    if rule.alg == "log":
+        d = max(t, state.latest)
+        live = sorted((x, c) for x, c in state.entries if x > d - rule.period)
+        left = amount
+        while live and left > 0:
+            x, c = live.pop()
+            if c > left:
+                live.append((x, c - left))
+                left = 0
+            else:
+                left -= c
+        if not live:
+            return None
+        return LogState(max(x for x, _ in live), live)
+    d = max(t, state.x)
+    backlog = max(Fraction(0), state.backlog -
+                  (d - state.x) * Fraction(rule.limit, rule.period))
+    return BucketState(d, max(Fraction(0), backlog - amount))
+
+
+def describe_pure(rules, states, t):
+    """A refund's answer: the state, nothing charged."""
+    views = [JUDGES[r.alg](states.get(r.slot), r, 1, t).now for r in rules]
+    pick = min(range(len(rules)), key=lambda i: (views[i].remaining, i))
+    return {"allowed": True, "limit": rules[pick].capacity,
+            "remaining": views[pick].remaining, "retry_after_ms": -1,
+            "reset_after_ms": max(v.reset for v in views)}
 
 
 # ------------------------------------------------------------------ model
@@ -371,11 +432,25 @@ class Model:
             return [Outcome({"reset": True}, None, ())]
         rules = parse_rules(event["rule"])
         cost, t = event.get("cost", 1), event["t"]
-        charge = event.get("op", "acquire") == "acquire"
+        op = event.get("op", "acquire")
+        charge = op in ("acquire", "acquire_at_most")
         found = []
         for dropped in self._expiry_choices(event["key"], rules, t):
             states = self._states(event["key"], rules, t, dropped)
+            if op == "refund":
+                after = {r.slot: refund_rule(states.get(r.slot), r, cost, t)
+                         for r in rules}
+                found.append(Outcome(describe_pure(rules, after, t),
+                                     [after[r.slot] for r in rules],
+                                     dropped))
+                continue
+            granted = None
+            if op == "acquire_at_most":
+                granted = grant_pure(rules, states, cost, t)
+                cost = max(granted, 1)
             answer, verdicts = decide_pure(rules, states, cost, t)
+            if granted is not None:
+                answer = dict(answer, granted=granted)
             commit = None
             if answer["allowed"] and charge:
                 commit = [v.state for v in verdicts]
@@ -399,6 +474,10 @@ class Model:
             return
         for slot, part in outcome.dropped:
             self._forget((key,) + slot, part)
+        if event.get("op") == "refund":
+            for r, state in zip(rules, outcome.commit):
+                self._commit_refund((key,) + r.slot, r, state)
+            return
         if outcome.commit is not None:
             for r, state in zip(rules, outcome.commit):
                 self._commit((key,) + r.slot, r, state, t)
@@ -499,6 +578,19 @@ class Model:
         life = max(reset + rule.period, self.ttl_floor)
         self.store[sk] = Stored(state, t + life)
 
+    def _commit_refund(self, sk, rule, state):
+        """A refund's state; it moves no expiry (None: nothing left)."""
+        stored = self.store.get(sk)
+        if stored is None:
+            return
+        if state is None:
+            del self.store[sk]
+        elif rule.alg in WINDOWED:
+            for k, count in state.items():
+                stored.state[k] = count
+        else:
+            stored.state = state
+
     def _commit_window(self, sk, rule, charged):
         """A window lives until it stops counting plus one period, and at
         least the TTL floor from the window's start."""
@@ -533,7 +625,10 @@ def same_commit(a, b):
     if a is None or b is None:
         return a is b
     for x, y in zip(a, b):
-        if isinstance(x, tuple):
+        if x is None or y is None or isinstance(x, dict):
+            if x != y:
+                return False
+        elif isinstance(x, tuple):
             if x != y:
                 return False
         elif not x.same(y):

@@ -356,7 +356,9 @@ class Schedule:
         t = max(0, min(TOP, self.base + rng.choice(self.skews)))
         cost = self.pick_cost(min(v[1] for _, v in used))
         r = rng.random()
-        op = "acquire" if r < 0.82 else ("peek" if r < 0.98 else "reset")
+        op = ("acquire" if r < 0.72 else "peek" if r < 0.84 else
+              "acquire_at_most" if r < 0.92 else "refund" if r < 0.98 else
+              "reset")
         return self.event(prof.key, used, t, cost, op), \
             [(s.ident, v) for s, v in used]
 
@@ -415,7 +417,8 @@ class Figures:
         self.n = {k: 0 for k in ["events", "allowed", "denied", "late",
                                  "late_after_denial", "late_after_peek",
                                  "composites", "limit_changes", "resets",
-                                 "peeks", "never_fit", "unsupported",
+                                 "peeks", "at_most", "partial_grants",
+                                 "refunds", "never_fit", "unsupported",
                                  "expiry_readings", "replaced",
                                  "top_range", "tz", "big"]}
         self.per_alg = {a: 0 for a in algs}
@@ -434,6 +437,10 @@ class Figures:
         op = ev.get("op", "acquire")
         n["resets"] += op == "reset"
         n["peeks"] += op == "peek"
+        n["at_most"] += op == "acquire_at_most"
+        n["partial_grants"] += 0 < answer.get("granted", 0) < ev.get("cost",
+                                                                     1)
+        n["refunds"] += op == "refund"
         self.count_changes(key, used)
         if op != "reset":
             self.count_late(ev, rules)
@@ -443,9 +450,10 @@ class Figures:
         self.last_on_key[key] = (t, op, answer)
         if "allowed" in answer:
             n["allowed" if answer["allowed"] else "denied"] += 1
-            n["never_fit"] += any(ev.get("cost", 1) > r.capacity
+            n["never_fit"] += op != "acquire_at_most" and any(
+                ev.get("cost", 1) > r.capacity
                                   for r in rules)
-            if answer["allowed"] and op == "acquire":
+            if answer["allowed"] and op in ("acquire", "acquire_at_most"):
                 for r in rules:
                     self.charged_at[(key, r.slot)] = max(
                         t, self.charged_at.get((key, r.slot), 0))
@@ -487,8 +495,10 @@ class Figures:
 
 
 def refused(spec, ev):
+    """The URL refuses the event's algorithms, or its op (refund)."""
     rules = M.parse_rules(ev["rule"])
-    return any(r.alg in spec.unsupported for r in rules)
+    return (any(r.alg in spec.unsupported for r in rules)
+            or ev.get("op", "acquire") in spec.unsupported)
 
 
 def judge(model, spec, ev, actual):
