@@ -271,7 +271,8 @@ SLUICE_API sluice_status sluice_acquire_at_most(
  * least remaining over the rules (and its limit), retry_after_ms -1,
  * reset_after_ms the largest. A failure is returned, never answered by
  * the fail policy. twemproxy:// returns SLUICE_EUNSUPPORTED (no atomic
- * read-modify-write). */
+ * read-modify-write), and redis+multi:// too for fixed, sliding and log
+ * rules (it charges them before judging them; token and gcra refund). */
 SLUICE_API sluice_status sluice_refund(sluice *sl, const void *key,
                                        size_t key_len,
                                        const sluice_ruleset *rules,

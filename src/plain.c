@@ -29,7 +29,12 @@
  * that each sees the outcome of the one before, taken-back charges
  * included; requests on other keys share the connection's writes. A WATCH
  * holds the connection until its EXEC or UNWATCH: another request's
- * MULTI/EXEC in between would end it. */
+ * MULTI/EXEC in between would end it.
+ *
+ * An acquire at most is charged as an acquire of the most it asks, judged,
+ * and what it does not grant is taken back in the follow-up. A refund
+ * WATCHes and reads, and writes in MULTI/EXEC; only buckets are refunded
+ * (classify says why). */
 #include "plain.h"
 
 #include "algo.h"
@@ -55,15 +60,9 @@ typedef struct rule_io {
     int64_t k, to_end;     /* windows: index and time to its end */
     int64_t ttl;           /* TTL sent with the optimistic charge */
     sl_log_entry *entries; /* log: oldest first, without our own */
-    int64_t keep;          /* token, gcra: live at least until then;
-                              log refund: its PTTL */
+    int64_t keep;          /* token, gcra: live at least until then */
     size_t cap;
     char member[64]; /* log: our entry */
-    /* A refund's writes: what comes off the windows; the log's entries
-     * that stay, [first, end), the last with cost last. */
-    int64_t take_cur, take_prev, last;
-    size_t first, end;
-    int64_t dead_upto, cut_x, rest; /* -1: none */
 } rule_io;
 
 /* The steps of a unit; each queues its commands and ends when their
@@ -115,6 +114,16 @@ struct sl_unit {
 static bool is_bucket(const sluice_rule *r)
 {
     return r->algorithm == SLUICE_TOKEN || r->algorithm == SLUICE_GCRA;
+}
+
+static bool all_buckets(const sluice_ruleset *rs)
+{
+    size_t i;
+
+    for (i = 0; i < rs->count; i++)
+        if (!is_bucket(&rs->rules[i]))
+            return false;
+    return true;
 }
 
 static bool has_bucket(const sluice_ruleset *rs)
@@ -219,10 +228,6 @@ static size_t append_block(sl_plain *p, unit *j)
             case SLUICE_LOG:
                 APPEND(p, j, "ZRANGE %b 0 -1 WITHSCORES", key, kl);
                 n++;
-                if (rq->op == SL_OP_REFUND) {
-                    APPEND(p, j, "PTTL %b", key, kl);
-                    n++;
-                }
                 break;
             case SLUICE_TOKEN:
             case SLUICE_GCRA:
@@ -382,10 +387,6 @@ static sluice_status parse_views(sl_plain *p, unit *j, redisReply **reps,
             ok = read_log(io, rep[j->mode == JOB_READ ? 0 : 1], &s->n);
             s->entries = io->entries;
             at += j->mode == JOB_READ ? 1 : 3;
-            if (j->mode == JOB_READ && j->rq->op == SL_OP_REFUND) {
-                ok = ok && reply_int(rep[1], &io->keep);
-                at++;
-            }
             break;
         case SLUICE_TOKEN:
         case SLUICE_GCRA:
@@ -557,123 +558,38 @@ static size_t append_writes(sl_plain *p, unit *j)
     return n;
 }
 
-/* A refund on the views read (SEMANTICS.md, "refund"): what to write goes
- * into each rule's io, and the views become the state after it. */
+/* A refund of buckets (the only rules refunded here; see classify) on
+ * the views read: they become the state after it. */
 static void refund_views(unit *j)
 {
     const sluice_ruleset *rs = j->rq->rules;
-    int64_t t = j->rq->now_ms, a = j->rq->cost;
-    size_t i, k;
+    size_t i;
 
     for (i = 0; i < rs->count; i++) {
-        const sluice_rule *r = &rs->rules[i];
         sl_state_view *s = &j->views[i];
-        rule_io *io = &j->io[i];
-        sl_log_entry *e = io->entries;
-        size_t lo;
 
-        switch (r->algorithm) {
-        case SLUICE_FIXED:
-        case SLUICE_SLIDING:
-            sl_refund_window(r, s->cur, s->prev, a, &io->take_cur,
-                             &io->take_prev);
-            s->cur -= io->take_cur;
-            s->prev -= io->take_prev;
-            break;
-        case SLUICE_LOG:
-            io->dead_upto = io->cut_x = -1;
-            io->rest = 0;
-            if (s->n == 0)
-                break;
-            sl_refund_log(r, t, e, s->n, a, &io->first, &io->end, &io->last);
-            if (io->first > 0)
-                io->dead_upto = sl_max64(t, e[s->n - 1].x) - r->period_ms;
-            /* From the oldest stamp touched up, the entries go, and what
-             * stays at that stamp comes back as one entry. */
-            lo = io->end > io->first && io->last != e[io->end - 1].cost
-                     ? io->end - 1
-                     : io->end;
-            if (lo < s->n) {
-                io->cut_x = e[lo].x;
-                for (k = io->first; k < io->end; k++)
-                    if (e[k].x == io->cut_x)
-                        io->rest += k + 1 == io->end ? io->last : e[k].cost;
-            }
-            if (io->end > io->first)
-                e[io->end - 1].cost = io->last;
-            s->entries = e + io->first;
-            s->n = io->end - io->first;
-            break;
-        case SLUICE_TOKEN:
-        case SLUICE_GCRA:
-            s->has =
-                sl_refund_bucket(r, t, s->has, s->x, s->d, a, &s->x, &s->d);
-            break;
-        }
+        s->has = sl_refund_bucket(&rs->rules[i], j->rq->now_ms, s->has, s->x,
+                                  s->d, j->rq->cost, &s->x, &s->d);
     }
 }
 
-/* Appends a refund's writes, from what refund_views left in io. */
+/* Appends a refund's writes: each bucket that has a state, with its TTL
+ * kept. */
 static size_t append_refund_writes(sl_plain *p, unit *j)
 {
     const sluice_ruleset *rs = j->rq->rules;
-    char key[KEYBUF];
+    char key[KEYBUF], packed[SL_BUCKET_LEN];
     size_t i, n = 0, kl;
 
     for (i = 0; i < rs->count; i++) {
-        const sluice_rule *r = &rs->rules[i];
         const sl_state_view *s = &j->views[i];
-        rule_io *io = &j->io[i];
 
-        kl = rule_key(p, j->rq, r, is_window(r), io->k, key);
-        switch (r->algorithm) {
-        case SLUICE_FIXED:
-        case SLUICE_SLIDING:
-            /* The keys hold more than comes off: they exist, and DECRBY
-             * keeps their TTL. */
-            if (io->take_cur > 0) {
-                APPEND(p, j, "DECRBY %b %lld", key, kl,
-                       (long long)io->take_cur);
-                n++;
-            }
-            if (io->take_prev > 0) {
-                kl = rule_key(p, j->rq, r, true, io->k - 1, key);
-                APPEND(p, j, "DECRBY %b %lld", key, kl,
-                       (long long)io->take_prev);
-                n++;
-            }
-            break;
-        case SLUICE_LOG:
-            if (io->dead_upto >= 0) {
-                APPEND(p, j, "ZREMRANGEBYSCORE %b -inf %lld", key, kl,
-                       (long long)io->dead_upto);
-                n++;
-            }
-            if (io->cut_x >= 0) {
-                APPEND(p, j, "ZREMRANGEBYSCORE %b %lld +inf", key, kl,
-                       (long long)io->cut_x);
-                n++;
-            }
-            if (io->rest > 0) {
-                /* The key may have gone with what it held: the TTL read
-                 * comes back with the entry. */
-                append_log_entry(p, j, key, kl, io->cut_x, io->rest,
-                                 (long long)with_floor(p, io->keep));
-                n += 2;
-            }
-            break;
-        case SLUICE_TOKEN:
-        case SLUICE_GCRA: {
-            char packed[SL_BUCKET_LEN];
-
-            if (!s->has)
-                break;
-            sl_bucket_pack(packed, s->x, s->d, io->keep);
-            APPEND(p, j, "SET %b %b KEEPTTL", key, kl, packed, sizeof(packed));
-            n++;
-            break;
-        }
-        }
+        if (!s->has)
+            continue;
+        kl = rule_key(p, j->rq, &rs->rules[i], false, 0, key);
+        sl_bucket_pack(packed, s->x, s->d, j->io[i].keep);
+        APPEND(p, j, "SET %b %b KEEPTTL", key, kl, packed, sizeof(packed));
+        n++;
     }
     return n;
 }
@@ -1111,6 +1027,17 @@ static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
                 "%s: a refund needs an atomic read-modify-write that a "
                 "proxy's plain commands cannot give; use redis:// through "
                 "the proxy (the Lua backend, one EVAL per decision)",
+                p->name);
+        return false;
+    } else if (rq->op == SL_OP_REFUND && !all_buckets(rq->rules)) {
+        /* Windows and logs are charged here before they are judged: a
+         * refund could give back a charge another client is about to
+         * take back, and leave the key counting less than was admitted. */
+        sl_errf(err, err_len,
+                "%s: a refund of fixed, sliding or log rules could give back "
+                "a charge another client has in flight (this backend charges "
+                "them before judging); use redis:// (the Lua backend) for "
+                "refunds; token and gcra refund here",
                 p->name);
         return false;
     } else if (rq->op == SL_OP_REFUND) {

@@ -18,6 +18,7 @@ expect = {k: float(v) for k, v in expect.items()}
 fams = {f.name: f for f in text_string_to_metric_families(text)}
 for name, kind in (("sluice_decisions", "counter"), ("sluice_near_limit", "counter"),
                    ("sluice_peeks", "counter"), ("sluice_resets", "counter"),
+                   ("sluice_refunds", "counter"),
                    ("sluice_deny_cache_hits", "counter"),
                    ("sluice_failures", "counter"),
                    ("sluice_fail_policy_answers", "counter"),

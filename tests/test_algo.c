@@ -223,6 +223,66 @@ static void composites_take_the_binding_rule(void **s)
     assert_int_equal(out.retry_after_ms, -1);
 }
 
+/* Refunds, by hand: a log gives back newest first, only what lives; a
+ * bucket never past full, with no product that overflows. */
+static void refunds_give_back_what_counts(void **s)
+{
+    sluice_rule lg = rule("log:10/1s"), tk = rule("token:1/10000000000ms");
+    sluice_rule sl = rule("sliding:10/1s");
+    sl_log_entry e[3] = {{0, 3}, {100, 4}, {200, 3}};
+    size_t first, end;
+    int64_t last, x, d, tc, tp;
+
+    (void)s;
+    /* 5 back at 300: 200:3 whole, then 2 of 100:4. */
+    sl_refund_log(&lg, 300, e, 3, 5, &first, &end, &last);
+    assert_int_equal(first, 0);
+    assert_int_equal(end, 2);
+    assert_int_equal(last, 2);
+    /* At 1150 only 200:3 lives (0 and 100 are at or before 150). */
+    sl_refund_log(&lg, 1150, e, 3, 1, &first, &end, &last);
+    assert_int_equal(first, 2);
+    assert_int_equal(end, 3);
+    assert_int_equal(last, 2);
+    /* More than lives: nothing stays. */
+    sl_refund_log(&lg, 300, e, 3, 100, &first, &end, &last);
+    assert_int_equal(end, first);
+    /* 10^9 back on a period of 10^10 ms: A * P would pass 2^63. */
+    assert_true(
+        sl_refund_bucket(&tk, 5, true, 0, 10000000000LL, 1000000000, &x, &d));
+    assert_int_equal(x, 5);
+    assert_int_equal(d, 0);
+    assert_false(sl_refund_bucket(&tk, 5, false, 0, 0, 1, &x, &d));
+    /* Sliding: the current window first, then the previous one. */
+    sl_refund_window(&sl, 3, 8, 5, &tc, &tp);
+    assert_int_equal(tc, 3);
+    assert_int_equal(tp, 2);
+    sl_refund_window(&sl, 0, 1, 5, &tc, &tp);
+    assert_int_equal(tc, 0);
+    assert_int_equal(tp, 1);
+}
+
+/* A grant is the least room, never below 0 (a lowered limit). */
+static void grants_take_the_least_room(void **s)
+{
+    sluice_ruleset rs;
+    sl_state_view v[2];
+
+    (void)s;
+    assert_int_equal(
+        sluice_ruleset_parse("fixed:5/1s+token:10/1s", &rs, NULL, 0),
+        SLUICE_OK);
+    memset(v, 0, sizeof(v));
+    v[0].cur = 2;                                           /* room 3 */
+    v[1] = (sl_state_view){.has = true, .x = 0, .d = 8500}; /* room 1 */
+    assert_int_equal(sl_grant(&rs, v, 0, 9), 1);
+    v[1].has = false;
+    assert_int_equal(sl_grant(&rs, v, 0, 9), 3);
+    assert_int_equal(sl_grant(&rs, v, 0, 2), 2);
+    v[0].cur = 7; /* above the limit */
+    assert_int_equal(sl_grant(&rs, v, 0, 9), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -235,6 +295,8 @@ int main(void)
         cmocka_unit_test(token_bucket_is_exact_at_the_range_limits),
         cmocka_unit_test(log_counts_entries_until_they_leave),
         cmocka_unit_test(composites_take_the_binding_rule),
+        cmocka_unit_test(refunds_give_back_what_counts),
+        cmocka_unit_test(grants_take_the_least_room),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

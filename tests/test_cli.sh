@@ -192,7 +192,7 @@ expect_text replay_utf8_key_over "$tmp/out" '^{"error": "key: key \\".*1026 byte
 # A NUL byte cannot hide trailing text in a rule or an op.
 expect_replay replay_nul_in_rule_and_op \
     '{"error": "rule: rule \"fixed:1/1s\\u0000+junk\" holds a NUL byte"}
-{"error": "input: unknown op \"peek\\u0000\" (use acquire, peek or reset)"}' \
+{"error": "input: unknown op \"peek\\u0000\" (use acquire, peek, reset, acquire_at_most or refund)"}' \
     '{"t": 0, "key": "r", "rule": "fixed:1/1s\u0000+junk"}
 {"t": 0, "key": "r", "rule": "fixed:1/1s", "op": "peek\u0000"}'
 # The largest limit times the largest period is 10^19, past INT64_MAX: a

@@ -184,6 +184,18 @@ static void load(const char *path)
     fclose(f);
 }
 
+/* True when the comma-separated list holds tok. */
+static bool has_token(const char *list, const char *tok)
+{
+    size_t n = strlen(tok);
+    const char *p;
+
+    for (p = list; (p = strstr(p, tok)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
 /* True when the step's rule uses an algorithm the backend refuses, or
  * its op is one the backend refuses (refund). */
 static bool refused(const step *s)
@@ -196,8 +208,16 @@ static bool refused(const step *s)
     if (unsupported[0] == '\0' ||
         sluice_ruleset_parse(s->rule, &rs, NULL, 0) != SLUICE_OK)
         return false;
-    if (strcmp(s->op, "refund") == 0 && strstr(unsupported, "refund") != NULL)
-        return true;
+    if (strcmp(s->op, "refund") == 0) {
+        if (has_token(unsupported, "refund"))
+            return true;
+        /* window-refund: refunds of fixed, sliding or log are refused. */
+        for (i = 0; i < rs.count; i++)
+            if (has_token(unsupported, "window-refund") &&
+                rs.rules[i].algorithm != SLUICE_TOKEN &&
+                rs.rules[i].algorithm != SLUICE_GCRA)
+                return true;
+    }
     for (i = 0; i < rs.count; i++)
         if (strstr(unsupported, names[rs.rules[i].algorithm]) != NULL)
             return true;

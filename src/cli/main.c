@@ -60,6 +60,7 @@ static const char usage_text[] =
     "be denied\". replay reads one JSON event a line:\n"
     "  {\"t\": 1400, \"key\": \"user:1\", \"rule\": \"fixed:10/1s\", "
     "\"cost\": 1, \"op\": \"acquire\"}\n"
+    "(op: acquire, peek, reset, acquire_at_most or refund)\n"
     "and writes one JSON result a line, flushed at once. Every error message "
     "starts\n"
     "with a name: input (a malformed line or argument), or the status "

@@ -78,7 +78,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (ev.t < 0 || ev.t > 9007199254740991LL)
             broken("t out of range", data, size, "");
         if (ev.op != JSONL_ACQUIRE && ev.op != JSONL_PEEK &&
-            ev.op != JSONL_RESET)
+            ev.op != JSONL_RESET && ev.op != JSONL_AT_MOST &&
+            ev.op != JSONL_REFUND)
             broken("a bad op", data, size, "");
         if (ev.cost < 1 || ev.cost > 1000000000 ||
             (ev.op == JSONL_RESET && ev.cost != 1))

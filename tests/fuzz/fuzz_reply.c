@@ -5,8 +5,9 @@
  * plain backends' blocks. None may crash, and what they accept is in range.
  *
  * Input: byte 0 picks the ruleset, byte 1 is the script's tag, byte 2 holds
- * the op (bits 0-1: acquire, peek, reset, acquire), the cost (bit 2: 1, else
- * 3) and the clock (bits 3-4); the rest is RESP. */
+ * the op (bits 0-1: acquire, peek, reset, acquire at most; bit 5: a
+ * refund), the cost (bit 2: 1, else 3) and the clock (bits 3-4); the rest
+ * is RESP. */
 #include "sluice.h"
 
 #include "backend.h"
@@ -151,6 +152,9 @@ static void decode_script(const sl_request *rq, const redisReply *rep,
     if (st != SLUICE_OK && st != SLUICE_EPROTO)
         broken("a script reply refused with an unexpected status",
                sluice_strerror(st));
+    if (st == SLUICE_OK && rq->op == SL_OP_AT_MOST &&
+        (*rq->granted < 0 || *rq->granted > rq->cost))
+        broken("a grant out of range", "");
 }
 
 /* The plain backends: a block of n replies, optimistic or read. */
@@ -198,6 +202,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sl_request rq;
     sl_conn cn;
     uint64_t tag;
+    int64_t granted = -1;
     size_t n = 0, i;
     void *r;
 
@@ -212,7 +217,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tag = data[1];
     rq.op = (data[2] & 3) == 1   ? SL_OP_PEEK
             : (data[2] & 3) == 2 ? SL_OP_RESET
+            : (data[2] & 3) == 3 ? SL_OP_AT_MOST
                                  : SL_OP_ACQUIRE;
+    if (data[2] & 0x20)
+        rq.op = SL_OP_REFUND;
+    rq.granted = &granted;
     rq.cost = (data[2] & 4) ? 1 : 3;
     rq.now_ms = clocks[(data[2] >> 3) & 3];
     rq.key = "k";

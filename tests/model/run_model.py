@@ -495,10 +495,14 @@ class Figures:
 
 
 def refused(spec, ev):
-    """The URL refuses the event's algorithms, or its op (refund)."""
+    """The URL refuses the event's algorithms, or its op: "refund" all
+    refunds, "window-refund" those of fixed, sliding or log rules."""
     rules = M.parse_rules(ev["rule"])
+    op = ev.get("op", "acquire")
     return (any(r.alg in spec.unsupported for r in rules)
-            or ev.get("op", "acquire") in spec.unsupported)
+            or op in spec.unsupported
+            or (op == "refund" and "window-refund" in spec.unsupported
+                and any(r.alg not in M.BUCKETS for r in rules)))
 
 
 def judge(model, spec, ev, actual):

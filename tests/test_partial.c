@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_partial.c - acquire at most and refunds on a real backend, beyond
+ * the conformance tables: threads on their own connections granting and
+ * refunding on one key lose and invent nothing; a refund ends the deny
+ * cache's denials of its key; shadow mode grants all and charges what
+ * fits; the counters; a missing out-parameter.
+ *   test_partial URL|@file [--no-buckets] [--refunds all|buckets|none] */
+#include "testutil.h"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+static const char *url;
+static bool buckets = true;
+/* Which rules the backend refunds: all, buckets only, or none. */
+static enum {
+    REFUND_ALL,
+    REFUND_BUCKETS,
+    REFUND_NONE
+} refunds = REFUND_ALL;
+
+#define THREADS 8
+#define LIMIT   100
+#define T0      (28333334LL * 60000)
+
+/* Opens url with the query extra ("" or "shadow=1", ...), a virtual
+ * clock and a prefix of tag; mem:// is shared by name, so that handles
+ * of one test see one store. */
+static sluice *open_with(const char *extra, tu_clock *clk, const char *tag)
+{
+    char u[1024], prefix[64], err[512];
+    sluice_options o;
+    sluice *sl = NULL;
+
+    if (strcmp(url, "mem://") == 0)
+        snprintf(u, sizeof(u), "mem://partial%s%s", extra[0] ? "?" : "", extra);
+    else
+        snprintf(u, sizeof(u), "%s%s%s", url,
+                 extra[0] == '\0'           ? ""
+                 : strchr(url, '?') != NULL ? "&"
+                                            : "?",
+                 extra);
+    sluice_options_init(&o);
+    o.clock = tu_clock_now;
+    o.clock_ctx = clk;
+    snprintf(prefix, sizeof(prefix), "pg%ld-%s:", (long)getpid(), tag);
+    o.key_prefix = prefix;
+    if (sluice_open(u, &o, &sl, err, sizeof(err)) != SLUICE_OK)
+        fail_msg("open %s: %s", u, err);
+    return sl;
+}
+
+static sluice_ruleset rules(const char *text)
+{
+    sluice_ruleset rs;
+
+    assert_int_equal(sluice_ruleset_parse(text, &rs, NULL, 0), SLUICE_OK);
+    return rs;
+}
+
+/* What a cost-1 acquire would still find: a peek's remaining counts the
+ * peek's own charge. */
+static int64_t room(sluice *sl, const char *key, const sluice_ruleset *rs)
+{
+    sluice_result r;
+
+    assert_int_equal(sluice_peek(sl, key, strlen(key), rs, 1, &r), SLUICE_OK);
+    return r.allowed ? r.remaining + 1 : 0;
+}
+
+typedef struct worker {
+    const char *rule, *tag;
+    bool refund;
+    tu_clock *clk;
+    int64_t granted, refunded, calls, contended;
+    char failure[256];
+} worker;
+
+/* Asks for at most 3 until nothing is granted; every third grant gives 1
+ * back. */
+static void *work(void *arg)
+{
+    worker *w = arg;
+    sluice *sl = open_with("", w->clk, w->tag);
+    sluice_ruleset rs = rules(w->rule);
+    int zeros = 0;
+
+    while (zeros < 3) {
+        sluice_result r;
+        int64_t g = -1;
+
+        sluice_status st = sluice_acquire_at_most(sl, "hot", 3, &rs, 3, &g, &r);
+
+        /* A bucket on redis+multi:// may be too hot for WATCH: nothing
+         * was charged, and the caller tries again (documented). */
+        if (st == SLUICE_ECONTENDED) {
+            w->contended++;
+            continue;
+        }
+        if (st != SLUICE_OK) {
+            snprintf(w->failure, sizeof(w->failure), "at most: %s",
+                     sluice_errmsg(sl));
+            break;
+        }
+        w->calls++;
+        if (g < 0 || g > 3 || r.allowed != (g > 0)) {
+            snprintf(w->failure, sizeof(w->failure), "granted %lld, allowed %d",
+                     (long long)g, r.allowed);
+            break;
+        }
+        zeros = g == 0 ? zeros + 1 : 0;
+        w->granted += g;
+        if (w->refund && g > 0 && w->calls % 3 == 0) {
+            st = sluice_refund(sl, "hot", 3, &rs, 1, &r);
+            if (st == SLUICE_ECONTENDED) {
+                w->contended++;
+                continue;
+            }
+            if (st != SLUICE_OK) {
+                snprintf(w->failure, sizeof(w->failure), "refund: %s",
+                         sluice_errmsg(sl));
+                break;
+            }
+            w->refunded++;
+        }
+    }
+    sluice_close(sl);
+    return NULL;
+}
+
+/* Threads with their own connections: what the key counts at the end is
+ * exactly what was granted less what was given back, and never above the
+ * limit. */
+static void concurrent(const char *rule, const char *tag, bool bucket)
+{
+    tu_clock clk = {T0};
+    pthread_t th[THREADS];
+    worker w[THREADS];
+    int64_t granted = 0, refunded = 0, contended = 0, left;
+    sluice_ruleset rs = rules(rule);
+    /* Open first: a mem:// store lives while a handle holds it. */
+    sluice *sl = open_with("", &clk, tag);
+    int i;
+
+    for (i = 0; i < THREADS; i++) {
+        memset(&w[i], 0, sizeof(w[i]));
+        w[i].rule = rule;
+        w[i].refund =
+            refunds == REFUND_ALL || (refunds == REFUND_BUCKETS && bucket);
+        w[i].tag = tag;
+        w[i].clk = &clk;
+        assert_int_equal(pthread_create(&th[i], NULL, work, &w[i]), 0);
+    }
+    for (i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        if (w[i].failure[0] != '\0')
+            fail_msg("thread %d: %s", i, w[i].failure);
+        granted += w[i].granted;
+        refunded += w[i].refunded;
+        contended += w[i].contended;
+    }
+    left = room(sl, "hot", &rs);
+    printf("# %s: %d threads granted %lld, gave back %lld, %lld left of "
+           "%d (%lld calls too hot for WATCH)\n",
+           rule, THREADS, (long long)granted, (long long)refunded,
+           (long long)left, LIMIT, (long long)contended);
+    assert_true(granted >= LIMIT);
+    assert_int_equal(granted - refunded, LIMIT - left);
+    sluice_close(sl);
+}
+
+static void concurrent_fixed(void **state)
+{
+    (void)state;
+    concurrent("fixed:100/1h", "fixed", false);
+}
+
+static void concurrent_log(void **state)
+{
+    (void)state;
+    concurrent("log:100/1h", "log", false);
+}
+
+static void concurrent_token(void **state)
+{
+    (void)state;
+    if (!buckets)
+        skip();
+    concurrent("token:100/1h", "token", true);
+}
+
+static void concurrent_composite(void **state)
+{
+    (void)state;
+    concurrent("sliding:100/1h+fixed:1000/1d", "composite", false);
+}
+
+/* A refund is a change the deny cache cannot see coming: it forgets the
+ * key's denials, and the next acquire is decided again. */
+static void refund_ends_cached_denials(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sl = open_with("deny_cache=16", &clk, "cache");
+    sluice_ruleset rs = rules("fixed:2/1h");
+    sluice_result r;
+
+    (void)state;
+    if (refunds == REFUND_NONE)
+        skip();
+    if (refunds == REFUND_BUCKETS)
+        rs = rules("token:2/1h");
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 2, &r), SLUICE_OK);
+    assert_true(r.allowed);
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_false(r.allowed);
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_CACHED);
+    assert_int_equal(sluice_refund(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_int_equal(r.remaining, 1);
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_true(r.allowed);
+    sluice_close(sl);
+}
+
+/* Shadow mode grants everything asked and charges what the rules grant,
+ * as enforcement would: an enforcing handle sees 5 of 5 used, not 8. */
+static void shadow_grants_all_charges_what_fits(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sh = open_with("shadow=1", &clk, "shadow");
+    sluice *en = open_with("", &clk, "shadow");
+    sluice_ruleset rs = rules("fixed:5/1h");
+    sluice_result r;
+    int64_t g = -1;
+
+    (void)state;
+    assert_int_equal(sluice_acquire_at_most(sh, "s", 1, &rs, 8, &g, &r),
+                     SLUICE_OK);
+    assert_int_equal(g, 8);
+    assert_true(r.allowed);
+    assert_int_equal(r.status, SLUICE_SHADOWED);
+    assert_int_equal(room(en, "s", &rs), 0);
+    /* A grant in full is no shadow admission. */
+    assert_int_equal(sluice_acquire_at_most(sh, "t", 1, &rs, 3, &g, &r),
+                     SLUICE_OK);
+    assert_int_equal(g, 3);
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_int_equal(room(en, "t", &rs), 2);
+    sluice_close(sh);
+    sluice_close(en);
+}
+
+/* Grants count as admissions, nothing granted as a denial, refunds as
+ * refunds. */
+static void counted(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sl = open_with("", &clk, "stats");
+    sluice_ruleset rs = rules("fixed:4/1h");
+    sluice_result r;
+    sluice_stats st;
+    int64_t g;
+
+    (void)state;
+    assert_int_equal(sluice_acquire_at_most(sl, "c", 1, &rs, 3, &g, &r),
+                     SLUICE_OK);
+    assert_int_equal(sluice_acquire_at_most(sl, "c", 1, &rs, 3, &g, &r),
+                     SLUICE_OK);
+    assert_int_equal(g, 1);
+    assert_int_equal(sluice_acquire_at_most(sl, "c", 1, &rs, 3, &g, &r),
+                     SLUICE_OK);
+    assert_int_equal(g, 0);
+    if (refunds != REFUND_NONE) {
+        sluice_ruleset tk = rules("token:4/1h");
+
+        assert_int_equal(sluice_refund(sl, "c", 1, &tk, 2, &r), SLUICE_OK);
+    }
+    assert_int_equal(sluice_get_stats(sl, &st, sizeof(st)), SLUICE_OK);
+    assert_int_equal(st.allowed, 2);
+    assert_int_equal(st.denied, 1);
+    assert_int_equal(st.refunds, refunds != REFUND_NONE ? 1 : 0);
+    sluice_close(sl);
+}
+
+/* Bad arguments: a clear status and a message, nothing charged. */
+static void bad_arguments(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sl = open_with("", &clk, "bad");
+    sluice_ruleset rs = rules("fixed:4/1h");
+    sluice_result r;
+    int64_t g;
+
+    (void)state;
+    assert_int_equal(sluice_acquire_at_most(sl, "b", 1, &rs, 3, NULL, &r),
+                     SLUICE_EINVAL);
+    assert_non_null(strstr(sluice_errmsg(sl), "granted"));
+    assert_int_equal(sluice_acquire_at_most(sl, "b", 1, &rs, 0, &g, &r),
+                     SLUICE_ECOST);
+    assert_int_equal(sluice_refund(sl, "b", 1, &rs, 0, &r), SLUICE_ECOST);
+    assert_int_equal(sluice_refund(sl, "b", 1, &rs, 1, NULL), SLUICE_EINVAL);
+    assert_int_equal(room(sl, "b", &rs), 4);
+    sluice_close(sl);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(concurrent_fixed),
+        cmocka_unit_test(concurrent_log),
+        cmocka_unit_test(concurrent_token),
+        cmocka_unit_test(concurrent_composite),
+        cmocka_unit_test(refund_ends_cached_denials),
+        cmocka_unit_test(shadow_grants_all_charges_what_fits),
+        cmocka_unit_test(counted),
+        cmocka_unit_test(bad_arguments),
+    };
+    int i;
+
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_partial URL|@file [--no-buckets] "
+                        "[--refunds all|buckets|none]\n");
+        return 2;
+    }
+    url = tu_url(argv[1]);
+    for (i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--no-buckets") == 0)
+            buckets = false;
+        else if (strcmp(argv[i], "--refunds") == 0 && i + 1 < argc) {
+            i++;
+            refunds = strcmp(argv[i], "none") == 0      ? REFUND_NONE
+                      : strcmp(argv[i], "buckets") == 0 ? REFUND_BUCKETS
+                                                        : REFUND_ALL;
+        }
+    }
+    printf("partial grants and refunds on %s\n", url);
+    return cmocka_run_group_tests_name(url, tests, NULL, NULL);
+}
