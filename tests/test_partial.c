@@ -204,13 +204,14 @@ static void concurrent_composite(void **state)
 static void refund_ends_cached_denials(void **state)
 {
     tu_clock clk = {T0};
-    sluice *sl = open_with("deny_cache=16", &clk, "cache");
     sluice_ruleset rs = rules("fixed:2/1h");
     sluice_result r;
+    sluice *sl;
 
     (void)state;
     if (refunds == REFUND_NONE)
         skip();
+    sl = open_with("deny_cache=16", &clk, "cache");
     if (refunds == REFUND_BUCKETS)
         rs = rules("token:2/1h");
     assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 2, &r), SLUICE_OK);
