@@ -218,6 +218,9 @@ if op == 4 then
             kx = kx + 1
             local top = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
             if top[1] then
+                -- What stays may be written anew into a key emptied on the
+                -- way: it gets back the TTL it had.
+                local pttl = redis.call('PTTL', key)
                 local u = tonumber(top[2])
                 if t > u then
                     u = t
@@ -270,6 +273,9 @@ if op == 4 then
                         redis.call('ZADD', key, xs, xs .. ':' .. rs .. ':~' ..
                             struct.pack('>i8>i8>i8>i8', sq + 1, (ss + r) %
                             1125899906842624, x, r))
+                        if pttl > 0 then
+                            redis.call('PEXPIRE', key, pttl)
+                        end
                     end
                 end
             end

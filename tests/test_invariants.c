@@ -30,6 +30,17 @@ static bool supported(const char *text)
             return false;
     return true;
 }
+
+/* False when the backend refuses refunds of text: "refund" (all), or
+ * "window-refund" (those of fixed, sliding or log rules). */
+static bool refundable(const char *text)
+{
+    if (strstr(unsupported, "window-refund") != NULL)
+        return strstr(text, "fixed") == NULL &&
+               strstr(text, "sliding") == NULL && strstr(text, "log") == NULL;
+    return strstr(unsupported, "refund") == NULL;
+}
+
 static uint64_t seed = 0x5eed1234abcdULL;
 
 static uint64_t rnd(void)
@@ -289,7 +300,7 @@ static void two_backends_decide_alike(void **state)
     sluice_ruleset rs[sizeof(texts) / sizeof(texts[0])];
     tu_clock ca, cb;
     sluice *a, *b;
-    int i, decisions = 0, late = 0, batches = 0;
+    int i, decisions = 0, late = 0, batches = 0, at_most = 0, refunds = 0;
     size_t k;
 
     (void)state;
@@ -341,6 +352,21 @@ static void two_backends_decide_alike(void **state)
                     fail_msg("batch item %d differs at step %d", j, i);
             batches++;
             continue;
+        } else if (op == 5) {
+            int64_t ga = -1, gb = -2;
+
+            sa = sluice_acquire_at_most(a, key, strlen(key), &rs[ri], cost + 2,
+                                        &ga, &ra);
+            sb = sluice_acquire_at_most(b, key, strlen(key), &rs[ri], cost + 2,
+                                        &gb, &rb);
+            if (sa == SLUICE_OK && ga != gb)
+                fail_msg("step %d: granted %lld on %s, %lld on %s", i,
+                         (long long)ga, url, (long long)gb, against);
+            at_most++;
+        } else if (op == 6 && refundable(texts[ri])) {
+            sa = sluice_refund(a, key, strlen(key), &rs[ri], cost, &ra);
+            sb = sluice_refund(b, key, strlen(key), &rs[ri], cost, &rb);
+            refunds++;
         } else {
             sa = sluice_acquire(a, key, strlen(key), &rs[ri], cost, &ra);
             sb = sluice_acquire(b, key, strlen(key), &rs[ri], cost, &rb);
@@ -362,9 +388,9 @@ static void two_backends_decide_alike(void **state)
                      (long long)rb.remaining, (long long)rb.retry_after_ms,
                      (long long)rb.reset_after_ms);
     }
-    printf("# %d decisions, %d batches, %d late requests: %s and %s "
-           "identical\n",
-           decisions, batches, late, url, against);
+    printf("# %d decisions (%d acquires at most, %d refunds), %d batches, "
+           "%d late requests: %s and %s identical\n",
+           decisions, at_most, refunds, batches, late, url, against);
     if (servers[0] != '\0') {
         char why[256], prefix[64];
         long checked;
