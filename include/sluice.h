@@ -53,7 +53,8 @@ extern "C" {
     X(EUNSUPPORTED, "not supported by this backend")                  \
     X(ECONTENDED, "the key changed under every retry; try again")     \
     X(CACHED, "denied by the local deny cache, without a round trip") \
-    X(SHADOWED, "admitted in shadow mode; the rules denied it")
+    X(SHADOWED, "admitted in shadow mode; the rules denied it")       \
+    X(ENOLIMITER, "no such limiter: never defined, deleted, or expired")
 
 typedef enum sluice_status {
 #define SLUICE_X(name, msg) SLUICE_##name,
@@ -153,6 +154,12 @@ typedef struct sluice_options {
      * (default 1); the fallback store decides each request with every
      * limit and burst divided by it, rounded up. */
     uint32_t fallback_instances;
+    /* Added after 0.1.0. Named limiters (sluice_limiter_*): how long a
+     * handle uses the rules it read before it reads them again, in ms
+     * (URL: rules_cache_ms=N). 0: the default, 1000; negative (URL: 0):
+     * never cached, the rules are read with every decision. A change made
+     * elsewhere reaches this handle within that time. */
+    int64_t rules_cache_ms;
 } sluice_options;
 
 /* A decision. status is SLUICE_OK when the backend decided; with a fail
@@ -204,6 +211,12 @@ SLUICE_API const char *sluice_status_name(sluice_status st);
 SLUICE_API sluice_status sluice_ruleset_parse(const char *text,
                                               sluice_ruleset *out, char *err,
                                               size_t err_len);
+
+/* Writes rs as the text sluice_ruleset_parse() reads back to the same
+ * ruleset ("fixed:1000/86400000ms,tz=+08:00+fixed:100/3600000ms"); returns
+ * the length the whole text needs, as snprintf does. */
+SLUICE_API size_t sluice_ruleset_format(const sluice_ruleset *rs, char *buf,
+                                        size_t len);
 
 /* Checks ranges and combinations of a ruleset built by hand. */
 SLUICE_API sluice_status sluice_ruleset_check(const sluice_ruleset *rs,
@@ -379,6 +392,60 @@ SLUICE_API sluice_status sluice_acquire_many_async(sluice *sl,
 
 /* Decisions started on the loop and not yet ended. */
 SLUICE_API size_t sluice_pending(const sluice *sl);
+
+/* --------------------------------------------------- named limiters
+ *
+ * A named limiter's rules live in the backend, under the handle's key
+ * prefix, so every service that uses the name decides by the same rules,
+ * and changing them needs no redeploy (docs/SEMANTICS.md, "Named
+ * limiters"). A name is 1..1024 bytes, binary-safe; a decision by name may
+ * give a client id (per-client scope: each client its own state under the
+ * shared rules; none: one state for all); the name and the client id
+ * together take at most 1000 bytes. keepalive_ms: 0 keeps the limiter
+ * until it is deleted; else it disappears once that long has passed
+ * without its rules being read (each handle reads them at most every
+ * rules_cache_ms while it decides by the name). A name with no rules
+ * stored gives SLUICE_ENOLIMITER. Blocking calls only. */
+
+/* Stores rules under name unless some are stored already; *stored (may be
+ * NULL) receives what is stored then: these rules, or those that were. */
+SLUICE_API sluice_status sluice_limiter_define(sluice *sl, const void *name,
+                                               size_t name_len,
+                                               const sluice_ruleset *rules,
+                                               int64_t keepalive_ms,
+                                               sluice_ruleset *stored);
+/* Stores rules under name, replacing any: the state counted so far carries
+ * over as for any changed limit. */
+SLUICE_API sluice_status sluice_limiter_set(sluice *sl, const void *name,
+                                            size_t name_len,
+                                            const sluice_ruleset *rules,
+                                            int64_t keepalive_ms);
+/* The rules stored under name (read from the backend, not a cache), and
+ * their keepalive_ms (may be NULL). */
+SLUICE_API sluice_status sluice_limiter_get(sluice *sl, const void *name,
+                                            size_t name_len,
+                                            sluice_ruleset *rules,
+                                            int64_t *keepalive_ms);
+/* Deletes the rules stored under name (SLUICE_ENOLIMITER if none); the
+ * clients' state expires on its own. */
+SLUICE_API sluice_status sluice_limiter_delete(sluice *sl, const void *name,
+                                               size_t name_len);
+/* sluice_acquire, sluice_peek and sluice_reset by name, with the client id
+ * (client NULL or client_len 0: the limiter's one shared state). */
+SLUICE_API sluice_status sluice_limiter_acquire(sluice *sl, const void *name,
+                                                size_t name_len,
+                                                const void *client,
+                                                size_t client_len, int64_t cost,
+                                                sluice_result *out);
+SLUICE_API sluice_status sluice_limiter_peek(sluice *sl, const void *name,
+                                             size_t name_len,
+                                             const void *client,
+                                             size_t client_len, int64_t cost,
+                                             sluice_result *out);
+SLUICE_API sluice_status sluice_limiter_reset(sluice *sl, const void *name,
+                                              size_t name_len,
+                                              const void *client,
+                                              size_t client_len);
 
 /* ---------------------------------------------------------- metrics
  *

@@ -54,6 +54,40 @@ local t, op, c, tag, algo1, l1, p1, x1, y1, z1 = struct.unpack(
     '<i8i8i8i8i8i8i8i8i8i8', ARGV[1])
 local n = (#ARGV[1] - 32) / 48
 
+-- A named limiter's stored rules (ops 5 read, 6 store unless present, 7
+-- store, 8 delete) under KEYS[1]; ARGV[2] is the value to store, c its
+-- keep-alive in ms (0: none), ARGV[1] padded to 80 bytes. The value starts
+-- "sluice-limiter 1\n<keep-alive>\n": a read starts the keep-alive again.
+-- Reply: the value read (none: empty), then found (0/1) and the tag.
+if op >= 5 then
+    local key = KEYS[1]
+    if op == 8 then
+        return struct.pack('<i8i8', redis.call('DEL', key), tag)
+    end
+    if op == 6 or op == 7 then
+        local args = {'SET', key, ARGV[2]}
+        if c > 0 then
+            args[4], args[5] = 'PX', string.format('%.0f', c)
+        end
+        if op == 6 then
+            args[#args + 1] = 'NX'
+        end
+        redis.call(unpack(args))
+        if op == 7 then
+            return ARGV[2] .. struct.pack('<i8i8', 1, tag)
+        end
+    end
+    local v = redis.call('GET', key)
+    if not v then
+        return struct.pack('<i8i8', 0, tag)
+    end
+    local ka = tonumber(string.match(v, '^sluice%-limiter 1\n(%d+)\n'))
+    if ka and ka > 0 then
+        redis.call('PEXPIRE', key, string.format('%.0f', ka))
+    end
+    return v .. struct.pack('<i8i8', 1, tag)
+end
+
 -- Stores a bucket charged at u with backlog dd (request*ms): the one
 -- function of the script, shared by both paths below (defining it costs
 -- a closure a call: 0.1k to 2k of a decision's 26k to 40k instructions). Its TTL lasts until the

@@ -14,8 +14,23 @@ typedef enum sl_op {
     SL_OP_PEEK,
     SL_OP_RESET,
     SL_OP_AT_MOST, /* acquire at most cost: *granted says how much */
-    SL_OP_REFUND   /* give back up to cost; answers as a peek of 1 after */
+    SL_OP_REFUND,  /* give back up to cost; answers the state it leaves */
+    /* A named limiter's stored rules, under the key
+     * "<prefix>{key}:rules" (sl_key_rules): */
+    SL_OP_RULES_GET, /* read the value; a keep-alive in it starts again */
+    SL_OP_RULES_PUT, /* store value (cost 1: only if absent), then read */
+    SL_OP_RULES_DEL  /* delete it; found says whether there was one */
 } sl_op;
+
+/* The longest value a rules op stores or reads. */
+#define SL_VALUE_MAX 512
+
+/* What a rules op read: found, and the value (SL_OP_RULES_GET and PUT). */
+typedef struct sl_value {
+    bool found;
+    size_t len;
+    char buf[SL_VALUE_MAX];
+} sl_value;
 
 /* A validated request: key within the cap, rules checked, cost in range. */
 typedef struct sl_request {
@@ -23,9 +38,17 @@ typedef struct sl_request {
     const void *key;
     size_t key_len;
     const sluice_ruleset *rules;
-    int64_t cost;     /* ignored by reset */
-    int64_t now_ms;   /* the handle's clock; -1: the server's clock */
-    int64_t *granted; /* SL_OP_AT_MOST: where the amount granted goes */
+    int64_t cost;       /* ignored by reset */
+    int64_t now_ms;     /* the handle's clock; -1: the server's clock */
+    int64_t *granted;   /* SL_OP_AT_MOST: where the amount granted goes */
+    const char *prefix; /* the key prefix; NULL: the handle's */
+    /* Rules ops: the value to store (PUT), its keep-alive in ms (0: none;
+     * GET: the one last read, for backends that cannot read it first),
+     * and where what was read goes. */
+    const char *value;
+    size_t value_len;
+    int64_t ttl_ms;
+    sl_value *read;
 } sl_request;
 
 typedef struct sl_backend {

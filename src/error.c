@@ -47,6 +47,8 @@ const char *sluice_status_name(sluice_status st)
         return "proto";
     case SLUICE_EUNSUPPORTED:
         return "unsupported";
+    case SLUICE_ENOLIMITER:
+        return "nolimiter";
     case SLUICE_ECONTENDED:
         return "contended";
     case SLUICE_CACHED:

@@ -64,6 +64,11 @@ size_t sl_key_build(char *dst, size_t dst_len, const char *prefix,
 /* Room for any key sl_key_build writes, plus a window's ":<k>". */
 #define SL_KEY_BUF (SLUICE_MAX_KEY_LEN + 160)
 
+/* key.c: "<prefix>{K}:rules", a named limiter's stored rules; returns the
+ * length written, or 0 when dst is too small. */
+size_t sl_key_rules(char *dst, size_t dst_len, const char *prefix,
+                    const void *key, size_t key_len);
+
 /* key.c: appends ":<k>" to the rule key of length base_len in dst (of
  * SL_KEY_BUF bytes): the key of window k. Returns the new length. */
 size_t sl_key_window(char *dst, size_t base_len, int64_t k);

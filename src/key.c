@@ -52,6 +52,21 @@ size_t sl_key_build(char *dst, size_t dst_len, const char *prefix,
     return o;
 }
 
+size_t sl_key_rules(char *dst, size_t dst_len, const char *prefix,
+                    const void *key, size_t key_len)
+{
+    size_t plen = strlen(prefix), o = plen;
+
+    if (dst_len < plen + key_len + 9)
+        return 0;
+    memcpy(dst, prefix, plen);
+    dst[o++] = '{';
+    memcpy(dst + o, key, key_len);
+    o += key_len;
+    memcpy(dst + o, "}:rules", 7);
+    return o + 7;
+}
+
 size_t sl_key_window(char *dst, size_t base_len, int64_t k)
 {
     dst[base_len] = ':';

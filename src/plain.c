@@ -52,7 +52,8 @@
 typedef enum job_mode {
     JOB_OPTIMISTIC = 1, /* acquire of windows and logs */
     JOB_READ,           /* peek, or the reads of a watched acquire */
-    JOB_RESET
+    JOB_RESET,
+    JOB_RULES /* a named limiter's stored rules: plain GET, SET, DEL */
 } job_mode;
 
 /* One rule's state as read back, and what a charge must write. */
@@ -140,8 +141,9 @@ static bool has_bucket(const sluice_ruleset *rs)
 static size_t rule_key(const sl_plain *p, const sl_request *rq,
                        const sluice_rule *r, bool window, int64_t k, char *buf)
 {
-    size_t n =
-        sl_key_build(buf, KEYBUF, p->url->prefix, rq->key, rq->key_len, r);
+    size_t n = sl_key_build(buf, KEYBUF,
+                            rq->prefix != NULL ? rq->prefix : p->url->prefix,
+                            rq->key, rq->key_len, r);
 
     return window ? sl_key_window(buf, n, k) : n;
 }
@@ -193,6 +195,72 @@ static void expect_reply(sl_plain *p, unit *u, sluice_status st)
 #define APPEND(p, u, ...) \
     expect_reply((p), (u), sl_conn_appendf(&(p)->conn, NULL, 0, __VA_ARGS__))
 
+/* A rules op: read (and start the keep-alive again), store (unless
+ * present, then read what is), or delete. */
+static size_t append_rules(sl_plain *p, unit *j)
+{
+    const sl_request *rq = j->rq;
+    char key[KEYBUF];
+    size_t kl = sl_key_rules(key, sizeof(key),
+                             rq->prefix != NULL ? rq->prefix : p->url->prefix,
+                             rq->key, rq->key_len);
+
+    switch (rq->op) {
+    case SL_OP_RULES_GET:
+        APPEND(p, j, "GET %b", key, kl);
+        if (rq->ttl_ms > 0) {
+            APPEND(p, j, "PEXPIRE %b %lld", key, kl, (long long)rq->ttl_ms);
+            return 2;
+        }
+        return 1;
+    case SL_OP_RULES_PUT:
+        if (rq->ttl_ms > 0 && rq->cost == 1)
+            APPEND(p, j, "SET %b %b PX %lld NX", key, kl, rq->value,
+                   rq->value_len, (long long)rq->ttl_ms);
+        else if (rq->ttl_ms > 0)
+            APPEND(p, j, "SET %b %b PX %lld", key, kl, rq->value, rq->value_len,
+                   (long long)rq->ttl_ms);
+        else if (rq->cost == 1)
+            APPEND(p, j, "SET %b %b NX", key, kl, rq->value, rq->value_len);
+        else
+            APPEND(p, j, "SET %b %b", key, kl, rq->value, rq->value_len);
+        APPEND(p, j, "GET %b", key, kl);
+        return 2;
+    default:
+        APPEND(p, j, "DEL %b", key, kl);
+        return 1;
+    }
+}
+
+/* What a rules op read: the value of its GET, or DEL's count. */
+static sluice_status parse_rules_reply(sl_plain *p, unit *j)
+{
+    const sl_request *rq = j->rq;
+    const redisReply *r = rq->op == SL_OP_RULES_PUT ? j->reps[1] : j->reps[0];
+
+    if (r != NULL && rq->op == SL_OP_RULES_DEL &&
+        r->type == REDIS_REPLY_INTEGER) {
+        rq->read->found = r->integer > 0;
+        return SLUICE_OK;
+    }
+    if (r != NULL && r->type == REDIS_REPLY_NIL) {
+        rq->read->found = false;
+        rq->read->len = 0;
+        return SLUICE_OK;
+    }
+    if (r == NULL || r->type != REDIS_REPLY_STRING || r->len > SL_VALUE_MAX) {
+        sl_errf(j->msg, sizeof(j->msg),
+                "%s: unexpected reply for a limiter's rules; is another "
+                "program using the key prefix \"%s\"?",
+                p->name, p->url->prefix);
+        return SLUICE_EPROTO;
+    }
+    rq->read->found = true;
+    rq->read->len = r->len;
+    memcpy(rq->read->buf, r->str, r->len);
+    return SLUICE_OK;
+}
+
 /* Appends the block of one unit; returns its number of commands. */
 static size_t append_block(sl_plain *p, unit *j)
 {
@@ -203,10 +271,15 @@ static size_t append_block(sl_plain *p, unit *j)
     int64_t t = rq->now_ms;
 
     if (j->mode == JOB_RESET) {
-        expect_reply(
-            p, j, sl_conn_append_reset(&p->conn, p->url->prefix, rq, NULL, 0));
+        expect_reply(p, j,
+                     sl_conn_append_reset(&p->conn,
+                                          rq->prefix != NULL ? rq->prefix
+                                                             : p->url->prefix,
+                                          rq, NULL, 0));
         return 1;
     }
+    if (j->mode == JOB_RULES)
+        return append_rules(p, j);
     for (i = 0; i < rs->count; i++) {
         const sluice_rule *r = &rs->rules[i];
         rule_io *io = &j->io[i];
@@ -793,7 +866,8 @@ static void begin(sl_plain *p, unit *u, step s)
     u->msg[0] = '\0';
     switch (s) {
     case STEP_BLOCK:
-        u->wrapped = p->multi && u->mode == JOB_OPTIMISTIC;
+        u->wrapped =
+            p->multi && (u->mode == JOB_OPTIMISTIC || u->mode == JOB_RULES);
         if (u->wrapped)
             APPEND(p, u, "MULTI");
         u->ncmds = append_block(p, u);
@@ -872,6 +946,12 @@ static void block_done(sl_plain *p, unit *u)
 
     if (u->wrapped)
         take_exec(p, u);
+    if (u->st == SLUICE_OK && u->mode == JOB_RULES) {
+        u->st = parse_rules_reply(p, u);
+        release_replies(u);
+        finish(u, u->st, u->msg);
+        return;
+    }
     if (u->st == SLUICE_OK && u->mode != JOB_RESET)
         u->st = parse_views(p, u, u->reps, u->msg, sizeof(u->msg));
     release_replies(u);
@@ -1022,6 +1102,9 @@ static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
 
     if (rq->op == SL_OP_RESET) {
         j->mode = JOB_RESET;
+    } else if (rq->op == SL_OP_RULES_GET || rq->op == SL_OP_RULES_PUT ||
+               rq->op == SL_OP_RULES_DEL) {
+        j->mode = JOB_RULES;
     } else if (rq->op == SL_OP_REFUND && !p->multi) {
         sl_errf(err, err_len,
                 "%s: a refund needs an atomic read-modify-write that a "

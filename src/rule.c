@@ -44,6 +44,23 @@ void sl_rule_format(const sluice_rule *r, char *dst, size_t dst_len)
     }
 }
 
+size_t sluice_ruleset_format(const sluice_ruleset *rs, char *buf, size_t len)
+{
+    char one[128];
+    sl_text t = {buf, len, 0};
+    size_t i;
+
+    if (len > 0)
+        buf[0] = '\0';
+    if (rs == NULL)
+        return 0;
+    for (i = 0; i < rs->count && i < SLUICE_MAX_RULES; i++) {
+        sl_rule_format(&rs->rules[i], one, sizeof(one));
+        sl_textf(&t, "%s%s", i > 0 ? "+" : "", one);
+    }
+    return t.at;
+}
+
 /* Parser state: the whole text, for messages, and the cursor. */
 typedef struct parser {
     const char *text;

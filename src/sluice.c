@@ -14,6 +14,7 @@
 #include "conn.h"
 #include "denycache.h"
 #include "engine.h"
+#include "limiter.h"
 #include "stats.h"
 
 #include <pthread.h>
@@ -39,6 +40,7 @@ struct sluice {
     sl_engine eng;       /* the connections' I/O, blocking or on a loop */
     sl_deny_cache deny;  /* off unless deny_cache=N */
     sl_stats stats;      /* on unless metrics=0 */
+    sl_limiters lim;     /* named limiters: their prefix, the rules read */
     void *fallback;      /* fail=fallback: a private memory store */
     uint64_t last_rt;    /* the backend's round trips counted so far; by
                             whoever drives the engine */
@@ -141,6 +143,10 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
     if (st != SLUICE_OK)
         goto fail;
     sl->url.opts.key_prefix = sl->url.prefix; /* point into our copy */
+    if ((st = sl_limiters_init(&sl->lim, &sl->url)) != SLUICE_OK) {
+        sl_errf(err, err_len, "open: cannot make a mutex");
+        goto fail;
+    }
     if (sl->url.opts.clock == NULL)
         sl->url.opts.clock = realtime_ms;
     switch (sl->url.scheme) {
@@ -201,6 +207,7 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
     *out = sl;
     return SLUICE_OK;
 fail:
+    sl_limiters_free(&sl->lim);
     pthread_mutex_destroy(&sl->mu);
     sl_free(sl);
     return st;
@@ -214,6 +221,7 @@ void sluice_close(sluice *sl)
     sl->backend->close(sl->state);
     sl_backend_memory.close(sl->fallback);
     sl_deny_free(&sl->deny);
+    sl_limiters_free(&sl->lim);
     pthread_mutex_destroy(&sl->mu);
     sl_free(sl);
 }
@@ -403,6 +411,7 @@ static bool policy_answers(const sluice *sl, sluice_status st)
     case SLUICE_EUNSUPPORTED:
     case SLUICE_CACHED:
     case SLUICE_SHADOWED:
+    case SLUICE_ENOLIMITER:
         return false;
     }
     return false;
@@ -627,6 +636,30 @@ static bool refuse_blocking(const sluice *sl, char *err)
     return true;
 }
 
+/* A prepared request, blocking: the deny cache (plain keys only), the
+ * backend, the fail policy and shadow mode. */
+static sluice_status run_one(sluice *sl, sl_request *r, sluice_result *out,
+                             char *err)
+{
+    sluice_result res;
+    sluice_status st;
+
+    if (r->prefix == NULL && deny_answers(sl, r, out)) {
+        st = SLUICE_OK;
+    } else {
+        memset(&res, 0, sizeof(res));
+        st = dispatch(sl, r, 1, &res, err);
+        if (st == SLUICE_OK && r->prefix == NULL)
+            deny_keep(sl, r, &res);
+        st = answer_one(sl, r, st, &res, out);
+    }
+    if (st == SLUICE_OK && r->op == SL_OP_AT_MOST)
+        shadow_at_most(sl, r, out);
+    else if (st == SLUICE_OK && out != NULL)
+        shadow(sl, r->op, out);
+    return st;
+}
+
 /* One request, blocking. granted: an acquire at most's (else NULL). */
 static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
                                 size_t key_len, const sluice_ruleset *rules,
@@ -634,7 +667,6 @@ static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
                                 sluice_result *out)
 {
     sl_request r;
-    sluice_result res;
     sluice_status st;
     int64_t t0;
     char *err;
@@ -654,20 +686,55 @@ static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
     r.granted = granted;
     if (granted != NULL)
         *granted = 0;
-    if (st == SLUICE_OK && deny_answers(sl, &r, out)) {
-        st = SLUICE_OK;
-    } else if (st == SLUICE_OK) {
-        memset(&res, 0, sizeof(res));
-        st = dispatch(sl, &r, 1, &res, err);
-        if (st == SLUICE_OK)
-            deny_keep(sl, &r, &res);
-        st = answer_one(sl, &r, st, &res, out);
-    }
-    if (st == SLUICE_OK && op == SL_OP_AT_MOST)
-        shadow_at_most(sl, &r, out);
-    else if (st == SLUICE_OK && out != NULL)
-        shadow(sl, op, out);
+    if (st == SLUICE_OK)
+        st = run_one(sl, &r, out, err);
     count_call(sl, op, st, op == SL_OP_RESET ? NULL : out);
+    sl_stats_call(&sl->stats, t0);
+    return st;
+}
+
+/* ------------------------------------------------- for limiter.c */
+
+sl_limiters *sl_handle_limiters(sluice *sl)
+{
+    return &sl->lim;
+}
+
+int64_t sl_handle_now(const sluice *sl)
+{
+    return handle_now(sl);
+}
+
+char *sl_handle_err(const sluice *sl)
+{
+    return err_of(sl);
+}
+
+sluice_status sl_handle_check(sluice *sl, sl_op op, const void *key,
+                              size_t key_len, const sluice_ruleset *rules,
+                              int64_t cost, sl_request *r, char *err)
+{
+    if (refuse_blocking(sl, err))
+        return SLUICE_EINVAL;
+    return prepare(sl, op, key, key_len, rules, cost, handle_now(sl), r, err);
+}
+
+sluice_status sl_handle_one(sluice *sl, sl_request *r, sluice_result *out,
+                            char *err)
+{
+    sluice_result res;
+    sluice_status st;
+    int64_t t0;
+
+    if (r->op == SL_OP_RULES_GET || r->op == SL_OP_RULES_PUT ||
+        r->op == SL_OP_RULES_DEL) {
+        memset(&res, 0, sizeof(res));
+        st = dispatch(sl, r, 1, &res, err);
+        return st == SLUICE_OK ? res.status : st;
+    }
+    t0 = sl_stats_start(&sl->stats);
+    st = run_one(sl, r, out, err);
+    count_call(sl, r->op, st, r->op == SL_OP_RESET ? NULL : out);
     sl_stats_call(&sl->stats, t0);
     return st;
 }

@@ -195,6 +195,13 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
                        "option fallback_instances: expected the number of "
                        "instances sharing the limit, 1..10000");
         u->opts.fallback_instances = (uint32_t)num;
+    } else if (KEY_IS("rules_cache_ms")) {
+        if (!read_uint(v, vlen, 0, 86400000, &num))
+            return bad(err, err_len, url,
+                       "option rules_cache_ms: expected how long a named "
+                       "limiter's rules are used before they are read "
+                       "again, 0..86400000 ms (0: read with every decision)");
+        u->opts.rules_cache_ms = num == 0 ? -1 : (int64_t)num;
     } else if (KEY_IS("shadow")) {
         if (VAL_IS("1") || VAL_IS("on"))
             u->opts.shadow = true;
@@ -227,7 +234,7 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
                  "unknown option \"%.*s\" (known: "
                  "timeout_ms, connect_timeout_ms, clock, fail, prefix, "
                  "ttl_floor_ms, deny_cache, metrics, shadow, "
-                 "fallback_instances, socket, tls, "
+                 "fallback_instances, rules_cache_ms, socket, tls, "
                  "tls_verify, "
                  "tls_ca_file, tls_ca_dir, tls_cert, tls_key, "
                  "tls_server_name)",
@@ -574,5 +581,9 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
     if (out->opts.fallback_instances > 10000)
         return bad(err, err_len, url,
                    "options.fallback_instances: expected 1..10000");
+    if (out->opts.rules_cache_ms > 86400000)
+        return bad(err, err_len, url,
+                   "options.rules_cache_ms: expected at most 86400000 "
+                   "(negative: never cached)");
     return SLUICE_OK;
 }

@@ -88,8 +88,55 @@ static int64_t script_op(sl_op op)
         return 3;
     case SL_OP_REFUND:
         return 4;
+    case SL_OP_RULES_GET:
+        return 5;
+    case SL_OP_RULES_PUT:
+        return 6; /* 7 to replace: see append_rules */
+    case SL_OP_RULES_DEL:
+        return 8;
     }
     return 0;
+}
+
+static void put_i64(char **p, int64_t v);
+
+static bool is_rules_op(sl_op op)
+{
+    return op == SL_OP_RULES_GET || op == SL_OP_RULES_PUT ||
+           op == SL_OP_RULES_DEL;
+}
+
+/* A rules op: the script with the rules key, the numbers padded to the
+ * size of one rule, and the value to store. */
+static sluice_status append_rules(sl_conn *cn, const char *prefix,
+                                  const sl_request *rq, bool as_eval,
+                                  uint64_t tag, char *err, size_t err_len)
+{
+    const char *argv[6];
+    size_t lens[6];
+    char key[SL_KEY_BUF], packed[80], *pk = packed;
+    int64_t op = script_op(rq->op);
+
+    if (rq->op == SL_OP_RULES_PUT && rq->cost != 1)
+        op = 7;
+    memset(packed, 0, sizeof(packed));
+    put_i64(&pk, 0);
+    put_i64(&pk, op);
+    put_i64(&pk, rq->op == SL_OP_RULES_PUT ? rq->ttl_ms : 0);
+    put_i64(&pk, (int64_t)(tag & ((UINT64_C(1) << 52) - 1)));
+    argv[0] = as_eval ? "EVAL" : "EVALSHA";
+    lens[0] = strlen(argv[0]);
+    argv[1] = as_eval ? sl_lua_script : sl_lua_sha1;
+    lens[1] = as_eval ? sl_lua_script_len : 40;
+    argv[2] = "1";
+    lens[2] = 1;
+    lens[3] = sl_key_rules(key, sizeof(key), prefix, rq->key, rq->key_len);
+    argv[3] = key;
+    argv[4] = packed;
+    lens[4] = sizeof(packed);
+    argv[5] = rq->value != NULL ? rq->value : "";
+    lens[5] = rq->value != NULL ? rq->value_len : 0;
+    return sl_conn_append(cn, 6, argv, lens, err, err_len);
 }
 
 /* Appends one request: EVALSHA (or EVAL), its numbers packed in one
@@ -110,9 +157,12 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
     size_t i, a = 3, nk = 0;
     bool local = rq->now_ms >= 0;
     int64_t floor = url->opts.ttl_floor_ms;
+    const char *prefix = rq->prefix != NULL ? rq->prefix : url->prefix;
 
+    if (is_rules_op(rq->op))
+        return append_rules(cn, prefix, rq, as_eval, tag, err, err_len);
     if (rq->op == SL_OP_RESET && local)
-        return sl_conn_append_reset(cn, url->prefix, rq, err, err_len);
+        return sl_conn_append_reset(cn, prefix, rq, err, err_len);
     argv[0] = as_eval ? "EVAL" : "EVALSHA";
     lens[0] = strlen(argv[0]);
     argv[1] = as_eval ? sl_lua_script : sl_lua_sha1;
@@ -126,7 +176,7 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
      * and its TTL. */
     for (i = 0; i < rs->count; i++) {
         const sluice_rule *r = &rs->rules[i];
-        size_t base = sl_key_build(keys[nk], SL_KEY_BUF, url->prefix, rq->key,
+        size_t base = sl_key_build(keys[nk], SL_KEY_BUF, prefix, rq->key,
                                    rq->key_len, r);
         int64_t w, to_end;
 
@@ -285,7 +335,8 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
         sl_errf(err, err_len, "evalsha: DEL answered type %d", rep->type);
         return SLUICE_EPROTO;
     }
-    if (rep->type != REDIS_REPLY_STRING || rep->len == 0 || rep->len % 8 != 0) {
+    if (rep->type != REDIS_REPLY_STRING || rep->len < 16 ||
+        (rep->len % 8 != 0 && !is_rules_op(rq->op))) {
         sl_errf(err, err_len,
                 "evalsha: unexpected script reply (type %d, %zu bytes); is "
                 "another program using the key prefix, or a script of "
@@ -293,7 +344,9 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
                 rep->type, rep->type == REDIS_REPLY_STRING ? rep->len : 0);
         return SLUICE_EPROTO;
     }
-    w.p = (const unsigned char *)rep->str;
+    /* A rules reply is a value of any length, then two numbers: read from
+     * where they start. */
+    w.p = (const unsigned char *)rep->str + rep->len % 8;
     w.n = rep->len / 8;
     /* The script echoes the request's tag last: a reply meant for another
      * request (a connection out of step) is never taken for this one. */
@@ -308,6 +361,26 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
     w.at = 0;
     if (rq->op == SL_OP_RESET)
         return w.n == 2 ? SLUICE_OK : SLUICE_EPROTO;
+    if (is_rules_op(rq->op)) {
+        /* The value read, then found and the tag. */
+        int64_t found;
+        size_t vlen = rep->len - 16;
+
+        w.at = w.n - 2;
+        if (!wire_num(&w, 0, INT64_MAX, &found) ||
+            vlen > SL_VALUE_MAX || (found == 0 && vlen > 0)) {
+            sl_errf(err, err_len,
+                    "evalsha: unexpected reply for a limiter's rules (%zu "
+                    "bytes); is another program using the key prefix?",
+                    rep->len);
+            return SLUICE_EPROTO;
+        }
+        rq->read->found = found > 0;
+        rq->read->len = vlen;
+        memcpy(rq->read->buf, rep->str, vlen);
+        out->status = SLUICE_OK;
+        return SLUICE_OK;
+    }
     for (i = 0; i < rs->count; i++) {
         if (!rule_view(&rs->rules[i], &w, &admits[i], &views[i], entries[i])) {
             sl_errf(err, err_len,

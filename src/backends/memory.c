@@ -30,8 +30,15 @@ typedef struct entry {
             sl_log_entry *e;
             size_t head, n, cap;
         } log;
+        struct { /* a named limiter's rules (algorithm 0) */
+            char *v;
+            size_t n;
+            int64_t keepalive; /* ms; 0: none */
+        } blob;
     } u;
 } entry;
+
+#define BLOB ((sluice_algorithm)0)
 
 typedef struct store {
     pthread_mutex_t lock;
@@ -72,6 +79,8 @@ static void entry_free(entry *e)
         sl_free(e->u.win.count);
     } else if (e->algorithm == SLUICE_LOG) {
         sl_free(e->u.log.e);
+    } else if (e->algorithm == BLOB) {
+        sl_free(e->u.blob.v);
     }
     sl_free(e->key);
     sl_free(e);
@@ -478,11 +487,57 @@ static void refund_rule(entry *e, const sluice_rule *r, int64_t t, int64_t a,
     }
 }
 
+/* A rules op on the store: the keep-alive on the handle's clock. */
+static sluice_status rules_request(store *s, const handle *h,
+                                   const sl_request *rq, sluice_result *out,
+                                   char *err, size_t err_len)
+{
+    char key[SL_KEY_BUF];
+    size_t kl = sl_key_rules(key, sizeof(key),
+                             rq->prefix != NULL ? rq->prefix : h->prefix,
+                             rq->key, rq->key_len);
+    int64_t t = rq->now_ms;
+    entry *e = lookup(s, key, kl, t);
+    char *v;
+
+    out->status = SLUICE_OK;
+    rq->read->found = false;
+    rq->read->len = 0;
+    if (rq->op == SL_OP_RULES_DEL) {
+        if (e != NULL) {
+            e->expires_at = t; /* gone: lookups drop it */
+            rq->read->found = true;
+        }
+        return SLUICE_OK;
+    }
+    if (rq->op == SL_OP_RULES_PUT && (e == NULL || rq->cost != 1)) {
+        if ((v = sl_memdup(rq->value, rq->value_len)) == NULL ||
+            (e = obtain(s, key, kl, BLOB, t)) == NULL) {
+            sl_free(v);
+            sl_errf(err, err_len, "memory: out of memory storing rules");
+            return SLUICE_ENOMEM;
+        }
+        sl_free(e->u.blob.v);
+        e->u.blob.v = v;
+        e->u.blob.n = rq->value_len;
+        e->u.blob.keepalive = rq->ttl_ms;
+        e->expires_at = INT64_MAX;
+    }
+    if (e == NULL)
+        return SLUICE_OK;
+    if (e->u.blob.keepalive > 0)
+        e->expires_at = t + e->u.blob.keepalive;
+    rq->read->found = true;
+    rq->read->len = e->u.blob.n;
+    memcpy(rq->read->buf, e->u.blob.v, e->u.blob.n);
+    return SLUICE_OK;
+}
+
 static sluice_status decide_request(store *s, const handle *h,
                                     const sl_request *rq, sluice_result *out,
                                     char *err, size_t err_len)
 {
-    const char *prefix = h->prefix;
+    const char *prefix = rq->prefix != NULL ? rq->prefix : h->prefix;
     const sluice_ruleset *rs = rq->rules;
     sl_verdict v[SLUICE_MAX_RULES];
     sl_state_view views[SLUICE_MAX_RULES];
@@ -557,7 +612,11 @@ static sluice_status memory_decide(void *state, const sl_request *reqs,
     for (i = 0; i < n && st == SLUICE_OK; i++) {
         if (s->count >= s->gc_at)
             store_gc(s, reqs[i].now_ms);
-        st = decide_request(s, h, &reqs[i], &out[i], err, err_len);
+        if (reqs[i].op == SL_OP_RULES_GET || reqs[i].op == SL_OP_RULES_PUT ||
+            reqs[i].op == SL_OP_RULES_DEL)
+            st = rules_request(s, h, &reqs[i], &out[i], err, err_len);
+        else
+            st = decide_request(s, h, &reqs[i], &out[i], err, err_len);
     }
     pthread_mutex_unlock(&s->lock);
     return st;

@@ -259,10 +259,13 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
     {
         if (strcmp(name, "t") != 0 && strcmp(name, "key") != 0 &&
             strcmp(name, "rule") != 0 && strcmp(name, "cost") != 0 &&
-            strcmp(name, "op") != 0) {
+            strcmp(name, "op") != 0 && strcmp(name, "limiter") != 0 &&
+            strcmp(name, "client") != 0) {
             show(q, sizeof(q), name, strlen(name));
             return fail(ev, err, err_len, "input",
-                        "unknown field %s (known: t, key, rule, cost, op)", q);
+                        "unknown field %s (known: t, key, rule, limiter, "
+                        "client, cost, op)",
+                        q);
         }
     }
     jt = json_object_get(ev->doc, "t");
@@ -277,12 +280,35 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
         return fail(ev, err, err_len, "input",
                     "\"t\" must be a JSON integer (ms), not a string, "
                     "fraction or exponent");
-    if (jkey == NULL)
+    if (json_object_get(ev->doc, "limiter") != NULL) {
+        json_t *jl = json_object_get(ev->doc, "limiter");
+        json_t *jc = json_object_get(ev->doc, "client");
+
+        /* By name: the rules are the limiter's, the key its client's. */
+        if (!json_is_string(jl) || (jc != NULL && !json_is_string(jc)))
+            return fail(ev, err, err_len, "input",
+                        "\"limiter\" and \"client\" must be strings");
+        if (jkey != NULL || jrule != NULL)
+            return fail(ev, err, err_len, "input",
+                        "an event names a limiter (and a client) or a key "
+                        "and a rule, not both");
+        ev->limiter = json_string_value(jl);
+        ev->limiter_len = json_string_length(jl);
+        if (jc != NULL) {
+            ev->client = json_string_value(jc);
+            ev->client_len = json_string_length(jc);
+        }
+    } else if (json_object_get(ev->doc, "client") != NULL) {
+        return fail(ev, err, err_len, "input",
+                    "\"client\" goes with \"limiter\"");
+    } else if (jkey == NULL) {
         return fail(ev, err, err_len, "input", "missing \"key\"");
-    if (!json_is_string(jkey))
+    } else if (!json_is_string(jkey)) {
         return fail(ev, err, err_len, "input", "\"key\" must be a string");
-    ev->key = json_string_value(jkey);
-    ev->key_len = json_string_length(jkey);
+    } else {
+        ev->key = json_string_value(jkey);
+        ev->key_len = json_string_length(jkey);
+    }
     if (jop != NULL) {
         const char *op;
         size_t op_len;

@@ -21,12 +21,16 @@ typedef enum jsonl_op {
 /* A parsed event. key and rule point into doc, which the event owns until
  * jsonl_event_free(). */
 typedef struct jsonl_event {
-    jsonl_op op;        /* default JSONL_ACQUIRE */
-    int64_t t;          /* virtual time: 0 .. 2^53 - 1 ms */
-    const char *key;    /* key_len bytes of UTF-8, NUL bytes included */
-    size_t key_len;     /* not checked against the cap: the library does */
-    const char *rule;   /* terminated, no NUL inside; NULL: none given */
-    int64_t cost;       /* 1 .. 10^9; 1 for a reset, which ignores it */
+    jsonl_op op;      /* default JSONL_ACQUIRE */
+    int64_t t;        /* virtual time: 0 .. 2^53 - 1 ms */
+    const char *key;  /* key_len bytes of UTF-8, NUL bytes included */
+    size_t key_len;   /* not checked against the cap: the library does */
+    const char *rule; /* terminated, no NUL inside; NULL: none given */
+    int64_t cost;     /* 1 .. 10^9; 1 for a reset, which ignores it */
+    /* A named limiter instead of a rule (NULL: none), and the client id
+     * (NULL: none); binary-safe, into doc. */
+    const char *limiter, *client;
+    size_t limiter_len, client_len;
     struct json_t *doc; /* the parsed line */
 } jsonl_event;
 

@@ -27,6 +27,10 @@ static const char usage_text[] =
     " [--json]\n"
     "  sluice replay [--url URL] [--rule RULE]   < events.jsonl\n"
     "  sluice demo   [--url URL] [--rule RULE] [--requests N]\n"
+    "  sluice check  --limiter NAME [--client ID] [--url URL] [--cost N] "
+    "[--peek] [--json]\n"
+    "  sluice limiter define|set NAME RULE [--url URL] [--keepalive MS]\n"
+    "  sluice limiter get|delete NAME [--url URL]\n"
     "\n"
     "URL   mem:// (default), mem://NAME, "
     "redis://[user:password@]host:port[/db] (Lua),\n"
@@ -178,6 +182,8 @@ typedef struct cli_args {
     const char *url, *rule, *key;
     long long cost, requests;
     int peek, json;
+    const char *limiter, *client;
+    long long keepalive;
 } cli_args;
 
 /* Parses argv for command cmd, accepting the option letters in `allowed`.
@@ -193,6 +199,9 @@ static int parse_args(int argc, char **argv, const char *cmd,
         {"requests", required_argument, NULL, 'n'},
         {"peek", no_argument, NULL, 'p'},
         {"json", no_argument, NULL, 'j'},
+        {"limiter", required_argument, NULL, 'l'},
+        {"client", required_argument, NULL, 'i'},
+        {"keepalive", required_argument, NULL, 'a'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;
@@ -207,7 +216,7 @@ static int parse_args(int argc, char **argv, const char *cmd,
         if (strchr(allowed, c) == NULL && c != 'h')
             return usage_error(
                 "input", "%s: option --%s does not apply", cmd,
-                longopts[strchr("urkcnpjh", c) - "urkcnpjh"].name);
+                longopts[strchr("urkcnpjliah", c) - "urkcnpjliah"].name);
         switch (c) {
         case 'u':
             a->url = optarg;
@@ -237,6 +246,19 @@ static int parse_args(int argc, char **argv, const char *cmd,
             break;
         case 'j':
             a->json = 1;
+            break;
+        case 'l':
+            a->limiter = optarg;
+            break;
+        case 'i':
+            a->client = optarg;
+            break;
+        case 'a':
+            if (parse_int(optarg, 0, 10000000000LL, &a->keepalive) != 0)
+                return usage_error("input",
+                                   "--keepalive \"%s\": expected 0 (none) to "
+                                   "10000000000 ms",
+                                   optarg);
             break;
         case 'h':
             fputs(usage_text, stdout);
@@ -272,7 +294,7 @@ static sluice *open_or_report(const char *url, sluice_options *opts,
 
 static int cmd_check(int argc, char **argv)
 {
-    cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0};
+    cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0, NULL, NULL, 0};
     const char *rule, *key, *would;
     long long cost;
     int rc;
@@ -283,11 +305,29 @@ static int cmd_check(int argc, char **argv)
     sluice *sl;
     sluice_status st;
 
-    if ((rc = parse_args(argc, argv, "check", "urkcpj", &a)) >= 0)
+    if ((rc = parse_args(argc, argv, "check", "urkcpjli", &a)) >= 0)
         return rc;
     rule = a.rule;
     key = a.key;
     cost = a.cost;
+    if (a.limiter != NULL && (rule != NULL || key != NULL))
+        return usage_error("input", "%s",
+                           "check: --limiter (with --client) or --rule and "
+                           "--key, not both");
+    if (a.client != NULL && a.limiter == NULL)
+        return usage_error("input", "%s",
+                           "check: --client goes with --limiter");
+    if (a.limiter != NULL) {
+        memset(&opts, 0, sizeof(opts));
+        if ((sl = open_or_report(a.url, &opts, &rc)) == NULL)
+            return rc;
+        key = a.client != NULL ? a.client : "";
+        st = a.peek ? sluice_limiter_peek(sl, a.limiter, strlen(a.limiter), key,
+                                          strlen(key), cost, &res)
+                    : sluice_limiter_acquire(sl, a.limiter, strlen(a.limiter),
+                                             key, strlen(key), cost, &res);
+        goto decided;
+    }
     if (rule == NULL)
         return usage_error("input", "%s", "check: --rule is required");
     if (key == NULL)
@@ -299,10 +339,12 @@ static int cmd_check(int argc, char **argv)
         return rc;
     st = a.peek ? sluice_peek(sl, key, strlen(key), &rs, cost, &res)
                 : sluice_acquire(sl, key, strlen(key), &rs, cost, &res);
+decided:
     if (st != SLUICE_OK) {
         report(sluice_status_name(st), sluice_errmsg(sl));
         sluice_close(sl);
-        return st == SLUICE_EKEY || st == SLUICE_ECOST || st == SLUICE_ERULE
+        return st == SLUICE_EKEY || st == SLUICE_ECOST || st == SLUICE_ERULE ||
+                       st == SLUICE_ENOLIMITER
                    ? EXIT_USAGE
                    : EXIT_BACKEND;
     }
@@ -346,6 +388,39 @@ static int64_t vclock_now(void *ctx)
 
 /* Answers one event line with one output line: a result, {"reset": true}
  * or an error. default_rules is NULL without --rule. */
+/* An event that names a limiter: acquire, peek or reset by name. */
+static void replay_by_name(sluice *sl, vclock *clk, const jsonl_event *ev)
+{
+    sluice_result res;
+    sluice_status st;
+
+    clk->t = ev->t;
+    switch (ev->op) {
+    case JSONL_ACQUIRE:
+        st = sluice_limiter_acquire(sl, ev->limiter, ev->limiter_len,
+                                    ev->client, ev->client_len, ev->cost, &res);
+        break;
+    case JSONL_PEEK:
+        st = sluice_limiter_peek(sl, ev->limiter, ev->limiter_len, ev->client,
+                                 ev->client_len, ev->cost, &res);
+        break;
+    case JSONL_RESET:
+        st = sluice_limiter_reset(sl, ev->limiter, ev->limiter_len, ev->client,
+                                  ev->client_len);
+        break;
+    default:
+        print_error_json(stdout, "input",
+                         "by limiter, op is acquire, peek or reset");
+        return;
+    }
+    if (st != SLUICE_OK)
+        print_error_json(stdout, sluice_status_name(st), sluice_errmsg(sl));
+    else if (ev->op == JSONL_RESET)
+        fputs("{\"reset\": true}\n", stdout);
+    else
+        print_result_json(stdout, &res, true);
+}
+
 static void replay_line(sluice *sl, vclock *clk,
                         const sluice_ruleset *default_rules, const char *line,
                         size_t len)
@@ -361,6 +436,10 @@ static void replay_line(sluice *sl, vclock *clk,
     if (jsonl_parse(line, len, &ev, msg, sizeof(msg)) != 0) {
         print_error_json(stdout, NULL, msg); /* named by jsonl_parse */
         return;
+    }
+    if (ev.limiter != NULL) {
+        replay_by_name(sl, clk, &ev);
+        goto done;
     }
     if (ev.rule != NULL) {
         if ((st = sluice_ruleset_parse(ev.rule, &rs, msg, sizeof(msg))) !=
@@ -410,7 +489,7 @@ done:
 
 static int cmd_replay(int argc, char **argv)
 {
-    cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0};
+    cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0, NULL, NULL, 0};
     sluice_options opts;
     sluice_ruleset rs;
     vclock clk = {0};
@@ -449,6 +528,89 @@ static int cmd_replay(int argc, char **argv)
     return rc;
 }
 
+/* ---- limiter ---- */
+
+/* {"limiter": NAME, "rules": TEXT, "keepalive_ms": N} */
+static void print_limiter_json(const char *name, const sluice_ruleset *rs,
+                               long long keepalive)
+{
+    char text[600], qn[6 * 1024 + 16];
+
+    sluice_ruleset_format(rs, text, sizeof(text));
+    jsonl_quote(qn, sizeof(qn), name, strlen(name));
+    printf("{\"limiter\": %s, \"rules\": \"%s\", \"keepalive_ms\": %lld}\n", qn,
+           text, keepalive);
+}
+
+/* sluice limiter define|set NAME RULE | get|delete NAME [options] */
+static int cmd_limiter(int argc, char **argv)
+{
+    cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0, NULL, NULL, 0};
+    const char *sub, *name, *rule = NULL;
+    int rc, skip = 3;
+    char err[512];
+    sluice_options opts;
+    sluice_ruleset rs, got;
+    int64_t ka = 0;
+    sluice *sl;
+    sluice_status st;
+
+    if (argc < 3)
+        return usage_error("input", "%s",
+                           "limiter: expected define|set NAME RULE, or "
+                           "get|delete NAME");
+    sub = argv[1];
+    name = argv[2];
+    if (strcmp(sub, "define") == 0 || strcmp(sub, "set") == 0) {
+        if (argc < 4)
+            return usage_error("input", "limiter %s: expected NAME RULE", sub);
+        rule = argv[3];
+        skip = 4;
+    } else if (strcmp(sub, "get") != 0 && strcmp(sub, "delete") != 0) {
+        return usage_error("input",
+                           "limiter: unknown \"%s\": use define, set, get "
+                           "or delete",
+                           sub);
+    }
+    if ((rc = parse_args(argc - skip + 1, argv + skip - 1, "limiter",
+                         rule != NULL ? "ua" : "u", &a)) >= 0)
+        return rc;
+    if (rule != NULL &&
+        (st = sluice_ruleset_parse(rule, &rs, err, sizeof(err))) != SLUICE_OK)
+        return usage_error(sluice_status_name(st), "%s", err);
+    memset(&opts, 0, sizeof(opts));
+    if ((sl = open_or_report(a.url, &opts, &rc)) == NULL)
+        return rc;
+    if (strcmp(sub, "define") == 0) {
+        st = sluice_limiter_define(sl, name, strlen(name), &rs, a.keepalive,
+                                   &got);
+        /* What is stored may be another's: show its keep-alive too. */
+        if (st == SLUICE_OK)
+            st = sluice_limiter_get(sl, name, strlen(name), &got, &ka);
+    } else if (strcmp(sub, "set") == 0) {
+        st = sluice_limiter_set(sl, name, strlen(name), &rs, a.keepalive);
+        got = rs;
+    } else if (strcmp(sub, "get") == 0) {
+        st = sluice_limiter_get(sl, name, strlen(name), &got, &ka);
+    } else {
+        st = sluice_limiter_delete(sl, name, strlen(name));
+    }
+    if (st != SLUICE_OK) {
+        report(sluice_status_name(st), sluice_errmsg(sl));
+        sluice_close(sl);
+        return st == SLUICE_ENOLIMITER                    ? EXIT_DENIED
+               : st == SLUICE_EKEY || st == SLUICE_EINVAL ? EXIT_USAGE
+                                                          : EXIT_BACKEND;
+    }
+    if (strcmp(sub, "delete") == 0)
+        printf("{\"deleted\": true}\n");
+    else
+        print_limiter_json(
+            name, &got, strcmp(sub, "set") == 0 ? a.keepalive : (long long)ka);
+    sluice_close(sl);
+    return 0;
+}
+
 /* ---- demo ---- */
 
 static void sleep_ms(int64_t ms)
@@ -471,7 +633,7 @@ static void demo_line(int i, const sluice_result *r)
 
 static int cmd_demo(int argc, char **argv)
 {
-    cli_args a = {"mem://", "token:5/1s", NULL, 1, 8, 0, 0};
+    cli_args a = {"mem://", "token:5/1s", NULL, 1, 8, 0, 0, NULL, NULL, 0};
     const char *key = "demo:user:42", *rule;
     long long n;
     sluice_options opts;
@@ -543,6 +705,9 @@ int main(int argc, char **argv)
         return cmd_replay(argc - 1, argv + 1);
     if (strcmp(argv[1], "demo") == 0)
         return cmd_demo(argc - 1, argv + 1);
+    if (strcmp(argv[1], "limiter") == 0)
+        return cmd_limiter(argc - 1, argv + 1);
     return usage_error(
-        "input", "unknown command \"%s\": use check, replay or demo", argv[1]);
+        "input", "unknown command \"%s\": use check, replay, demo or limiter",
+        argv[1]);
 }

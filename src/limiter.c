@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* limiter.c - named limiters: rules stored in the backend under
+ * "<prefix>lim:{K}:rules", and each client's state under "<prefix>lim:{K}"
+ * with K = "<name length>:<name><client id>", so that neither meets a
+ * plain key, the rules of a name sit in one slot, and a million clients
+ * spread over every slot (docs/DESIGN.md, "Named limiters"). A handle
+ * keeps what it read for rules_cache_ms; a decision by name is then one
+ * round trip, and a change made elsewhere reaches it within that time. */
+#include "limiter.h"
+
+#include "conn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAGIC     "sluice-limiter 1\n"
+#define MAGIC_LEN (sizeof(MAGIC) - 1)
+#define MAX_KEEP  SL_MAX_PERIOD_MS
+#define CACHE_MS  1000
+
+/* What rules ops route by: any one rule will do (its keys are unused). */
+static const sluice_ruleset no_rules = {1, {{SLUICE_FIXED, 1, 1000, 0, 0}}};
+
+sluice_status sl_limiters_init(sl_limiters *l, const sl_url *url)
+{
+    memset(l, 0, sizeof(*l));
+    if (pthread_mutex_init(&l->mu, NULL) != 0)
+        return SLUICE_ENOMEM;
+    l->ready = true;
+    snprintf(l->prefix, sizeof(l->prefix), "%slim:", url->prefix);
+    l->cache_ms =
+        url->opts.rules_cache_ms == 0 ? CACHE_MS : url->opts.rules_cache_ms;
+    return SLUICE_OK;
+}
+
+void sl_limiters_free(sl_limiters *l)
+{
+    if (!l->ready)
+        return;
+    pthread_mutex_destroy(&l->mu);
+    sl_free(l->slot);
+    l->slot = NULL;
+    l->ready = false;
+}
+
+/* K: "<name length>:<name><client>"; 0 when they are too long. */
+static size_t compose(char *dst, const void *name, size_t name_len,
+                      const void *client, size_t client_len)
+{
+    size_t n = (size_t)snprintf(dst, 24, "%zu:", name_len);
+
+    memcpy(dst + n, name, name_len);
+    if (client_len > 0)
+        memcpy(dst + n + name_len, client, client_len);
+    return n + name_len + client_len;
+}
+
+static sluice_status check_name(const void *name, size_t name_len,
+                                const void *client, size_t client_len,
+                                char *err)
+{
+    if (name == NULL || name_len == 0) {
+        sl_errf(err, SL_ERR_LEN, "limiter: the name is empty");
+        return SLUICE_EKEY;
+    }
+    if (client == NULL && client_len > 0) {
+        sl_errf(err, SL_ERR_LEN, "limiter: client is NULL, client_len %zu",
+                client_len);
+        return SLUICE_EINVAL;
+    }
+    if (name_len + client_len > SL_LIMITER_KEY_MAX) {
+        sl_errf(err, SL_ERR_LEN,
+                "limiter: the name (%zu bytes) and the client id (%zu bytes) "
+                "take more than %d bytes together",
+                name_len, client_len, SL_LIMITER_KEY_MAX);
+        return SLUICE_EKEY;
+    }
+    return SLUICE_OK;
+}
+
+/* The stored value: MAGIC, the keep-alive, the rules as text. */
+static size_t encode(char *dst, const sluice_ruleset *rs, int64_t keepalive)
+{
+    size_t o = (size_t)snprintf(dst, SL_VALUE_MAX, MAGIC "%lld\n",
+                                (long long)keepalive);
+
+    /* 8 rules of at most 60 bytes each fit. */
+    return o + sluice_ruleset_format(rs, dst + o, SL_VALUE_MAX - o);
+}
+
+static sluice_status decode(const sl_value *v, const void *name,
+                            size_t name_len, sluice_ruleset *rs,
+                            int64_t *keepalive, char *err)
+{
+    char text[SL_VALUE_MAX + 1], msg[SL_ERR_LEN], q[300], *end;
+    const char *nl;
+    long long ka;
+
+    sl_quote(q, sizeof(q), name, name_len);
+    if (v->len <= MAGIC_LEN || memcmp(v->buf, MAGIC, MAGIC_LEN) != 0)
+        goto bad;
+    memcpy(text, v->buf + MAGIC_LEN, v->len - MAGIC_LEN);
+    text[v->len - MAGIC_LEN] = '\0';
+    nl = strchr(text, '\n');
+    ka = strtoll(text, &end, 10);
+    if (nl == NULL || end != nl || ka < 0 || ka > MAX_KEEP)
+        goto bad;
+    if (sluice_ruleset_parse(nl + 1, rs, msg, sizeof(msg)) != SLUICE_OK) {
+        sl_errf(err, SL_ERR_LEN,
+                "limiter \"%s\": the rules stored are not valid: %s", q, msg);
+        return SLUICE_EPROTO;
+    }
+    *keepalive = ka;
+    return SLUICE_OK;
+bad:
+    sl_errf(err, SL_ERR_LEN,
+            "limiter \"%s\": unexpected data under its key; is another "
+            "program using the key prefix?",
+            q);
+    return SLUICE_EPROTO;
+}
+
+static sl_cached_rules *cache_find(sl_limiters *l, const void *name,
+                                   size_t name_len)
+{
+    size_t i;
+
+    if (l->slot == NULL)
+        return NULL;
+    for (i = 0; i < SL_LIMITER_CACHE; i++)
+        if (l->slot[i].used && l->slot[i].name_len == name_len &&
+            memcmp(l->slot[i].name, name, name_len) == 0)
+            return &l->slot[i];
+    return NULL;
+}
+
+/* Keeps rs for name (rs NULL: forgets it); the least used goes. */
+static void cache_put(sl_limiters *l, const void *name, size_t name_len,
+                      const sluice_ruleset *rs, int64_t keepalive)
+{
+    sl_cached_rules *c;
+    size_t i;
+
+    pthread_mutex_lock(&l->mu);
+    c = cache_find(l, name, name_len);
+    /* Kept even when never used for decisions (rules_cache_ms=0): the
+     * keep-alive it read is what backends that cannot read it first send
+     * to start it again. */
+    if (rs == NULL) {
+        if (c != NULL)
+            c->used = false;
+        pthread_mutex_unlock(&l->mu);
+        return;
+    }
+    if (c == NULL && l->slot == NULL)
+        l->slot = sl_calloc(SL_LIMITER_CACHE, sizeof(*l->slot));
+    if (c == NULL && l->slot != NULL) {
+        c = &l->slot[0];
+        for (i = 0; i < SL_LIMITER_CACHE && c->used; i++)
+            if (!l->slot[i].used || l->slot[i].last_use < c->last_use)
+                c = &l->slot[i];
+    }
+    if (c != NULL) {
+        c->used = true;
+        c->name_len = name_len;
+        memcpy(c->name, name, name_len);
+        c->rules = *rs;
+        c->keepalive_ms = keepalive;
+        c->read_at = sl_mono_ms();
+        c->last_use = ++l->uses;
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* One rules op on name: its result in *v. */
+static sluice_status rules_op(sluice *sl, sl_op op, const void *name,
+                              size_t name_len, const char *value,
+                              size_t value_len, int64_t ttl_ms, int64_t cost,
+                              sl_value *v, char *err)
+{
+    char key[32 + SL_LIMITER_KEY_MAX];
+    size_t kl = compose(key, name, name_len, NULL, 0);
+    sl_request r;
+    sluice_status st;
+
+    st = sl_handle_check(sl, op, key, kl, &no_rules, cost, &r, err);
+    if (st != SLUICE_OK)
+        return st;
+    r.prefix = sl_handle_limiters(sl)->prefix;
+    r.value = value;
+    r.value_len = value_len;
+    r.ttl_ms = ttl_ms;
+    r.read = v;
+    memset(v, 0, sizeof(*v));
+    return sl_handle_one(sl, &r, NULL, err);
+}
+
+static sluice_status no_limiter(const void *name, size_t name_len, char *err)
+{
+    char q[300];
+
+    sl_quote(q, sizeof(q), name, name_len);
+    sl_errf(err, SL_ERR_LEN,
+            "limiter \"%s\" has no rules stored: it was never defined, was "
+            "deleted, or its keep-alive ran out unused",
+            q);
+    return SLUICE_ENOLIMITER;
+}
+
+/* The rules of name: cached if read within rules_cache_ms, else read. */
+static sluice_status rules_of(sluice *sl, const void *name, size_t name_len,
+                              sluice_ruleset *rs, char *err)
+{
+    sl_limiters *l = sl_handle_limiters(sl);
+    sl_cached_rules *c;
+    int64_t keepalive = 0;
+    sl_value v;
+    sluice_status st;
+
+    pthread_mutex_lock(&l->mu);
+    c = cache_find(l, name, name_len);
+    if (c != NULL && l->cache_ms >= 0 &&
+        sl_mono_ms() - c->read_at < l->cache_ms) {
+        *rs = c->rules;
+        c->last_use = ++l->uses;
+        pthread_mutex_unlock(&l->mu);
+        return SLUICE_OK;
+    }
+    if (c != NULL)
+        keepalive = c->keepalive_ms; /* for backends that cannot read it */
+    pthread_mutex_unlock(&l->mu);
+    st = rules_op(sl, SL_OP_RULES_GET, name, name_len, NULL, 0, keepalive, 1,
+                  &v, err);
+    if (st == SLUICE_OK && !v.found) {
+        cache_put(l, name, name_len, NULL, 0);
+        return no_limiter(name, name_len, err);
+    }
+    if (st == SLUICE_OK)
+        st = decode(&v, name, name_len, rs, &keepalive, err);
+    if (st == SLUICE_OK)
+        cache_put(l, name, name_len, rs, keepalive);
+    return st;
+}
+
+static sluice_status store(sluice *sl, const void *name, size_t name_len,
+                           const sluice_ruleset *rules, int64_t keepalive,
+                           bool only_if_absent, sluice_ruleset *stored)
+{
+    char *err, value[SL_VALUE_MAX + 1];
+    sluice_ruleset got;
+    int64_t ka;
+    sl_value v;
+    sluice_status st;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    err = sl_handle_err(sl);
+    if ((st = check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
+        return st;
+    if ((st = sluice_ruleset_check(rules, err, SL_ERR_LEN)) != SLUICE_OK)
+        return st;
+    if (keepalive < 0 || keepalive > MAX_KEEP) {
+        sl_errf(err, SL_ERR_LEN,
+                "limiter: keepalive_ms %lld: expected 0 (none) to %lld",
+                (long long)keepalive, (long long)MAX_KEEP);
+        return SLUICE_EINVAL;
+    }
+    st = rules_op(sl, SL_OP_RULES_PUT, name, name_len, value,
+                  encode(value, rules, keepalive), keepalive,
+                  only_if_absent ? 1 : 2, &v, err);
+    if (st != SLUICE_OK)
+        return st;
+    if (!v.found) /* deleted or expired at once: what was asked is gone */
+        return no_limiter(name, name_len, err);
+    if ((st = decode(&v, name, name_len, &got, &ka, err)) != SLUICE_OK)
+        return st;
+    cache_put(sl_handle_limiters(sl), name, name_len, &got, ka);
+    if (stored != NULL)
+        *stored = got;
+    return SLUICE_OK;
+}
+
+sluice_status sluice_limiter_define(sluice *sl, const void *name,
+                                    size_t name_len,
+                                    const sluice_ruleset *rules,
+                                    int64_t keepalive_ms,
+                                    sluice_ruleset *stored)
+{
+    return store(sl, name, name_len, rules, keepalive_ms, true, stored);
+}
+
+sluice_status sluice_limiter_set(sluice *sl, const void *name, size_t name_len,
+                                 const sluice_ruleset *rules,
+                                 int64_t keepalive_ms)
+{
+    return store(sl, name, name_len, rules, keepalive_ms, false, NULL);
+}
+
+sluice_status sluice_limiter_get(sluice *sl, const void *name, size_t name_len,
+                                 sluice_ruleset *rules, int64_t *keepalive_ms)
+{
+    char *err;
+    sluice_ruleset got;
+    int64_t ka;
+    sl_value v;
+    sluice_status st;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    err = sl_handle_err(sl);
+    if (rules == NULL) {
+        sl_errf(err, SL_ERR_LEN, "limiter: rules is NULL");
+        return SLUICE_EINVAL;
+    }
+    if ((st = check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
+        return st;
+    st = rules_op(sl, SL_OP_RULES_GET, name, name_len, NULL, 0, 0, 1, &v, err);
+    if (st != SLUICE_OK)
+        return st;
+    if (!v.found) {
+        cache_put(sl_handle_limiters(sl), name, name_len, NULL, 0);
+        return no_limiter(name, name_len, err);
+    }
+    if ((st = decode(&v, name, name_len, &got, &ka, err)) != SLUICE_OK)
+        return st;
+    cache_put(sl_handle_limiters(sl), name, name_len, &got, ka);
+    *rules = got;
+    if (keepalive_ms != NULL)
+        *keepalive_ms = ka;
+    return SLUICE_OK;
+}
+
+sluice_status sluice_limiter_delete(sluice *sl, const void *name,
+                                    size_t name_len)
+{
+    char *err;
+    sl_value v;
+    sluice_status st;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    err = sl_handle_err(sl);
+    if ((st = check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
+        return st;
+    st = rules_op(sl, SL_OP_RULES_DEL, name, name_len, NULL, 0, 0, 1, &v, err);
+    if (st != SLUICE_OK)
+        return st;
+    cache_put(sl_handle_limiters(sl), name, name_len, NULL, 0);
+    return v.found ? SLUICE_OK : no_limiter(name, name_len, err);
+}
+
+/* A decision by name: the rules (cached or read), then the request on
+ * the client's key. */
+static sluice_status by_name(sluice *sl, sl_op op, const void *name,
+                             size_t name_len, const void *client,
+                             size_t client_len, int64_t cost,
+                             sluice_result *out)
+{
+    char *err, key[32 + SL_LIMITER_KEY_MAX];
+    sluice_ruleset rs;
+    sl_request r;
+    sluice_status st;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    err = sl_handle_err(sl);
+    if (out == NULL && op != SL_OP_RESET) {
+        sl_errf(err, SL_ERR_LEN, "out is NULL");
+        return SLUICE_EINVAL;
+    }
+    if (client == NULL)
+        client_len = 0;
+    if ((st = check_name(name, name_len, client, client_len, err)) != SLUICE_OK)
+        return st;
+    if ((st = rules_of(sl, name, name_len, &rs, err)) != SLUICE_OK)
+        return st;
+    st = sl_handle_check(sl, op, key,
+                         compose(key, name, name_len, client, client_len), &rs,
+                         cost, &r, err);
+    if (st != SLUICE_OK)
+        return st;
+    r.prefix = sl_handle_limiters(sl)->prefix;
+    return sl_handle_one(sl, &r, out, err);
+}
+
+sluice_status sluice_limiter_acquire(sluice *sl, const void *name,
+                                     size_t name_len, const void *client,
+                                     size_t client_len, int64_t cost,
+                                     sluice_result *out)
+{
+    return by_name(sl, SL_OP_ACQUIRE, name, name_len, client, client_len, cost,
+                   out);
+}
+
+sluice_status sluice_limiter_peek(sluice *sl, const void *name, size_t name_len,
+                                  const void *client, size_t client_len,
+                                  int64_t cost, sluice_result *out)
+{
+    return by_name(sl, SL_OP_PEEK, name, name_len, client, client_len, cost,
+                   out);
+}
+
+sluice_status sluice_limiter_reset(sluice *sl, const void *name,
+                                   size_t name_len, const void *client,
+                                   size_t client_len)
+{
+    return by_name(sl, SL_OP_RESET, name, name_len, client, client_len, 1,
+                   NULL);
+}
