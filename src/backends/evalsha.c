@@ -176,8 +176,8 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
      * and its TTL. */
     for (i = 0; i < rs->count; i++) {
         const sluice_rule *r = &rs->rules[i];
-        size_t base = sl_key_build(keys[nk], SL_KEY_BUF, prefix, rq->key,
-                                   rq->key_len, r);
+        size_t base =
+            sl_key_build(keys[nk], SL_KEY_BUF, prefix, rq->key, rq->key_len, r);
         int64_t w, to_end;
 
         put_i64(&pk, r->algorithm);
@@ -367,8 +367,8 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
         size_t vlen = rep->len - 16;
 
         w.at = w.n - 2;
-        if (!wire_num(&w, 0, INT64_MAX, &found) ||
-            vlen > SL_VALUE_MAX || (found == 0 && vlen > 0)) {
+        if (!wire_num(&w, 0, INT64_MAX, &found) || vlen > SL_VALUE_MAX ||
+            (found == 0 && vlen > 0)) {
             sl_errf(err, err_len,
                     "evalsha: unexpected reply for a limiter's rules (%zu "
                     "bytes); is another program using the key prefix?",
