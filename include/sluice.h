@@ -447,6 +447,31 @@ SLUICE_API sluice_status sluice_limiter_reset(sluice *sl, const void *name,
                                               const void *client,
                                               size_t client_len);
 
+/* ---------------------------------------------- concurrency limiter
+ *
+ * Leases on a key: at most max_holders live at once, each for lease_ms
+ * from its acquire on the deciding clock unless released before; a lease
+ * whose holder died ends by itself (docs/SEMANTICS.md, "Leases"). Exact:
+ * never more than max_holders live leases, on every backend (twemproxy://
+ * and redis+multi:// may deny one that would fit while others race on
+ * the key, never admit one that does not). Blocking calls only. */
+typedef struct sluice_lease {
+    char id[24]; /* made by sluice_lease_acquire; NUL-terminated */
+} sluice_lease;
+
+/* Takes a lease when fewer than max_holders (1..10^9) are live: out is an
+ * admission (limit max_holders, remaining the leases still free,
+ * reset_after_ms until every live lease has ended) and *lease names it;
+ * or a denial whose retry_after_ms is when the first live lease ends.
+ * lease_ms: 1..10^10. */
+SLUICE_API sluice_status sluice_lease_acquire(
+    sluice *sl, const void *key, size_t key_len, int64_t max_holders,
+    int64_t lease_ms, sluice_lease *lease, sluice_result *out);
+/* Ends a lease before its time (one that ended already: nothing to do). */
+SLUICE_API sluice_status sluice_lease_release(sluice *sl, const void *key,
+                                              size_t key_len,
+                                              const sluice_lease *lease);
+
 /* ---------------------------------------------------------- metrics
  *
  * A handle's counters since it opened, kept unless no_metrics (metrics=0):

@@ -46,11 +46,11 @@ run sanitize "" -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=address,undefined
 # Under valgrind, the threaded tests of a backend run once, not again for
 # each transport (Unix socket, TLS): those transports' code runs there in
 # every other test, and the repeats took five minutes.
-run valgrind "-E (concurrency|partial)\.[a-z]+_(unix|tls)\$" -DCMAKE_BUILD_TYPE=Debug \
+run valgrind "-E (concurrency|partial|lease)\.[a-z]+_(unix|tls)\$" -DCMAKE_BUILD_TYPE=Debug \
     -DSLUICE_VALGRIND=ON
 # ThreadSanitizer over the tests that run threads: handles of one
 # mem://NAME store in several threads, the cluster client under a load
 # from several threads, and one handle shared by threads on each backend.
-run tsan "-R unit\.test_memory|faults\.cluster|concurrency\.|denycache\.memory|stats\.memory|partial\.memory" \
+run tsan "-R unit\.test_memory|faults\.cluster|concurrency\.|denycache\.memory|stats\.memory|partial\.memory|lease\.memory" \
     -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=thread
 echo "== all test runs passed"

@@ -255,6 +255,21 @@ void sl_describe(const sluice_ruleset *rs, const sl_state_view *views,
     sl_combine(rs, v, out);
 }
 
+bool sl_lease_decide(int64_t t, int64_t max, int64_t lease_ms, int64_t n,
+                     int64_t first_end, int64_t last_end, sluice_result *out)
+{
+    bool admit = n < max;
+    int64_t last = admit ? sl_max64(last_end, t + lease_ms) : last_end;
+
+    out->status = SLUICE_OK;
+    out->allowed = admit;
+    out->limit = max;
+    out->remaining = admit ? max - n - 1 : 0;
+    out->retry_after_ms = admit ? -1 : first_end - t;
+    out->reset_after_ms = last > t ? last - t : 0;
+    return admit;
+}
+
 void sl_refund_window(const sluice_rule *r, int64_t cur, int64_t prev,
                       int64_t a, int64_t *take_cur, int64_t *take_prev)
 {

@@ -77,6 +77,13 @@ int64_t sl_grant(const sluice_ruleset *rs, const sl_state_view *views,
 void sl_describe(const sluice_ruleset *rs, const sl_state_view *views,
                  int64_t t, sluice_result *out);
 
+/* A lease acquire at t for at most max holders of lease_ms, given the
+ * leases live at t other than its own: n of them, ending first at
+ * first_end and last at last_end (-1 when n is 0). Returns whether it is
+ * admitted (n < max) and fills out. */
+bool sl_lease_decide(int64_t t, int64_t max, int64_t lease_ms, int64_t n,
+                     int64_t first_end, int64_t last_end, sluice_result *out);
+
 /* Refunds of amount a at t (SEMANTICS.md, "refund"). Windows: what comes
  * off the window of t (*take_cur) and, for sliding, the one before
  * (*take_prev). */

@@ -19,7 +19,11 @@ typedef enum sl_op {
      * "<prefix>{key}:rules" (sl_key_rules): */
     SL_OP_RULES_GET, /* read the value; a keep-alive in it starts again */
     SL_OP_RULES_PUT, /* store value (cost 1: only if absent), then read */
-    SL_OP_RULES_DEL  /* delete it; found says whether there was one */
+    SL_OP_RULES_DEL, /* delete it; found says whether there was one */
+    /* Leases on "<prefix>{key}:lease" (sl_key_lease): cost is the most
+     * holders, ttl_ms the lease time, value the lease's id. */
+    SL_OP_LEASE_ACQUIRE,
+    SL_OP_LEASE_RELEASE
 } sl_op;
 
 /* The longest value a rules op stores or reads. */

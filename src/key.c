@@ -67,6 +67,17 @@ size_t sl_key_rules(char *dst, size_t dst_len, const char *prefix,
     return o + 7;
 }
 
+size_t sl_key_lease(char *dst, size_t dst_len, const char *prefix,
+                    const void *key, size_t key_len)
+{
+    size_t n = sl_key_rules(dst, dst_len, prefix, key, key_len);
+
+    /* "...}:rules" becomes "...}:lease": as long, so it fits. */
+    if (n > 0)
+        memcpy(dst + n - 5, "lease", 5);
+    return n;
+}
+
 size_t sl_key_window(char *dst, size_t base_len, int64_t k)
 {
     dst[base_len] = ':';

@@ -53,7 +53,8 @@ typedef enum job_mode {
     JOB_OPTIMISTIC = 1, /* acquire of windows and logs */
     JOB_READ,           /* peek, or the reads of a watched acquire */
     JOB_RESET,
-    JOB_RULES /* a named limiter's stored rules: plain GET, SET, DEL */
+    JOB_RULES, /* a named limiter's stored rules: plain GET, SET, DEL */
+    JOB_LEASE  /* a lease: added, judged, removed again if denied */
 } job_mode;
 
 /* One rule's state as read back, and what a charge must write. */
@@ -103,7 +104,8 @@ struct sl_unit {
     sl_verdict v[SLUICE_MAX_RULES];
     sl_charge ch[SLUICE_MAX_RULES];
     bool all;
-    int64_t charged; /* the cost charged: an acquire at most's grant */
+    int64_t charged;    /* the cost charged: an acquire at most's grant */
+    int64_t lease_last; /* a lease: when the last live one ends */
     /* The key's queue: the unit under way on the key is in the table
      * (hnext), with the last unit waiting behind it (qtail). */
     bool keyed, held;
@@ -232,6 +234,97 @@ static size_t append_rules(sl_plain *p, unit *j)
     }
 }
 
+/* A lease: prune what ended, add ours, read every live lease (with ours)
+ * and give the key a TTL; a release removes it. Judged on the client;
+ * never more than the most holders: each lease admitted was counted with
+ * every lease added before it, as a window's charge is. */
+static size_t append_lease(sl_plain *p, unit *j)
+{
+    const sl_request *rq = j->rq;
+    char key[KEYBUF];
+    size_t kl = sl_key_lease(key, sizeof(key),
+                             rq->prefix != NULL ? rq->prefix : p->url->prefix,
+                             rq->key, rq->key_len);
+    long long t = (long long)rq->now_ms;
+
+    if (rq->op == SL_OP_LEASE_RELEASE) {
+        APPEND(p, j, "ZREM %b %b", key, kl, rq->value, rq->value_len);
+        return 1;
+    }
+    APPEND(p, j, "ZREMRANGEBYSCORE %b -inf %lld", key, kl, t);
+    APPEND(p, j, "ZADD %b %lld %b", key, kl, t + (long long)rq->ttl_ms,
+           rq->value, rq->value_len);
+    APPEND(p, j, "ZRANGEBYSCORE %b (%lld +inf WITHSCORES", key, kl, t);
+    APPEND(p, j, "PEXPIRE %b %lld", key, kl,
+           (long long)with_floor(p, 2 * rq->ttl_ms));
+    return 4;
+}
+
+/* A lease's reads: the live leases but ours, the first and last ends. */
+static sluice_status parse_lease(sl_plain *p, unit *j)
+{
+    const sl_request *rq = j->rq;
+    const redisReply *r = j->reps[2];
+    int64_t n = 0, first = -1, last = -1, end;
+    sluice_result *out = &j->job->out[j->i];
+    size_t k;
+
+    if (rq->op == SL_OP_LEASE_RELEASE)
+        return SLUICE_OK;
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0)
+        goto bad;
+    for (k = 0; k + 1 < r->elements; k += 2) {
+        const redisReply *m = r->element[k], *sc = r->element[k + 1];
+        char *e;
+
+        if (m->type != REDIS_REPLY_STRING || sc->type != REDIS_REPLY_STRING)
+            goto bad;
+        if (m->len == rq->value_len && memcmp(m->str, rq->value, m->len) == 0)
+            continue; /* ours */
+        end = strtoll(sc->str, &e, 10);
+        if (e == sc->str || *e != '\0' || end <= rq->now_ms ||
+            end > SL_MAX_TIME_MS + SL_MAX_PERIOD_MS)
+            goto bad;
+        first = n == 0 ? end : sl_min64(first, end);
+        last = n == 0 ? end : sl_max64(last, end);
+        n++;
+    }
+    j->all =
+        sl_lease_decide(rq->now_ms, rq->cost, rq->ttl_ms, n, first, last, out);
+    j->lease_last = sl_max64(last, j->all ? rq->now_ms + rq->ttl_ms : -1);
+    return SLUICE_OK;
+bad:
+    sl_errf(j->msg, sizeof(j->msg),
+            "%s: unexpected data under the leases of this key; is another "
+            "program using the key prefix \"%s\"?",
+            p->name, p->url->prefix);
+    return SLUICE_EPROTO;
+}
+
+/* After a lease's block: a denied lease goes again, and the key lives
+ * until the last lease ends and a lease time more. */
+static size_t append_lease_follow(sl_plain *p, unit *j)
+{
+    const sl_request *rq = j->rq;
+    char key[KEYBUF];
+    size_t kl = sl_key_lease(key, sizeof(key),
+                             rq->prefix != NULL ? rq->prefix : p->url->prefix,
+                             rq->key, rq->key_len);
+    size_t n = 0;
+
+    if (!j->all) {
+        APPEND(p, j, "ZREM %b %b", key, kl, rq->value, rq->value_len);
+        n++;
+    }
+    if (j->lease_last + rq->ttl_ms > rq->now_ms + 2 * rq->ttl_ms) {
+        APPEND(
+            p, j, "PEXPIRE %b %lld", key, kl,
+            (long long)with_floor(p, j->lease_last + rq->ttl_ms - rq->now_ms));
+        n++;
+    }
+    return n;
+}
+
 /* What a rules op read: the value of its GET, or DEL's count. */
 static sluice_status parse_rules_reply(sl_plain *p, unit *j)
 {
@@ -280,6 +373,8 @@ static size_t append_block(sl_plain *p, unit *j)
     }
     if (j->mode == JOB_RULES)
         return append_rules(p, j);
+    if (j->mode == JOB_LEASE)
+        return append_lease(p, j);
     for (i = 0; i < rs->count; i++) {
         const sluice_rule *r = &rs->rules[i];
         rule_io *io = &j->io[i];
@@ -866,8 +961,8 @@ static void begin(sl_plain *p, unit *u, step s)
     u->msg[0] = '\0';
     switch (s) {
     case STEP_BLOCK:
-        u->wrapped =
-            p->multi && (u->mode == JOB_OPTIMISTIC || u->mode == JOB_RULES);
+        u->wrapped = p->multi && (u->mode == JOB_OPTIMISTIC ||
+                                  u->mode == JOB_RULES || u->mode == JOB_LEASE);
         if (u->wrapped)
             APPEND(p, u, "MULTI");
         u->ncmds = append_block(p, u);
@@ -875,7 +970,9 @@ static void begin(sl_plain *p, unit *u, step s)
             APPEND(p, u, "EXEC");
         break;
     case STEP_FOLLOW:
-        if ((u->all ? append_restamp(p, u) : append_compensation(p, u)) == 0 &&
+        if ((u->mode == JOB_LEASE ? append_lease_follow(p, u)
+             : u->all             ? append_restamp(p, u)
+                                  : append_compensation(p, u)) == 0 &&
             !u->broken) {
             finish(u, SLUICE_OK, NULL);
             return;
@@ -950,6 +1047,16 @@ static void block_done(sl_plain *p, unit *u)
         u->st = parse_rules_reply(p, u);
         release_replies(u);
         finish(u, u->st, u->msg);
+        return;
+    }
+    if (u->mode == JOB_LEASE) {
+        if (u->st == SLUICE_OK)
+            u->st = parse_lease(p, u);
+        release_replies(u);
+        if (u->st != SLUICE_OK || u->rq->op == SL_OP_LEASE_RELEASE)
+            finish(u, u->st, u->msg);
+        else
+            begin(p, u, STEP_FOLLOW);
         return;
     }
     if (u->st == SLUICE_OK && u->mode != JOB_RESET)
@@ -1105,6 +1212,8 @@ static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
     } else if (rq->op == SL_OP_RULES_GET || rq->op == SL_OP_RULES_PUT ||
                rq->op == SL_OP_RULES_DEL) {
         j->mode = JOB_RULES;
+    } else if (rq->op == SL_OP_LEASE_ACQUIRE || rq->op == SL_OP_LEASE_RELEASE) {
+        j->mode = JOB_LEASE;
     } else if (rq->op == SL_OP_REFUND && !p->multi) {
         sl_errf(err, err_len,
                 "%s: a refund needs an atomic read-modify-write that a "

@@ -18,8 +18,11 @@
 #include "stats.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* A caller waiting for its requests' answers. */
 typedef struct waiter {
@@ -487,6 +490,7 @@ static sluice_status prepare(sluice *sl, sl_op op, const void *key,
 {
     sluice_status st;
 
+    memset(r, 0, sizeof(*r)); /* no prefix, value or read unless set */
     if ((st = sl_key_check(key, key_len, err, SL_ERR_LEN)) != SLUICE_OK)
         return st;
     if ((st = sluice_ruleset_check(rules, err, SL_ERR_LEN)) != SLUICE_OK)
@@ -504,7 +508,6 @@ static sluice_status prepare(sluice *sl, sl_op op, const void *key,
     r->rules = rules;
     r->cost = cost;
     r->now_ms = now;
-    r->granted = NULL;
     return SLUICE_OK;
 }
 
@@ -533,8 +536,9 @@ static bool deny_answers(sluice *sl, const sl_request *r, sluice_result *out)
         sl_deny_forget(&sl->deny, r->key, r->key_len);
         return false;
     }
-    if (r->op == SL_OP_AT_MOST)
-        return false; /* the cache holds denials of one cost */
+    /* The cache holds denials of acquires and peeks, of one cost. */
+    if (r->op != SL_OP_ACQUIRE && r->op != SL_OP_PEEK)
+        return false;
     return sl_deny_lookup(&sl->deny, r, deny_now(sl, r), out);
 }
 
@@ -557,7 +561,7 @@ static sluice_status answer_one(const sluice *sl, const sl_request *rq,
         st = res->status;
     if (st != SLUICE_OK) {
         if (rq->op == SL_OP_RESET || rq->op == SL_OP_REFUND ||
-            !policy_answers(sl, st))
+            rq->op == SL_OP_LEASE_RELEASE || !policy_answers(sl, st))
             return st;
         policy_result(sl, rq, st, out);
         return SLUICE_OK;
@@ -691,6 +695,106 @@ static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
     count_call(sl, op, st, op == SL_OP_RESET ? NULL : out);
     sl_stats_call(&sl->stats, t0);
     return st;
+}
+
+/* ------------------------------------------------------------- leases */
+
+/* A lease id unique among processes and handles: a random start (pid,
+ * time, address), the pid and a counter, mixed. */
+static void lease_id(char *dst)
+{
+    static _Atomic uint64_t next;
+    static _Atomic uint64_t seed;
+    uint64_t s = atomic_load(&seed), x;
+
+    if (s == 0) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        s = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^
+            ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)(uintptr_t)&next;
+        s |= 1;
+        atomic_compare_exchange_strong(&seed, &(uint64_t){0}, s);
+        s = atomic_load(&seed);
+    }
+    /* The pid again: a child made by fork() inherits seed and counter. */
+    x = (s ^ ((uint64_t)getpid() << 40)) +
+        0x9e3779b97f4a7c15ULL * (atomic_fetch_add(&next, 1) + 1);
+    x ^= x >> 31; /* splitmix64's finish: ids look unrelated */
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    snprintf(dst, 24, "%016llx", (unsigned long long)x);
+}
+
+static sluice_status lease_op(sluice *sl, sl_op op, const void *key,
+                              size_t key_len, int64_t max, int64_t lease_ms,
+                              const char *id, sluice_result *out)
+{
+    /* The policy's answer names the most holders as the limit. */
+    sluice_ruleset rs = {1, {{SLUICE_FIXED, max, 1000, 0, 0}}};
+    sl_request r;
+    sluice_status st;
+    int64_t t0;
+    char *err = err_of(sl);
+
+    if (refuse_blocking(sl, err))
+        return SLUICE_EINVAL;
+    t0 = sl_stats_start(&sl->stats);
+    st = prepare(sl, op, key, key_len, &rs, max, handle_now(sl), &r, err);
+    r.value = id;
+    r.value_len = strlen(id);
+    r.ttl_ms = lease_ms;
+    if (st == SLUICE_OK)
+        st = run_one(sl, &r, out, err);
+    count_call(sl, op, st, op == SL_OP_LEASE_RELEASE ? NULL : out);
+    sl_stats_call(&sl->stats, t0);
+    return st;
+}
+
+sluice_status sluice_lease_acquire(sluice *sl, const void *key, size_t key_len,
+                                   int64_t max_holders, int64_t lease_ms,
+                                   sluice_lease *lease, sluice_result *out)
+{
+    char *err;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    err = err_of(sl);
+    if (lease == NULL || out == NULL) {
+        sl_errf(err, SL_ERR_LEN, "%s is NULL", out == NULL ? "out" : "lease");
+        return SLUICE_EINVAL;
+    }
+    if (max_holders < 1 || max_holders > SL_MAX_LIMIT) {
+        sl_errf(err, SL_ERR_LEN, "max_holders %lld: expected 1..1000000000",
+                (long long)max_holders);
+        return SLUICE_EINVAL;
+    }
+    if (lease_ms < 1 || lease_ms > SL_MAX_PERIOD_MS) {
+        sl_errf(err, SL_ERR_LEN, "lease_ms %lld: expected 1..10000000000",
+                (long long)lease_ms);
+        return SLUICE_EINVAL;
+    }
+    lease_id(lease->id);
+    return lease_op(sl, SL_OP_LEASE_ACQUIRE, key, key_len, max_holders,
+                    lease_ms, lease->id, out);
+}
+
+sluice_status sluice_lease_release(sluice *sl, const void *key, size_t key_len,
+                                   const sluice_lease *lease)
+{
+    sluice_result out;
+    char *err;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    err = err_of(sl);
+    if (lease == NULL || strnlen(lease->id, sizeof(lease->id)) != 16) {
+        sl_errf(err, SL_ERR_LEN,
+                "lease: not one that sluice_lease_acquire made");
+        return SLUICE_EINVAL;
+    }
+    return lease_op(sl, SL_OP_LEASE_RELEASE, key, key_len, 1, 1, lease->id,
+                    &out);
 }
 
 /* ------------------------------------------------- for limiter.c */

@@ -54,6 +54,7 @@ void sl_stats_answer(sl_stats *s, sl_op op, sluice_status st, bool policy,
     switch (op) {
     case SL_OP_ACQUIRE:
     case SL_OP_AT_MOST:
+    case SL_OP_LEASE_ACQUIRE:
         if (res == NULL)
             break;
         if (!res->allowed) {
@@ -77,6 +78,7 @@ void sl_stats_answer(sl_stats *s, sl_op op, sluice_status st, bool policy,
     case SL_OP_RULES_GET:
     case SL_OP_RULES_PUT:
     case SL_OP_RULES_DEL:
+    case SL_OP_LEASE_RELEASE:
         break; /* never counted: not decisions */
     }
 }

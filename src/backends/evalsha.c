@@ -94,6 +94,10 @@ static int64_t script_op(sl_op op)
         return 6; /* 7 to replace: see append_rules */
     case SL_OP_RULES_DEL:
         return 8;
+    case SL_OP_LEASE_ACQUIRE:
+        return 9;
+    case SL_OP_LEASE_RELEASE:
+        return 10;
     }
     return 0;
 }
@@ -106,31 +110,46 @@ static bool is_rules_op(sl_op op)
            op == SL_OP_RULES_DEL;
 }
 
+static bool is_lease_op(sl_op op)
+{
+    return op == SL_OP_LEASE_ACQUIRE || op == SL_OP_LEASE_RELEASE;
+}
+
 /* A rules op: the script with the rules key, the numbers padded to the
  * size of one rule, and the value to store. */
 static sluice_status append_rules(sl_conn *cn, const char *prefix,
-                                  const sl_request *rq, bool as_eval,
-                                  uint64_t tag, char *err, size_t err_len)
+                                  int64_t floor_ms, const sl_request *rq,
+                                  bool as_eval, uint64_t tag, char *err,
+                                  size_t err_len)
 {
     const char *argv[6];
     size_t lens[6];
     char key[SL_KEY_BUF], packed[80], *pk = packed;
     int64_t op = script_op(rq->op);
+    bool lease = is_lease_op(rq->op);
 
     if (rq->op == SL_OP_RULES_PUT && rq->cost != 1)
         op = 7;
     memset(packed, 0, sizeof(packed));
-    put_i64(&pk, 0);
+    /* Leases: t, op, the most holders, the tag, the lease time, the TTL
+     * floor. Rules: 0, op, the keep-alive to store, the tag. */
+    put_i64(&pk, lease ? rq->now_ms : 0);
     put_i64(&pk, op);
-    put_i64(&pk, rq->op == SL_OP_RULES_PUT ? rq->ttl_ms : 0);
+    put_i64(&pk, lease ? rq->cost : rq->op == SL_OP_RULES_PUT ? rq->ttl_ms : 0);
     put_i64(&pk, (int64_t)(tag & ((UINT64_C(1) << 52) - 1)));
+    if (lease) {
+        put_i64(&pk, rq->ttl_ms);
+        put_i64(&pk, floor_ms);
+    }
     argv[0] = as_eval ? "EVAL" : "EVALSHA";
     lens[0] = strlen(argv[0]);
     argv[1] = as_eval ? sl_lua_script : sl_lua_sha1;
     lens[1] = as_eval ? sl_lua_script_len : 40;
     argv[2] = "1";
     lens[2] = 1;
-    lens[3] = sl_key_rules(key, sizeof(key), prefix, rq->key, rq->key_len);
+    lens[3] =
+        lease ? sl_key_lease(key, sizeof(key), prefix, rq->key, rq->key_len)
+              : sl_key_rules(key, sizeof(key), prefix, rq->key, rq->key_len);
     argv[3] = key;
     argv[4] = packed;
     lens[4] = sizeof(packed);
@@ -159,8 +178,8 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
     int64_t floor = url->opts.ttl_floor_ms;
     const char *prefix = rq->prefix != NULL ? rq->prefix : url->prefix;
 
-    if (is_rules_op(rq->op))
-        return append_rules(cn, prefix, rq, as_eval, tag, err, err_len);
+    if (is_rules_op(rq->op) || is_lease_op(rq->op))
+        return append_rules(cn, prefix, floor, rq, as_eval, tag, err, err_len);
     if (rq->op == SL_OP_RESET && local)
         return sl_conn_append_reset(cn, prefix, rq, err, err_len);
     argv[0] = as_eval ? "EVAL" : "EVALSHA";
@@ -359,8 +378,26 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
         return SLUICE_EPROTO;
     }
     w.at = 0;
-    if (rq->op == SL_OP_RESET)
+    if (rq->op == SL_OP_RESET || rq->op == SL_OP_LEASE_RELEASE)
         return w.n == 2 ? SLUICE_OK : SLUICE_EPROTO;
+    if (rq->op == SL_OP_LEASE_ACQUIRE) {
+        int64_t admit, live, first, last, at;
+
+        if (w.n != 6 || !wire_num(&w, 0, 1, &admit) ||
+            !wire_num(&w, 0, INT64_MAX, &live) ||
+            !wire_num(&w, -1, SL_EXACT_BOUND, &first) ||
+            !wire_num(&w, -1, SL_EXACT_BOUND, &last) ||
+            !wire_num(&w, 0, SL_MAX_TIME_MS, &at) ||
+            (live > 0) != (first > at && last >= first) ||
+            sl_lease_decide(at, rq->cost, rq->ttl_ms, live, first, last, out) !=
+                (admit == 1)) {
+            sl_errf(err, err_len,
+                    "evalsha: unexpected reply for a lease; is another "
+                    "program using the key prefix?");
+            return SLUICE_EPROTO;
+        }
+        return SLUICE_OK;
+    }
     if (is_rules_op(rq->op)) {
         /* The value read, then found and the tag. */
         int64_t found;

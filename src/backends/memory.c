@@ -6,6 +6,7 @@
 #include "../backend.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 /* One stored key: the state of one rule of one limited key. */
@@ -35,10 +36,18 @@ typedef struct entry {
             size_t n;
             int64_t keepalive; /* ms; 0: none */
         } blob;
+        struct { /* a key's leases (algorithm 99), unordered */
+            struct lease {
+                char id[24];
+                int64_t end;
+            } * l;
+            size_t n, cap;
+        } leases;
     } u;
 } entry;
 
-#define BLOB ((sluice_algorithm)0)
+#define BLOB   ((sluice_algorithm)0)
+#define LEASES ((sluice_algorithm)99)
 
 typedef struct store {
     pthread_mutex_t lock;
@@ -81,6 +90,8 @@ static void entry_free(entry *e)
         sl_free(e->u.log.e);
     } else if (e->algorithm == BLOB) {
         sl_free(e->u.blob.v);
+    } else if (e->algorithm == LEASES) {
+        sl_free(e->u.leases.l);
     }
     sl_free(e->key);
     sl_free(e);
@@ -487,6 +498,58 @@ static void refund_rule(entry *e, const sluice_rule *r, int64_t t, int64_t a,
     }
 }
 
+/* A lease op: the leases that ended by t go; one is added if fewer than
+ * the most holders live. */
+static sluice_status lease_request(store *s, const handle *h,
+                                   const sl_request *rq, sluice_result *out,
+                                   char *err, size_t err_len)
+{
+    char key[SL_KEY_BUF];
+    size_t kl = sl_key_lease(key, sizeof(key),
+                             rq->prefix != NULL ? rq->prefix : h->prefix,
+                             rq->key, rq->key_len);
+    int64_t t = rq->now_ms, first = -1, last = -1;
+    entry *e = lookup(s, key, kl, t);
+    size_t i, o = 0;
+
+    out->status = SLUICE_OK;
+    if (e != NULL) {
+        for (i = 0; i < e->u.leases.n; i++) {
+            struct lease *l = &e->u.leases.l[i];
+
+            if (l->end <= t || (rq->op == SL_OP_LEASE_RELEASE &&
+                                strcmp(l->id, rq->value) == 0))
+                continue;
+            first = o == 0 ? l->end : sl_min64(first, l->end);
+            last = o == 0 ? l->end : sl_max64(last, l->end);
+            e->u.leases.l[o++] = *l;
+        }
+        e->u.leases.n = o;
+    }
+    if (rq->op == SL_OP_LEASE_RELEASE)
+        return SLUICE_OK;
+    if (!sl_lease_decide(t, rq->cost, rq->ttl_ms, (int64_t)o, first, last, out))
+        return SLUICE_OK;
+    if (e == NULL && (e = obtain(s, key, kl, LEASES, t)) == NULL)
+        goto nomem;
+    if (e->u.leases.n == e->u.leases.cap) {
+        size_t cap = e->u.leases.cap ? e->u.leases.cap * 2 : 4;
+        struct lease *l = sl_realloc(e->u.leases.l, cap * sizeof(*l));
+
+        if (l == NULL)
+            goto nomem;
+        e->u.leases.l = l;
+        e->u.leases.cap = cap;
+    }
+    snprintf(e->u.leases.l[e->u.leases.n].id, 24, "%s", rq->value);
+    e->u.leases.l[e->u.leases.n++].end = t + rq->ttl_ms;
+    e->expires_at = sl_max64(e->expires_at, t + 2 * rq->ttl_ms);
+    return SLUICE_OK;
+nomem:
+    sl_errf(err, err_len, "memory: out of memory storing a lease");
+    return SLUICE_ENOMEM;
+}
+
 /* A rules op on the store: the keep-alive on the handle's clock. */
 static sluice_status rules_request(store *s, const handle *h,
                                    const sl_request *rq, sluice_result *out,
@@ -615,6 +678,9 @@ static sluice_status memory_decide(void *state, const sl_request *reqs,
         if (reqs[i].op == SL_OP_RULES_GET || reqs[i].op == SL_OP_RULES_PUT ||
             reqs[i].op == SL_OP_RULES_DEL)
             st = rules_request(s, h, &reqs[i], &out[i], err, err_len);
+        else if (reqs[i].op == SL_OP_LEASE_ACQUIRE ||
+                 reqs[i].op == SL_OP_LEASE_RELEASE)
+            st = lease_request(s, h, &reqs[i], &out[i], err, err_len);
         else
             st = decide_request(s, h, &reqs[i], &out[i], err, err_len);
     }
