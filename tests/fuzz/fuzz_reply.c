@@ -6,8 +6,8 @@
  *
  * Input: byte 0 picks the ruleset, byte 1 is the script's tag, byte 2 holds
  * the op (bits 0-1: acquire, peek, reset, acquire at most; bit 5: a
- * refund), the cost (bit 2: 1, else 3) and the clock (bits 3-4); the rest
- * is RESP. */
+ * refund; bit 6: a lease; bit 7: a named limiter's rules), the cost (bit 2: 1,
+ * else 3) and the clock (bits 3-4); the rest is RESP. */
 #include "sluice.h"
 
 #include "backend.h"
@@ -203,6 +203,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sl_conn cn;
     uint64_t tag;
     int64_t granted = -1;
+    sl_value value;
     size_t n = 0, i;
     void *r;
 
@@ -222,6 +223,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (data[2] & 0x20)
         rq.op = SL_OP_REFUND;
     rq.granted = &granted;
+    /* A lease, or a named limiter's rules, read as replies too. */
+    rq.value = "0123456789abcdef";
+    rq.value_len = 16;
+    rq.ttl_ms = 1000;
+    rq.read = &value;
+    if (data[2] & 0x40)
+        rq.op = SL_OP_LEASE_ACQUIRE;
+    if (data[2] & 0x80)
+        rq.op = SL_OP_RULES_GET;
     rq.cost = (data[2] & 4) ? 1 : 3;
     rq.now_ms = clocks[(data[2] >> 3) & 3];
     rq.key = "k";
