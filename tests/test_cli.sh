@@ -255,5 +255,37 @@ fi
 exec {replay_in}>&-
 wait "$replay_pid"
 
+# Named limiters: define, get, set, delete; decisions by name with check
+# and replay (across processes, so on Redis only; mem:// is per process).
+expect_exit limiter_get_absent 3 "$bin" limiter get lim1 --url "$url"
+expect_text limiter_get_absent_named "$tmp/err" '^sluice: nolimiter: limiter "lim1"'
+expect_exit limiter_define 0 "$bin" limiter define lim1 fixed:2/1h --url "$url" --keepalive 600000
+expect_text limiter_define_prints "$tmp/out" '^{"limiter": "lim1", "rules": "fixed:2/3600000ms", "keepalive_ms": 600000}$'
+expect_exit limiter_unknown 2 "$bin" limiter frob lim1 --url "$url"
+expect_exit limiter_bad_rule 2 "$bin" limiter set lim1 fixed:0/1h --url "$url"
+expect_exit check_limiter_and_rule 2 "$bin" check --limiter lim1 --rule fixed:1/1s --url "$url"
+expect_replay replay_limiter_and_key \
+    '{"error": "input: an event names a limiter (and a client) or a key and a rule, not both"}' \
+    '{"t": 0, "limiter": "lim1", "key": "k"}'
+if [[ $url != mem://* ]]; then
+    expect_exit limiter_define_keeps 0 "$bin" limiter define lim1 fixed:9/1h --url "$url"
+    expect_text limiter_define_keeps_prints "$tmp/out" '"rules": "fixed:2/3600000ms", "keepalive_ms": 600000}$'
+    expect_exit check_by_name_1 0 "$bin" check --limiter lim1 --client a --url "$url"
+    expect_exit check_by_name_2 0 "$bin" check --limiter lim1 --client a --url "$url"
+    expect_exit check_by_name_3 3 "$bin" check --limiter lim1 --client a --url "$url"
+    expect_replay replay_by_name \
+        '{"allowed": true, "limit": 2, "remaining": 1, "retry_after_ms": -1, "reset_after_ms": 3600000}
+{"error": "nolimiter: limiter \"nope\" has no rules stored: it was never defined, was deleted, or its keep-alive ran out unused"}' \
+        '{"t": 0, "limiter": "lim1", "client": "b"}
+{"t": 0, "limiter": "nope", "client": "b"}'
+    expect_exit limiter_set 0 "$bin" limiter set lim1 fixed:3/1h --url "$url"
+    expect_exit check_by_name_after_set 0 "$bin" check --limiter lim1 --client a --url "$url"
+    expect_text check_by_name_after_set_says "$tmp/out" '^allowed: 0 of 3 left'
+    expect_exit limiter_delete 0 "$bin" limiter delete lim1 --url "$url"
+    expect_text limiter_delete_prints "$tmp/out" '^{"deleted": true}$'
+    expect_exit check_by_name_deleted 2 "$bin" check --limiter lim1 --client a --url "$url"
+    expect_text check_by_name_deleted_named "$tmp/err" '^sluice: nolimiter: '
+fi
+
 echo "cli on $2: $pass passed, $fail failed"
 [[ $fail == 0 ]]
