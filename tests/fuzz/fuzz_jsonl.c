@@ -91,7 +91,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if ((ev.rule == NULL) != (jrule == NULL) ||
             (ev.rule != NULL && strlen(ev.rule) != json_string_length(jrule)))
             broken("a rule with a NUL inside", data, size, "");
-        check_quote(ev.key, ev.key_len, 6 * ev.key_len + 16, true, data, size);
+        if (ev.limiter != NULL &&
+            (ev.key != NULL || ev.rule != NULL ||
+             ev.limiter_len !=
+                 json_string_length(json_object_get(ev.doc, "limiter"))))
+            broken("a limiter event with a key or a rule, or cut", data, size,
+                   "");
+        /* What the CLI quotes back: the key, or the limiter and client. */
+        if (ev.key != NULL)
+            check_quote(ev.key, ev.key_len, 6 * ev.key_len + 16, true, data,
+                        size);
+        if (ev.limiter != NULL)
+            check_quote(ev.limiter, ev.limiter_len, 6 * ev.limiter_len + 16,
+                        true, data, size);
+        if (ev.client != NULL)
+            check_quote(ev.client, ev.client_len, 6 * ev.client_len + 16, true,
+                        data, size);
         jsonl_event_free(&ev);
         if (ev.doc != NULL)
             broken("jsonl_event_free left the document", data, size, "");
