@@ -667,10 +667,13 @@ static size_t append_restamp(sl_plain *p, unit *j)
             continue;
         kl = rule_key(p, j->rq, r, false, 0, key);
         if (late || excess > 0) {
-            APPEND(p, j, "ZREM %b %s", key, kl, j->io[i].member);
+            /* The new entry first: between two commands another client's
+             * block may run, and must find the charge there (twice is
+             * safe, missing would admit beyond the limit). */
             append_log_entry(
                 p, j, key, kl, j->ch[i].x, j->charged,
                 (long long)with_floor(p, sl_ttl_after_charge(r, &j->v[i])));
+            APPEND(p, j, "ZREM %b %s", key, kl, j->io[i].member);
             n += 3;
         }
         if (dead > 0)
