@@ -268,6 +268,30 @@ static void the_ttl_floor_keeps_state(void **state)
     sluice_close(sl);
 }
 
+/* A window outlives the TTL floor from its start, as a Redis window key
+ * does, even when later windows are charged (found by the reference model,
+ * seed 446730999: a charge three windows on dropped it, and a late request
+ * into the window after it was admitted beyond the limit). */
+static void the_ttl_floor_keeps_old_windows(void **state)
+{
+    vclock clk = {56};
+    sluice *sl = open_mem("mem://?ttl_floor_ms=600000", &clk);
+    sluice_ruleset rs = rules("sliding:2/100ms");
+    sluice_result r;
+
+    (void)state;
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    clk.t = 320; /* window 3: window 0 no longer counts for now */
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    /* Late, in window 1: window 0's 1 weighs 29 of 100 ms, so 2 more
+     * would pass the limit; denied until window 0 weighs nothing. */
+    clk.t = 171;
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 2, &r), SLUICE_OK);
+    assert_false(r.allowed);
+    assert_int_equal(r.retry_after_ms, 29);
+    sluice_close(sl);
+}
+
 /* A batch size whose arrays would pass SIZE_MAX bytes is refused before
  * anything is read from the caller's arrays. */
 static void a_batch_too_large_to_allocate_is_refused(void **state)
@@ -294,6 +318,7 @@ int main(void)
         cmocka_unit_test(a_batch_too_large_to_allocate_is_refused),
         cmocka_unit_test(expired_state_stays_gone_for_clocks_behind),
         cmocka_unit_test(the_ttl_floor_keeps_state),
+        cmocka_unit_test(the_ttl_floor_keeps_old_windows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

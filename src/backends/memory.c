@@ -399,8 +399,10 @@ static bool reserve(entry *e)
     return true;
 }
 
+/* floor: the handle's TTL floor, which a window outlives from its start,
+ * as a Redis window key does. */
 static void charge_rule(entry *e, const sluice_rule *r, int64_t t, int64_t cost,
-                        int64_t aux_x, int64_t aux_d)
+                        int64_t aux_x, int64_t aux_d, int64_t floor)
 {
     int64_t k, to_end;
     size_t i;
@@ -408,7 +410,9 @@ static void charge_rule(entry *e, const sluice_rule *r, int64_t t, int64_t cost,
     switch (r->algorithm) {
     case SLUICE_FIXED:
     case SLUICE_SLIDING: {
-        /* Windows older than the ones that still count are garbage. */
+        /* Windows older than the ones that still count are garbage once
+         * the TTL floor from their start has passed too (a request late
+         * by more than a period may still find them, as on Redis). */
         int64_t keep = r->algorithm == SLUICE_FIXED ? 1 : 2;
         bool found = false;
         size_t o = 0;
@@ -419,7 +423,8 @@ static void charge_rule(entry *e, const sluice_rule *r, int64_t t, int64_t cost,
                 e->u.win.count[i] += cost;
                 found = true;
             }
-            if (e->u.win.idx[i] >= k - keep) {
+            if (e->u.win.idx[i] >= k - keep ||
+                t < e->u.win.idx[i] * r->period_ms - r->tz_offset_ms + floor) {
                 e->u.win.idx[o] = e->u.win.idx[i];
                 e->u.win.count[o++] = e->u.win.count[i];
             }
@@ -656,7 +661,8 @@ static sluice_status decide_request(store *s, const handle *h,
         int64_t ttl = sl_max64(sl_ttl_after_charge(&rs->rules[i], &v[i]),
                                h->ttl_floor_ms);
 
-        charge_rule(es[i], &rs->rules[i], t, cost, ch[i].x, ch[i].d);
+        charge_rule(es[i], &rs->rules[i], t, cost, ch[i].x, ch[i].d,
+                    h->ttl_floor_ms);
         es[i]->expires_at = sl_max64(es[i]->expires_at, t + ttl);
     }
     return SLUICE_OK;
