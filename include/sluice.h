@@ -398,7 +398,7 @@ SLUICE_API size_t sluice_pending(const sluice *sl);
  * A named limiter's rules live in the backend, under the handle's key
  * prefix, so every service that uses the name decides by the same rules,
  * and changing them needs no redeploy (docs/SEMANTICS.md, "Named
- * limiters"). A name is 1..1024 bytes, binary-safe; a decision by name may
+ * limiters"). A name is 1..1000 bytes, binary-safe; a decision by name may
  * give a client id (per-client scope: each client its own state under the
  * shared rules; none: one state for all); the name and the client id
  * together take at most 1000 bytes. keepalive_ms: 0 keeps the limiter

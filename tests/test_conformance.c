@@ -30,9 +30,20 @@ typedef struct step {
     int64_t cost;
     char rule[256];
     bool expect_error;
+    bool expect_ok; /* "=> ok": release, set, delete */
     char status[32];
     sluice_result want;
     int64_t want_granted; /* acquire_at_most */
+    /* Named limiters: a client id (client=); define, set: keepalive=;
+     * define and get answer "=> rules TEXT [KEEPALIVE]". */
+    char client[256];
+    size_t client_len;
+    int64_t keepalive;
+    char want_rules[256];
+    int64_t want_keepalive; /* -1: not checked */
+    /* Leases: lease KEY MAX LEASE_MS as=NAME; release KEY as=NAME. */
+    int64_t max, lease_ms;
+    char as[32];
 } step;
 
 typedef struct scenario {
@@ -85,6 +96,21 @@ static void die(const char *file, int line, const char *why)
 {
     fprintf(stderr, "%s:%d: %s\n", file, line, why);
     exit(2);
+}
+
+static bool known_op(const char *op)
+{
+    static const char *const ops[] = {
+        "acquire", "peek",    "reset",   "acquire_at_most",
+        "refund",  "lease",   "release", "define",
+        "set",     "get",     "delete",  "acquire_by",
+        "peek_by", "reset_by"};
+    size_t i;
+
+    for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        if (strcmp(op, ops[i]) == 0)
+            return true;
+    return false;
 }
 
 /* Parses one table file, appending scenarios. */
@@ -140,20 +166,67 @@ static void load(const char *path)
         snprintf(s->op, sizeof(s->op), "%s", tok[1]);
         parse_key(s, tok[2]);
         snprintf(s->rule, sizeof(s->rule), "%s", rule);
-        i = 3;
-        if (strcmp(s->op, "reset") != 0 && strcmp(tok[i], "=>") != 0)
-            s->cost = strtoll(tok[i++], NULL, 10);
-        if (i < n && strncmp(tok[i], "rule=", 5) == 0)
-            snprintf(s->rule, sizeof(s->rule), "%s", tok[i++] + 5);
-        if (i >= n || strcmp(tok[i], "=>") != 0)
+        s->want_keepalive = -1;
+        if (!known_op(s->op))
+            die(path, line,
+                "op must be acquire, peek, reset, acquire_at_most, refund, "
+                "lease, release, define, set, get, delete, acquire_by, "
+                "peek_by or reset_by");
+        /* Numbers (cost; or max and lease time), then name=value. */
+        {
+            int64_t num[2];
+            int nnum = 0;
+
+            for (i = 3; i < n && strcmp(tok[i], "=>") != 0; i++) {
+                if (strncmp(tok[i], "rule=", 5) == 0)
+                    snprintf(s->rule, sizeof(s->rule), "%s", tok[i] + 5);
+                else if (strncmp(tok[i], "client=", 7) == 0) {
+                    s->client_len = strlen(tok[i] + 7);
+                    memcpy(s->client, tok[i] + 7, s->client_len);
+                } else if (strncmp(tok[i], "keepalive=", 10) == 0)
+                    s->keepalive = strtoll(tok[i] + 10, NULL, 10);
+                else if (strncmp(tok[i], "as=", 3) == 0)
+                    snprintf(s->as, sizeof(s->as), "%s", tok[i] + 3);
+                else if (nnum < 2)
+                    num[nnum++] = strtoll(tok[i], NULL, 10);
+                else
+                    die(path, line, "too many numbers before '=>'");
+            }
+            if (strcmp(s->op, "lease") == 0) {
+                if (nnum != 2 || s->as[0] == '\0')
+                    die(path, line, "lease KEY MAX LEASE_MS as=NAME");
+                s->max = num[0];
+                s->lease_ms = num[1];
+            } else if (strcmp(s->op, "release") == 0) {
+                if (nnum != 0 || s->as[0] == '\0')
+                    die(path, line, "release KEY as=NAME");
+            } else if (nnum == 1) {
+                s->cost = num[0];
+            } else if (nnum != 0) {
+                die(path, line, "one number (the cost) before '=>'");
+            }
+        }
+        if (i >= n)
             die(path, line, "expected '=>'");
         i++;
         if (i < n && strcmp(tok[i], "error") == 0 && i + 1 < n) {
             s->expect_error = true;
             snprintf(s->status, sizeof(s->status), "%s", tok[i + 1]);
-        } else if (strcmp(s->op, "reset") == 0) {
+        } else if (strcmp(s->op, "reset") == 0 ||
+                   strcmp(s->op, "reset_by") == 0) {
             if (i >= n || strcmp(tok[i], "reset") != 0)
                 die(path, line, "a reset expects '=> reset'");
+        } else if (strcmp(s->op, "release") == 0 || strcmp(s->op, "set") == 0 ||
+                   strcmp(s->op, "delete") == 0) {
+            if (i >= n || strcmp(tok[i], "ok") != 0)
+                die(path, line, "expected '=> ok' or '=> error STATUS'");
+            s->expect_ok = true;
+        } else if (strcmp(s->op, "define") == 0 || strcmp(s->op, "get") == 0) {
+            if (n - i < 2 || n - i > 3 || strcmp(tok[i], "rules") != 0)
+                die(path, line, "expected '=> rules TEXT [KEEPALIVE]'");
+            snprintf(s->want_rules, sizeof(s->want_rules), "%s", tok[i + 1]);
+            if (n - i == 3)
+                s->want_keepalive = strtoll(tok[i + 2], NULL, 10);
         } else {
             /* An acquire at most answers GRANTED first. */
             if (strcmp(s->op, "acquire_at_most") == 0) {
@@ -173,13 +246,6 @@ static void load(const char *path)
             s->want.retry_after_ms = strtoll(tok[i + 3], NULL, 10);
             s->want.reset_after_ms = strtoll(tok[i + 4], NULL, 10);
         }
-        if (strcmp(s->op, "acquire") != 0 && strcmp(s->op, "peek") != 0 &&
-            strcmp(s->op, "reset") != 0 &&
-            strcmp(s->op, "acquire_at_most") != 0 &&
-            strcmp(s->op, "refund") != 0)
-            die(path, line,
-                "op must be acquire, peek, reset, acquire_at_most or "
-                "refund");
     }
     fclose(f);
 }
@@ -208,6 +274,13 @@ static bool refused(const step *s)
     if (unsupported[0] == '\0' ||
         sluice_ruleset_parse(s->rule, &rs, NULL, 0) != SLUICE_OK)
         return false;
+    /* Of the named limiters' and leases' ops, only a decision by name can
+     * be refused: by the limiter's rules (the scenario's). */
+    if (strcmp(s->op, "lease") == 0 || strcmp(s->op, "release") == 0 ||
+        strcmp(s->op, "define") == 0 || strcmp(s->op, "set") == 0 ||
+        strcmp(s->op, "get") == 0 || strcmp(s->op, "delete") == 0 ||
+        strcmp(s->op, "reset_by") == 0)
+        return false;
     if (strcmp(s->op, "refund") == 0) {
         if (has_token(unsupported, "refund"))
             return true;
@@ -224,17 +297,95 @@ static bool refused(const step *s)
     return false;
 }
 
+/* The leases a scenario took, by the names the table gives them. */
+typedef struct held {
+    char as[32];
+    sluice_lease lease;
+} held;
+
+static sluice_lease *held_lease(held *hs, size_t *n, const char *as)
+{
+    size_t i;
+
+    for (i = 0; i < *n; i++)
+        if (strcmp(hs[i].as, as) == 0)
+            return &hs[i].lease;
+    assert_true(*n < MAX_STEPS);
+    snprintf(hs[*n].as, sizeof(hs[*n].as), "%s", as);
+    memset(&hs[*n].lease, 0, sizeof(hs[*n].lease));
+    return &hs[(*n)++].lease;
+}
+
+/* The ruleset as its normal text, for comparing rules written apart. */
+static void normal_rules(const sluice_ruleset *rs, char *buf, size_t len)
+{
+    if (sluice_ruleset_format(rs, buf, len) >= len)
+        fail_msg("rules longer than %zu bytes", len);
+}
+
+/* Runs the named limiters' and leases' ops; false for any other op. */
+static bool run_named(sluice *sl, const step *s, const sluice_ruleset *rs,
+                      held *hs, size_t *nheld, sluice_result *got,
+                      sluice_status *st, char *rules_got, size_t rules_len,
+                      int64_t *keepalive_got)
+{
+    const char *c = s->client_len > 0 ? s->client : NULL;
+    sluice_ruleset stored;
+
+    rules_got[0] = '\0';
+    *keepalive_got = -1;
+    if (strcmp(s->op, "lease") == 0)
+        *st = sluice_lease_acquire(sl, s->key, s->key_len, s->max, s->lease_ms,
+                                   held_lease(hs, nheld, s->as), got);
+    else if (strcmp(s->op, "release") == 0)
+        *st = sluice_lease_release(sl, s->key, s->key_len,
+                                   held_lease(hs, nheld, s->as));
+    else if (strcmp(s->op, "define") == 0)
+        *st = sluice_limiter_define(sl, s->key, s->key_len, rs, s->keepalive,
+                                    &stored);
+    else if (strcmp(s->op, "set") == 0)
+        *st = sluice_limiter_set(sl, s->key, s->key_len, rs, s->keepalive);
+    else if (strcmp(s->op, "get") == 0)
+        *st =
+            sluice_limiter_get(sl, s->key, s->key_len, &stored, keepalive_got);
+    else if (strcmp(s->op, "delete") == 0)
+        *st = sluice_limiter_delete(sl, s->key, s->key_len);
+    else if (strcmp(s->op, "acquire_by") == 0)
+        *st = sluice_limiter_acquire(sl, s->key, s->key_len, c, s->client_len,
+                                     s->cost, got);
+    else if (strcmp(s->op, "peek_by") == 0)
+        *st = sluice_limiter_peek(sl, s->key, s->key_len, c, s->client_len,
+                                  s->cost, got);
+    else if (strcmp(s->op, "reset_by") == 0)
+        *st = sluice_limiter_reset(sl, s->key, s->key_len, c, s->client_len);
+    else
+        return false;
+    if (*st == SLUICE_OK &&
+        (strcmp(s->op, "define") == 0 || strcmp(s->op, "get") == 0))
+        normal_rules(&stored, rules_got, rules_len);
+    return true;
+}
+
 static void run_scenario(void **state)
 {
     const scenario *sc = *state;
     tu_clock clk = {0};
     sluice *handles[MAX_URLS], *sl;
-    size_t i, h;
+    size_t i, h, nheld = 0;
     char tag[64], prefix[96];
+    static held hs[MAX_STEPS];
 
     snprintf(tag, sizeof(tag), "%zu", (size_t)(sc - scenarios));
     for (h = 0; h < nurls; h++) {
-        handles[h] = tu_open(urls[h], &clk, tag);
+        /* Handles that alternate read a limiter's rules with every
+         * decision: a change through one reaches the other at once. */
+        char u[1200];
+
+        snprintf(u, sizeof(u), "%s%s", urls[h],
+                 nurls == 1                     ? ""
+                 : strchr(urls[h], '?') != NULL ? "&rules_cache_ms=0"
+                                                : "?rules_cache_ms=0");
+        handles[h] = tu_open(u, &clk, tag);
         assert_non_null(handles[h]);
     }
     snprintf(prefix, sizeof(prefix), "t%ld-%s:", (long)getpid(), tag);
@@ -243,9 +394,9 @@ static void run_scenario(void **state)
         sluice_ruleset rs;
         sluice_result got;
         sluice_status st;
-        char err[512];
+        char err[512], rules_got[256];
         bool first;
-        int64_t granted = -1;
+        int64_t granted = -1, keepalive_got = -1;
 
         h = i % nurls;
         if (h == 0 && nurls > 1 && !s->expect_error && refused(s))
@@ -254,9 +405,20 @@ static void run_scenario(void **state)
         sl = handles[h];
         memset(&got, 0, sizeof(got));
         clk.t = s->t;
-        st = sluice_ruleset_parse(s->rule, &rs, err, sizeof(err));
+        /* Leases and decisions by name take no rules from the table. */
+        memset(&rs, 0, sizeof(rs));
+        st = strcmp(s->op, "define") != 0 && strcmp(s->op, "set") != 0 &&
+                     (strstr(s->op, "_by") != NULL ||
+                      strcmp(s->op, "lease") == 0 ||
+                      strcmp(s->op, "release") == 0 ||
+                      strcmp(s->op, "get") == 0 || strcmp(s->op, "delete") == 0)
+                 ? SLUICE_OK
+                 : sluice_ruleset_parse(s->rule, &rs, err, sizeof(err));
         if (st == SLUICE_OK) {
-            if (strcmp(s->op, "reset") == 0)
+            if (run_named(sl, s, &rs, hs, &nheld, &got, &st, rules_got,
+                          sizeof(rules_got), &keepalive_got))
+                ;
+            else if (strcmp(s->op, "reset") == 0)
                 st = sluice_reset(sl, s->key, s->key_len, &rs);
             else if (strcmp(s->op, "peek") == 0)
                 st = sluice_peek(sl, s->key, s->key_len, &rs, s->cost, &got);
@@ -270,7 +432,7 @@ static void run_scenario(void **state)
             snprintf(err, sizeof(err), "%s", sluice_errmsg(sl));
         }
         if (first && !s->expect_error && strcmp(s->op, "reset") != 0 &&
-            refused(s)) {
+            strcmp(s->op, "reset_by") != 0 && refused(s)) {
             /* A backend that cannot do an algorithm exactly says so. */
             if (st != SLUICE_EUNSUPPORTED)
                 fail_msg("%s:%d (%s): %s should be refused with "
@@ -298,8 +460,28 @@ static void run_scenario(void **state)
         if (st != SLUICE_OK)
             fail_msg("%s:%d (%s): %s failed: %s: %s", sc->file, s->line,
                      sc->name, s->op, status_name(st), err);
-        if (strcmp(s->op, "reset") == 0)
+        if (strcmp(s->op, "reset") == 0 || strcmp(s->op, "reset_by") == 0 ||
+            s->expect_ok)
             continue;
+        if (s->want_rules[0] != '\0') {
+            sluice_ruleset want_rs;
+            char want[256];
+
+            if (sluice_ruleset_parse(s->want_rules, &want_rs, err,
+                                     sizeof(err)) != SLUICE_OK)
+                fail_msg("%s:%d: %s", sc->file, s->line, err);
+            normal_rules(&want_rs, want, sizeof(want));
+            if (strcmp(want, rules_got) != 0)
+                fail_msg("%s:%d (%s) on %s: %s answered rules %s, want %s",
+                         sc->file, s->line, sc->name, urls[h], s->op, rules_got,
+                         want);
+            if (s->want_keepalive >= 0 && keepalive_got != s->want_keepalive)
+                fail_msg("%s:%d (%s) on %s: keepalive %lld, want %lld",
+                         sc->file, s->line, sc->name, urls[h],
+                         (long long)keepalive_got,
+                         (long long)s->want_keepalive);
+            continue;
+        }
         if (strcmp(s->op, "acquire_at_most") == 0 && granted != s->want_granted)
             fail_msg("%s:%d (%s) on %s, t=%lld at most %lld rule %s: "
                      "granted %lld, want %lld",
