@@ -503,8 +503,9 @@ static void refund_rule(entry *e, const sluice_rule *r, int64_t t, int64_t a,
     }
 }
 
-/* A lease op: the leases that ended by t go; one is added if fewer than
- * the most holders live. */
+/* A lease op: an acquire drops the leases that ended by t and adds one if
+ * fewer than the most holders live; a release drops its lease alone (as
+ * the Lua script's ZREM and the plain backends' do). */
 static sluice_status lease_request(store *s, const handle *h,
                                    const sl_request *rq, sluice_result *out,
                                    char *err, size_t err_len)
@@ -522,8 +523,8 @@ static sluice_status lease_request(store *s, const handle *h,
         for (i = 0; i < e->u.leases.n; i++) {
             struct lease *l = &e->u.leases.l[i];
 
-            if (l->end <= t || (rq->op == SL_OP_LEASE_RELEASE &&
-                                strcmp(l->id, rq->value) == 0))
+            if (rq->op == SL_OP_LEASE_RELEASE ? strcmp(l->id, rq->value) == 0
+                                              : l->end <= t)
                 continue;
             first = o == 0 ? l->end : sl_min64(first, l->end);
             last = o == 0 ? l->end : sl_max64(last, l->end);
@@ -548,7 +549,8 @@ static sluice_status lease_request(store *s, const handle *h,
     }
     snprintf(e->u.leases.l[e->u.leases.n].id, 24, "%s", rq->value);
     e->u.leases.l[e->u.leases.n++].end = t + rq->ttl_ms;
-    e->expires_at = sl_max64(e->expires_at, t + 2 * rq->ttl_ms);
+    e->expires_at =
+        sl_max64(e->expires_at, t + sl_max64(2 * rq->ttl_ms, h->ttl_floor_ms));
     return SLUICE_OK;
 nomem:
     sl_errf(err, err_len, "memory: out of memory storing a lease");
