@@ -192,7 +192,7 @@ expect_text replay_utf8_key_over "$tmp/out" '^{"error": "key: key \\".*1026 byte
 # A NUL byte cannot hide trailing text in a rule or an op.
 expect_replay replay_nul_in_rule_and_op \
     '{"error": "rule: rule \"fixed:1/1s\\u0000+junk\" holds a NUL byte"}
-{"error": "input: unknown op \"peek\\u0000\" (use acquire, peek, reset, acquire_at_most or refund)"}' \
+{"error": "input: unknown op \"peek\\u0000\" (use acquire, peek, reset, acquire_at_most, refund, lease or release)"}' \
     '{"t": 0, "key": "r", "rule": "fixed:1/1s\u0000+junk"}
 {"t": 0, "key": "r", "rule": "fixed:1/1s", "op": "peek\u0000"}'
 # The largest limit times the largest period is 10^19, past INT64_MAX: a
@@ -286,6 +286,39 @@ if [[ $url != mem://* ]]; then
     expect_exit check_by_name_deleted 2 "$bin" check --limiter lim1 --client a --url "$url"
     expect_text check_by_name_deleted_named "$tmp/err" '^sluice: nolimiter: '
 fi
+
+# Leases in replay, one process driven a line at a time (mem:// is the
+# process's own): an admission names its lease, the most holders deny, a
+# release by that id makes room; bad lease lines are answered and skipped.
+ask() { # LINE -> the answer in $answer
+    printf '%s\n' "$1" >&"${R[1]}"
+    answer=""
+    IFS= read -r -t 60 answer <&"${R[0]}"
+}
+expect_answer() { # NAME PATTERN
+    printf '%s\n' "$answer" >"$tmp/answer"
+    expect_text "$1" "$tmp/answer" "$2"
+}
+coproc R { "$bin" replay --url "$url" 2>"$tmp/lease_err"; }
+ask '{"t": 0, "key": "ls", "op": "lease", "max": 1, "lease_ms": 1000}'
+expect_answer replay_lease_admitted '^{"lease": "[0-9a-f]\{16\}", "allowed": true, "limit": 1, "remaining": 0, "retry_after_ms": -1, "reset_after_ms": 1000}$'
+id=$(printf '%s' "$answer" | sed -n 's/^{"lease": "\([^"]*\)".*/\1/p')
+ask '{"t": 100, "key": "ls", "op": "lease", "max": 1, "lease_ms": 1000}'
+expect_answer replay_lease_denied '^{"allowed": false, "limit": 1, "remaining": 0, "retry_after_ms": 900, "reset_after_ms": 900}$'
+ask "{\"t\": 100, \"key\": \"ls\", \"op\": \"release\", \"lease\": \"$id\"}"
+expect_answer replay_release '^{"released": true}$'
+ask '{"t": 100, "key": "ls", "op": "lease", "max": 1}'
+expect_answer replay_lease_without_time '^{"error": "input: a lease needs \\"max\\" (holders) and \\"lease_ms\\", JSON integers"}$'
+ask '{"t": 100, "key": "ls", "op": "lease", "max": 0, "lease_ms": 1000}'
+expect_answer replay_lease_bad_max '^{"error": "invalid: max_holders 0: expected 1..1000000000"}$'
+ask '{"t": 100, "key": "ls", "op": "release", "lease": "not-an-id-of-sluice-at-all"}'
+expect_answer replay_release_bad_id '^{"error": "input: \\"lease\\" is not an id that a lease answered"}$'
+ask '{"t": 100, "key": "ls", "op": "lease", "max": 1, "lease_ms": 1000}'
+expect_answer replay_lease_after_release '^{"lease": "[0-9a-f]\{16\}", "allowed": true,'
+lease_pid=$R_PID
+exec {R[1]}>&-
+wait "$lease_pid"
+expect_exit replay_lease_exit 0 sh -c "exit $?"
 
 echo "cli on $2: $pass passed, $fail failed"
 [[ $fail == 0 ]]

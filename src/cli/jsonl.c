@@ -218,11 +218,51 @@ static int fail(jsonl_event *ev, char *err, size_t err_len, const char *name,
     return -1;
 }
 
+/* "max" and "lease_ms" for a lease, "lease" for a release, nowhere else.
+ * Returns 0, or -1 with err written and the event emptied. */
+static int lease_fields(jsonl_event *ev, char *err, size_t err_len)
+{
+    json_t *jmax = json_object_get(ev->doc, "max");
+    json_t *jms = json_object_get(ev->doc, "lease_ms");
+    json_t *jid = json_object_get(ev->doc, "lease");
+
+    if (ev->op != JSONL_LEASE && (jmax != NULL || jms != NULL)) {
+        fail(ev, err, err_len, "input",
+             "\"max\" and \"lease_ms\" go with op \"lease\"");
+        return -1;
+    }
+    if (ev->op != JSONL_RELEASE && jid != NULL) {
+        fail(ev, err, err_len, "input", "\"lease\" goes with op \"release\"");
+        return -1;
+    }
+    if (ev->op == JSONL_LEASE) {
+        if (!json_is_integer(jmax) || !json_is_integer(jms)) {
+            fail(ev, err, err_len, "input",
+                 "a lease needs \"max\" (holders) and \"lease_ms\", JSON "
+                 "integers");
+            return -1;
+        }
+        ev->max = json_integer_value(jmax);
+        ev->lease_ms = json_integer_value(jms);
+    }
+    if (ev->op == JSONL_RELEASE) {
+        if (!json_is_string(jid)) {
+            fail(ev, err, err_len, "input",
+                 "a release needs \"lease\", the id its lease answered");
+            return -1;
+        }
+        ev->lease = json_string_value(jid);
+        ev->lease_len = json_string_length(jid);
+    }
+    return 0;
+}
+
 int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
                 size_t err_len)
 {
-    static const char *const ops[] = {"acquire", "peek", "reset",
-                                      "acquire_at_most", "refund"};
+    static const char *const ops[] = {"acquire",         "peek",   "reset",
+                                      "acquire_at_most", "refund", "lease",
+                                      "release"};
     json_error_t jerr;
     json_t *jt, *jkey, *jrule, *jcost, *jop, *val;
     const char *name;
@@ -260,11 +300,12 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
         if (strcmp(name, "t") != 0 && strcmp(name, "key") != 0 &&
             strcmp(name, "rule") != 0 && strcmp(name, "cost") != 0 &&
             strcmp(name, "op") != 0 && strcmp(name, "limiter") != 0 &&
-            strcmp(name, "client") != 0) {
+            strcmp(name, "client") != 0 && strcmp(name, "max") != 0 &&
+            strcmp(name, "lease_ms") != 0 && strcmp(name, "lease") != 0) {
             show(q, sizeof(q), name, strlen(name));
             return fail(ev, err, err_len, "input",
                         "unknown field %s (known: t, key, rule, limiter, "
-                        "client, cost, op)",
+                        "client, cost, op, max, lease_ms, lease)",
                         q);
         }
     }
@@ -316,7 +357,7 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
         if (!json_is_string(jop))
             return fail(ev, err, err_len, "input",
                         "\"op\" must be a string (acquire, peek, reset, "
-                        "acquire_at_most or refund)");
+                        "acquire_at_most, refund, lease or release)");
         op = json_string_value(jop);
         op_len = json_string_length(jop);
         ev->op = 0;
@@ -328,7 +369,7 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
             show(q, sizeof(q), op, op_len);
             return fail(ev, err, err_len, "input",
                         "unknown op %s (use acquire, peek, reset, "
-                        "acquire_at_most or refund)",
+                        "acquire_at_most, refund, lease or release)",
                         q);
         }
     }
@@ -343,6 +384,13 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
                         q);
         }
     }
+    if ((ev->op == JSONL_LEASE || ev->op == JSONL_RELEASE) &&
+        (ev->limiter != NULL || jrule != NULL || jcost != NULL))
+        return fail(ev, err, err_len, "input",
+                    "a lease or a release takes a key, not a limiter, a "
+                    "rule or a cost");
+    if (lease_fields(ev, err, err_len) != 0)
+        return -1;
     /* A reset ignores cost entirely, whatever it holds. */
     if (jcost != NULL && ev->op != JSONL_RESET) {
         if (!json_is_integer(jcost))

@@ -15,7 +15,9 @@ typedef enum jsonl_op {
     JSONL_PEEK,
     JSONL_RESET,
     JSONL_AT_MOST, /* "acquire_at_most" */
-    JSONL_REFUND   /* "refund": cost is the amount */
+    JSONL_REFUND,  /* "refund": cost is the amount */
+    JSONL_LEASE,   /* "lease": max holders, lease_ms */
+    JSONL_RELEASE  /* "release": the lease */
 } jsonl_op;
 
 /* A parsed event. key and rule point into doc, which the event owns until
@@ -31,6 +33,11 @@ typedef struct jsonl_event {
      * (NULL: none); binary-safe, into doc. */
     const char *limiter, *client;
     size_t limiter_len, client_len;
+    /* A lease: max holders and lease time (not range-checked: the library
+     * does); a release: the lease's id (NULL otherwise), into doc. */
+    int64_t max, lease_ms;
+    const char *lease;
+    size_t lease_len;
     struct json_t *doc; /* the parsed line */
 } jsonl_event;
 

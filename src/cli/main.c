@@ -421,6 +421,44 @@ static void replay_by_name(sluice *sl, vclock *clk, const jsonl_event *ev)
         print_result_json(stdout, &res, true);
 }
 
+/* A lease: {"lease": ID, ...the result} when admitted, the result alone
+ * when denied; a release: {"released": true}. */
+static void replay_lease(sluice *sl, vclock *clk, const jsonl_event *ev)
+{
+    sluice_lease lease;
+    sluice_result res;
+    sluice_status st;
+    char q[64];
+
+    clk->t = ev->t;
+    memset(&lease, 0, sizeof(lease));
+    if (ev->op == JSONL_RELEASE) {
+        if (ev->lease_len == 0 || ev->lease_len >= sizeof(lease.id)) {
+            print_error_json(stdout, "input",
+                             "\"lease\" is not an id that a lease answered");
+            return;
+        }
+        memcpy(lease.id, ev->lease, ev->lease_len);
+        st = sluice_lease_release(sl, ev->key, ev->key_len, &lease);
+        if (st != SLUICE_OK)
+            print_error_json(stdout, sluice_status_name(st), sluice_errmsg(sl));
+        else
+            fputs("{\"released\": true}\n", stdout);
+        return;
+    }
+    st = sluice_lease_acquire(sl, ev->key, ev->key_len, ev->max, ev->lease_ms,
+                              &lease, &res);
+    if (st != SLUICE_OK) {
+        print_error_json(stdout, sluice_status_name(st), sluice_errmsg(sl));
+        return;
+    }
+    if (res.allowed) {
+        jsonl_quote(q, sizeof(q), lease.id, strlen(lease.id));
+        printf("{\"lease\": %s, ", q);
+    }
+    print_result_json(stdout, &res, !res.allowed);
+}
+
 static void replay_line(sluice *sl, vclock *clk,
                         const sluice_ruleset *default_rules, const char *line,
                         size_t len)
@@ -439,6 +477,10 @@ static void replay_line(sluice *sl, vclock *clk,
     }
     if (ev.limiter != NULL) {
         replay_by_name(sl, clk, &ev);
+        goto done;
+    }
+    if (ev.op == JSONL_LEASE || ev.op == JSONL_RELEASE) {
+        replay_lease(sl, clk, &ev);
         goto done;
     }
     if (ev.rule != NULL) {
@@ -472,6 +514,9 @@ static void replay_line(sluice *sl, vclock *clk,
         break;
     case JSONL_REFUND:
         st = sluice_refund(sl, ev.key, ev.key_len, rules, ev.cost, &res);
+        break;
+    case JSONL_LEASE:
+    case JSONL_RELEASE: /* answered above */
         break;
     }
     if (st != SLUICE_OK) {

@@ -79,8 +79,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             broken("t out of range", data, size, "");
         if (ev.op != JSONL_ACQUIRE && ev.op != JSONL_PEEK &&
             ev.op != JSONL_RESET && ev.op != JSONL_AT_MOST &&
-            ev.op != JSONL_REFUND)
+            ev.op != JSONL_REFUND && ev.op != JSONL_LEASE &&
+            ev.op != JSONL_RELEASE)
             broken("a bad op", data, size, "");
+        /* A lease takes max and lease_ms, a release its lease's id, whole;
+         * neither takes a limiter or a rule. */
+        if ((ev.op == JSONL_LEASE || ev.op == JSONL_RELEASE) &&
+            (ev.limiter != NULL || ev.rule != NULL))
+            broken("a lease with a limiter or a rule", data, size, "");
+        if ((ev.op == JSONL_RELEASE) !=
+            (ev.lease != NULL &&
+             ev.lease_len ==
+                 json_string_length(json_object_get(ev.doc, "lease"))))
+            broken("a release without its whole lease id", data, size, "");
+        if (ev.op != JSONL_LEASE && (ev.max != 0 || ev.lease_ms != 0))
+            broken("lease fields on another op", data, size, "");
+        if (ev.lease != NULL)
+            check_quote(ev.lease, ev.lease_len, 6 * ev.lease_len + 16, true,
+                        data, size);
         if (ev.cost < 1 || ev.cost > 1000000000 ||
             (ev.op == JSONL_RESET && ev.cost != 1))
             broken("cost out of range", data, size, "");

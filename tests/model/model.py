@@ -415,6 +415,7 @@ class Model:
         self.ttl_floor = ttl_floor_ms
         self.store = {}
         self.max_t = 0
+        self.leases = Leases()  # the concurrency limiter's keys
 
     # -- public
 
@@ -603,6 +604,37 @@ class Model:
             counts_until += rule.period
         stored.alive[k] = max(counts_until + rule.period,
                               start + self.ttl_floor)
+
+
+class Leases:
+    """SEMANTICS, "Leases": per key, the stored leases (id -> end). A
+    lease ending at e is live at t iff e > t; an acquire at t removes the
+    leases that have ended by t, so a clock behind never finds them
+    again; a release removes its own lease only."""
+
+    def __init__(self):
+        self.keys = {}
+
+    def acquire(self, key, most, length, t):
+        """The answer (without the lease's id) to an acquire of at most
+        `most` holders for `length` ms at t; nothing is stored yet."""
+        held = self.keys.setdefault(key, {})
+        for lid in [lid for lid, end in held.items() if end <= t]:
+            del held[lid]
+        ends = sorted(held.values())
+        if len(ends) < most:
+            return {"allowed": True, "limit": most,
+                    "remaining": most - len(ends) - 1, "retry_after_ms": -1,
+                    "reset_after_ms": max(ends + [t + length]) - t}
+        return {"allowed": False, "limit": most, "remaining": 0,
+                "retry_after_ms": ends[0] - t,
+                "reset_after_ms": ends[-1] - t}
+
+    def add(self, key, lid, end):
+        self.keys.setdefault(key, {})[lid] = end
+
+    def release(self, key, lid):
+        self.keys.get(key, {}).pop(lid, None)
 
 
 def merge_outcomes(found):

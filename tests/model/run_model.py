@@ -304,6 +304,10 @@ class Schedule:
         self.cold = [make_profile(rng, "k:%d" % i) for i in range(60)]
         self.top_at = int(events * 0.9)
         self.follow = None
+        # Leases: their keys, the ids answered (newest last) with their
+        # keys, and each acquire event's id (for the reproducer).
+        self.lease_keys = ["lease:a", "lease:é"]
+        self.issued, self.id_of = [], {}
         self.script = self.reproducer()
 
     def reproducer(self):
@@ -348,6 +352,8 @@ class Schedule:
 
     def fresh(self):
         rng = self.rng
+        if rng.random() < 0.06:
+            return self.lease_event(), []
         prof = rng.choice(self.hot if rng.random() < 0.85 else self.cold)
         n = 1 if rng.random() < 0.7 or len(prof.slots) < 2 else \
             rng.randint(2, min(3, len(prof.slots)))
@@ -361,6 +367,22 @@ class Schedule:
               "reset")
         return self.event(prof.key, used, t, cost, op), \
             [(s.ident, v) for s, v in used]
+
+    def lease_event(self):
+        """A lease on one of a few keys (at most 1 to 4 holders, for 1 ms
+        to a minute), or a release of a lease answered lately, mostly on its
+        own key; clocks skewed as for the decisions."""
+        rng = self.rng
+        t = max(0, min(TOP, self.base + rng.choice(self.skews)))
+        if self.issued and rng.random() < 0.3:
+            lid, key = rng.choice(self.issued[-12:])
+            if rng.random() < 0.15:
+                key = rng.choice(self.lease_keys)
+            return {"t": t, "key": key, "op": "release", "lease": lid}
+        length = rng.choice([1, 10, 100, 1000, 3000, 10000, 30000, 60000])
+        return {"t": t, "key": rng.choice(self.lease_keys), "op": "lease",
+                "max": rng.choice([1, 1, 2, 2, 3, 4]),
+                "lease_ms": min(length, TOP - t)}
 
     def variant_of(self, slot):
         """Mostly the slot's first (limit, burst), sometimes another."""
@@ -392,6 +414,11 @@ class Schedule:
         """After a denial or a peek, often send a late request on the key:
         earlier than that request, and often earlier than the latest
         charge too."""
+        if is_lease(ev):
+            if "lease" in answer:
+                self.issued.append((answer["lease"], ev["key"]))
+                self.id_of[id(ev)] = answer["lease"]
+            return
         denied = answer.get("allowed") is False
         peek = ev.get("op") == "peek"
         if not (denied or peek) or self.rng.random() < 0.4 or ev["t"] == 0:
@@ -420,7 +447,8 @@ class Figures:
                                  "peeks", "at_most", "partial_grants",
                                  "refunds", "never_fit", "unsupported",
                                  "expiry_readings", "replaced",
-                                 "top_range", "tz", "big"]}
+                                 "top_range", "tz", "big", "leases",
+                                 "leases_denied", "releases"]}
         self.per_alg = {a: 0 for a in algs}
         self.last_variant = {}
         self.last_on_key = {}
@@ -429,6 +457,11 @@ class Figures:
     def count(self, ev, used, answer):
         n, key, t = self.n, ev["key"], ev["t"]
         n["events"] += 1
+        if is_lease(ev):
+            n["releases"] += ev["op"] == "release"
+            n["leases"] += ev["op"] == "lease"
+            n["leases_denied"] += answer.get("allowed") is False
+            return
         rules = M.parse_rules(ev["rule"])
         for r in rules:
             self.per_alg[r.alg] += 1
@@ -494,6 +527,33 @@ class Figures:
 # ------------------------------------------------------------- the checking
 
 
+def is_lease(ev):
+    return ev.get("op") in ("lease", "release")
+
+
+def judge_lease(model, ev, actual):
+    """A lease: the answer, and an id (a new one) exactly when admitted;
+    a release: {"released": true}. Applied to the model's leases."""
+    key, t = ev["key"], ev["t"]
+    model.note_time(t)
+    if ev["op"] == "release":
+        model.leases.release(key, ev["lease"])
+        want = {"released": True}
+        return actual == want, want
+    want = model.leases.acquire(key, ev["max"], ev["lease_ms"], t)
+    got = dict(actual)
+    lid = got.pop("lease", None)
+    fresh = isinstance(lid, str) and lid != "" and not any(
+        lid in held for held in model.leases.keys.values())
+    if got != want or (lid is not None) != want["allowed"] or \
+            (lid is not None and not fresh):
+        return False, dict(want, lease="(an id no live lease has)") \
+            if want["allowed"] else want
+    if lid is not None:
+        model.leases.add(key, lid, t + ev["lease_ms"])
+    return True, actual
+
+
 def refused(spec, ev):
     """The URL refuses the event's algorithms, or its op: "refund" all
     refunds, "window-refund" those of fixed, sliding or log rules."""
@@ -509,6 +569,8 @@ def judge(model, spec, ev, actual):
     """Check one answer and apply it to the model: (ok, expected). When
     the answer fits readings that leave different states, ok is None."""
     op = ev.get("op", "acquire")
+    if is_lease(ev):
+        return judge_lease(model, ev, actual)
     if refused(spec, ev):
         if "unsupported" in actual.get("error", ""):
             model.note_time(ev["t"])
@@ -539,7 +601,7 @@ def parse_answer(text):
 def replace_if_ambiguous(model, ev):
     """An event whose answer could not tell which expiry reading the
     backend took becomes a reset of its key and rule."""
-    if ev.get("op", "acquire") == "reset":
+    if ev.get("op", "acquire") == "reset" or is_lease(ev):
         return ev, False
     if model.resolvable(model.outcomes(ev)):
         return ev, False
@@ -579,7 +641,8 @@ class Run:
         ev, used = self.sched.next(i)
         ev, replaced = replace_if_ambiguous(self.model, ev)
         self.fig.n["replaced"] += replaced
-        self.fig.n["expiry_readings"] += len(self.model.outcomes(ev)) > 1
+        self.fig.n["expiry_readings"] += not is_lease(ev) and len(
+            self.model.outcomes(ev)) > 1
         which = i % len(self.procs)
         line = json.dumps(ev, ensure_ascii=False)
         self.history.setdefault(ev["key"], []).append((which, ev))
@@ -657,9 +720,14 @@ def replay_fresh(run, events):
                                       resolve_url(spec.given, prefix),
                                       run.timeout))
         model = M.Model(trusted_floor(run.opts.urls))
+        ids = {}  # a lease's id in the run -> its id in this replay
         for n, (which, ev) in enumerate(events):
+            if ev.get("op") == "release":
+                ev = dict(ev, lease=ids.get(ev["lease"], ev["lease"]))
             line = json.dumps(ev, ensure_ascii=False)
             actual = parse_answer(procs[which].ask(line))
+            if id(ev) in run.sched.id_of and "lease" in actual:
+                ids[run.sched.id_of[id(ev)]] = actual["lease"]
             ok, want = judge(model, run.opts.urls[which], ev, actual)
             if ok is None:
                 return None
@@ -696,6 +764,9 @@ def minimize(run, hist, budget_s=60):
             i += 1
     n, want, actual = replay_fresh(run, events)
     out = ["minimal reproducer (%d events, fresh prefix):" % len(events)]
+    if any(e.get("op") == "release" for _, e in events):
+        out.append("(a release names the lease its acquire answered in the "
+                   "run: replayed, it names the new one)")
     out += [fmt_line(w, e, len(run.procs)) for w, e in events]
     out.append("expected: %s" % json.dumps(want, ensure_ascii=False))
     out.append("actual:   %s" % json.dumps(actual, ensure_ascii=False))
