@@ -113,6 +113,15 @@ static bool known_op(const char *op)
     return false;
 }
 
+/* Decisions by key, and the limiter ops that store rules, take theirs
+ * from the table; leases, reads and decisions by name take none. */
+static bool takes_table_rules(const char *op)
+{
+    return strstr(op, "_by") == NULL && strcmp(op, "lease") != 0 &&
+           strcmp(op, "release") != 0 && strcmp(op, "get") != 0 &&
+           strcmp(op, "delete") != 0;
+}
+
 /* Parses one table file, appending scenarios. */
 static void load(const char *path)
 {
@@ -405,15 +414,10 @@ static void run_scenario(void **state)
         sl = handles[h];
         memset(&got, 0, sizeof(got));
         clk.t = s->t;
-        /* Leases and decisions by name take no rules from the table. */
         memset(&rs, 0, sizeof(rs));
-        st = strcmp(s->op, "define") != 0 && strcmp(s->op, "set") != 0 &&
-                     (strstr(s->op, "_by") != NULL ||
-                      strcmp(s->op, "lease") == 0 ||
-                      strcmp(s->op, "release") == 0 ||
-                      strcmp(s->op, "get") == 0 || strcmp(s->op, "delete") == 0)
-                 ? SLUICE_OK
-                 : sluice_ruleset_parse(s->rule, &rs, err, sizeof(err));
+        st = takes_table_rules(s->op)
+                 ? sluice_ruleset_parse(s->rule, &rs, err, sizeof(err))
+                 : SLUICE_OK;
         if (st == SLUICE_OK) {
             if (run_named(sl, s, &rs, hs, &nheld, &got, &st, rules_got,
                           sizeof(rules_got), &keepalive_got))

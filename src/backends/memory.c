@@ -18,7 +18,7 @@ typedef struct entry {
     int64_t expires_at; /* clock ms; the entry is empty from then on */
     sluice_algorithm algorithm;
     union {
-        struct { /* fixed, sliding: counts by window index, unordered */
+        struct { /* fixed, sliding: counts by window index, ascending */
             int64_t *idx;
             int64_t *count;
             size_t n, cap;
@@ -322,16 +322,27 @@ static void reset_key(store *s, const char *key, size_t len,
     s->count--;
 }
 
+/* Where window k is, or where it goes (found: *at holds it). Windows are
+ * in ascending order, so the current ones are found from the end. */
+static size_t window_at(const entry *e, int64_t k, bool *at)
+{
+    size_t i = e->u.win.n;
+
+    while (i > 0 && e->u.win.idx[i - 1] > k)
+        i--;
+    *at = i > 0 && e->u.win.idx[i - 1] == k;
+    return *at ? i - 1 : i;
+}
+
 static int64_t window_count(const entry *e, int64_t k)
 {
+    bool at;
     size_t i;
 
     if (e == NULL)
         return 0;
-    for (i = 0; i < e->u.win.n; i++)
-        if (e->u.win.idx[i] == k)
-            return e->u.win.count[i];
-    return 0;
+    i = window_at(e, k, &at);
+    return at ? e->u.win.count[i] : 0;
 }
 
 /* What the store holds for rule r, as the arithmetic wants it. */
@@ -412,29 +423,33 @@ static void charge_rule(entry *e, const sluice_rule *r, int64_t t, int64_t cost,
     case SLUICE_SLIDING: {
         /* Windows older than the ones that still count are garbage once
          * the TTL floor from their start has passed too (a request late
-         * by more than a period may still find them, as on Redis). */
+         * by more than a period may still find them, as on Redis). They
+         * are a prefix, dropped when the array is full: a hot key with a
+         * 1 ms period keeps a floor's worth of windows, as Redis does. */
         int64_t keep = r->algorithm == SLUICE_FIXED ? 1 : 2;
-        bool found = false;
-        size_t o = 0;
+        int64_t *idx = e->u.win.idx, *count = e->u.win.count;
+        size_t n = e->u.win.n, d = 0;
+        bool at;
 
         sl_window_locate(r, t, &k, &to_end);
-        for (i = 0; i < e->u.win.n; i++) {
-            if (e->u.win.idx[i] == k) {
-                e->u.win.count[i] += cost;
-                found = true;
-            }
-            if (e->u.win.idx[i] >= k - keep ||
-                t < e->u.win.idx[i] * r->period_ms - r->tz_offset_ms + floor) {
-                e->u.win.idx[o] = e->u.win.idx[i];
-                e->u.win.count[o++] = e->u.win.count[i];
-            }
+        i = window_at(e, k, &at);
+        if (at) {
+            count[i] += cost;
+            break;
         }
-        e->u.win.n = o;
-        if (!found) {
-            e->u.win.idx[o] = k;
-            e->u.win.count[o] = cost;
-            e->u.win.n++;
-        }
+        memmove(idx + i + 1, idx + i, (n - i) * sizeof(*idx));
+        memmove(count + i + 1, count + i, (n - i) * sizeof(*count));
+        idx[i] = k;
+        count[i] = cost;
+        e->u.win.n = ++n;
+        if (n < e->u.win.cap)
+            break;
+        while (d < n && idx[d] < k - keep &&
+               t >= idx[d] * r->period_ms - r->tz_offset_ms + floor)
+            d++;
+        memmove(idx, idx + d, (n - d) * sizeof(*idx));
+        memmove(count, count + d, (n - d) * sizeof(*count));
+        e->u.win.n = n - d;
         break;
     }
     case SLUICE_LOG: {
@@ -473,18 +488,19 @@ static void refund_rule(entry *e, const sluice_rule *r, int64_t t, int64_t a,
 {
     int64_t k, to_end, take_cur, take_prev, x, d, last;
     size_t i, first, end;
+    bool at;
 
     switch (r->algorithm) {
     case SLUICE_FIXED:
     case SLUICE_SLIDING:
         sl_window_locate(r, t, &k, &to_end);
         sl_refund_window(r, s->cur, s->prev, a, &take_cur, &take_prev);
-        for (i = 0; i < e->u.win.n; i++) {
-            if (e->u.win.idx[i] == k)
-                e->u.win.count[i] -= take_cur;
-            else if (e->u.win.idx[i] == k - 1)
-                e->u.win.count[i] -= take_prev;
-        }
+        i = window_at(e, k, &at);
+        if (at)
+            e->u.win.count[i] -= take_cur;
+        i = window_at(e, k - 1, &at);
+        if (at)
+            e->u.win.count[i] -= take_prev;
         break;
     case SLUICE_LOG:
         sl_refund_log(r, t, s->entries, s->n, a, &first, &end, &last);
