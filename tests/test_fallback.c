@@ -29,20 +29,22 @@ static sluice *open_fallback(const char *u, const char *tag, unsigned share)
     static char prefix[64];
     sluice_options o;
     sluice *sl = NULL;
-    char err[512];
+    char err[512], full[2048];
+    bool tls = strncmp(u, "rediss://", 9) == 0 || strstr(u, "tls=1") != NULL;
 
     sluice_options_init(&o);
     o.fail = SLUICE_FAIL_FALLBACK;
     o.fallback_instances = share;
     o.command_timeout_ms = 100;
     /* A TLS handshake under valgrind takes far longer than 100 ms: there
-     * the connect waits, and fewer requests fall back while frozen. */
-    o.connect_timeout_ms =
-        strncmp(u, "rediss://", 9) == 0 || strstr(u, "tls=1") != NULL ? 1500
-                                                                      : 100;
+     * the connect waits, and fewer requests fall back while frozen. The
+     * URL's own connect_timeout_ms would win over the options', so the
+     * timeout goes at its end (the last of an option wins). */
+    snprintf(full, sizeof(full), "%s%cconnect_timeout_ms=%d", u,
+             strchr(u, '?') != NULL ? '&' : '?', tls ? 1500 : 100);
     snprintf(prefix, sizeof(prefix), "fb%ld-%s:", (long)getpid(), tag);
     o.key_prefix = prefix;
-    if (sluice_open(u, &o, &sl, err, sizeof(err)) != SLUICE_OK)
+    if (sluice_open(full, &o, &sl, err, sizeof(err)) != SLUICE_OK)
         fail_msg("open %s: %s", u, err);
     return sl;
 }

@@ -9,7 +9,8 @@
 # CLUSTER_TLS=1: 3 masters, no replicas, each with a TLS port beside its
 # plain one (the tests' own checks use the plain ports) and TLS on the
 # cluster bus (tls-cluster yes); certificates made in DIR; DIR/url then
-# names the TLS ports with tls=1 and the CA and client certificate.
+# names the TLS ports with tls=1 and the CA and client certificate, and ends
+# with TLS_URL_QUERY when that is set.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -99,7 +100,7 @@ start)
     done
     (IFS=,; echo "redis-cluster://${addrs[*]:0:3}") | sed 's/ /,/g' >"$dir/url"
     if [[ -n $tls ]]; then
-        (IFS=,; echo "redis-cluster://${tlsaddrs[*]:0:3}?tls=1&tls_ca_file=$dir/ca.crt&tls_cert=$dir/client.crt&tls_key=$dir/client.key") |
+        (IFS=,; echo "redis-cluster://${tlsaddrs[*]:0:3}?tls=1&tls_ca_file=$dir/ca.crt&tls_cert=$dir/client.crt&tls_key=$dir/client.key${TLS_URL_QUERY:+&$TLS_URL_QUERY}") |
             sed 's/ /,/g' >"$dir/url"
     fi
     printf '%s\n' "${addrs[@]}" >"$dir/servers"

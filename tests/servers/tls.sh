@@ -7,7 +7,8 @@
 # and the files DIR/ca.crt, DIR/other-ca.crt (a CA that signed nothing of
 # these), DIR/client.crt, DIR/client.key. Writes DIR/url (rediss://),
 # DIR/url-multi (redis+multi:// with tls=1), DIR/servers, DIR/tls-port,
-# DIR/expired-port.
+# DIR/expired-port. TLS_URL_QUERY, when set, ends both URLs (the tests under
+# valgrind give the first handshake of a process more time with it).
 #   tls.sh start DIR | tls.sh stop DIR
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,6 +34,7 @@ start)
         --tls-cert-file "$dir/expired.crt" --tls-key-file "$dir/expired.key" \
         --tls-ca-cert-file "$dir/ca.crt" --tls-auth-clients no
     q="tls_ca_file=$dir/ca.crt&tls_cert=$dir/client.crt&tls_key=$dir/client.key"
+    q+=${TLS_URL_QUERY:+&$TLS_URL_QUERY}
     echo "rediss://127.0.0.1:$tport?$q" >"$dir/url"
     echo "redis+multi://127.0.0.1:$tport?tls=1&$q" >"$dir/url-multi"
     echo "127.0.0.1:$(cat "$dir/main/port")" >"$dir/servers"
