@@ -29,9 +29,13 @@ typedef enum sl_op {
 /* The longest value a rules op stores or reads. */
 #define SL_VALUE_MAX 512
 
-/* What a rules op read: found, and the value (SL_OP_RULES_GET and PUT). */
+/* What a rules op read: found, and the value (SL_OP_RULES_GET and PUT).
+ * kept: the backend started the keep-alive in the value again itself (the
+ * script, mem://); the plain backends, which cannot read it first, leave
+ * it false and start the keep-alive they were sent. */
 typedef struct sl_value {
     bool found;
+    bool kept;
     size_t len;
     char buf[SL_VALUE_MAX];
 } sl_value;
@@ -47,8 +51,9 @@ typedef struct sl_request {
     int64_t *granted;   /* SL_OP_AT_MOST: where the amount granted goes */
     const char *prefix; /* the key prefix; NULL: the handle's */
     /* Rules ops: the value to store (PUT), its keep-alive in ms (0: none;
-     * GET: the one last read, for backends that cannot read it first),
-     * and where what was read goes. */
+     * GET, for backends that cannot read it first: > 0 starts that one,
+     * -1 takes the key's TTL away, 0 leaves it), and where what was read
+     * goes. */
     const char *value;
     size_t value_len;
     int64_t ttl_ms;

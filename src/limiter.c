@@ -208,39 +208,63 @@ static sluice_status no_limiter(const void *name, size_t name_len, char *err)
     return SLUICE_ENOLIMITER;
 }
 
-/* The rules of name: cached if read within rules_cache_ms, else read. */
+/* Reads the rules of name, which starts their keep-alive again. known:
+ * the keep-alive last read (-1: none read yet), which the plain backends
+ * send with their GET since they cannot read it first. Where the value
+ * says otherwise (the first read of a handle, or a set in between), they
+ * are sent the keep-alive read, or told to take the TTL away, and read
+ * once more: one round trip more, on those backends only. */
+static sluice_status read_rules(sluice *sl, const void *name, size_t name_len,
+                                int64_t known, sluice_ruleset *rs,
+                                int64_t *keepalive, char *err)
+{
+    sl_value v;
+    sluice_status st;
+    int64_t sent = known > 0 ? known : 0;
+    int round;
+
+    for (round = 0;; round++) {
+        st = rules_op(sl, SL_OP_RULES_GET, name, name_len, NULL, 0, sent, 1, &v,
+                      err);
+        if (st == SLUICE_OK && !v.found) {
+            cache_put(sl_handle_limiters(sl), name, name_len, NULL, 0);
+            return no_limiter(name, name_len, err);
+        }
+        if (st == SLUICE_OK)
+            st = decode(&v, name, name_len, rs, keepalive, err);
+        if (st != SLUICE_OK || v.kept || round == 1 || *keepalive == sent)
+            break;
+        sent = *keepalive > 0 ? *keepalive : -1;
+    }
+    if (st == SLUICE_OK)
+        cache_put(sl_handle_limiters(sl), name, name_len, rs, *keepalive);
+    return st;
+}
+
+/* The rules of name: cached if read within rules_cache_ms (fresh true),
+ * else read, with the keep-alive last read (-1: none). */
 static sluice_status rules_of(sluice *sl, const void *name, size_t name_len,
-                              sluice_ruleset *rs, char *err)
+                              bool fresh, sluice_ruleset *rs,
+                              int64_t *keepalive, char *err)
 {
     sl_limiters *l = sl_handle_limiters(sl);
     sl_cached_rules *c;
-    int64_t keepalive = 0;
-    sl_value v;
-    sluice_status st;
+    int64_t known = -1;
 
     pthread_mutex_lock(&l->mu);
     c = cache_find(l, name, name_len);
-    if (c != NULL && l->cache_ms >= 0 &&
+    if (c != NULL && !fresh && l->cache_ms >= 0 &&
         sl_mono_ms() - c->read_at < l->cache_ms) {
         *rs = c->rules;
+        *keepalive = c->keepalive_ms;
         c->last_use = ++l->uses;
         pthread_mutex_unlock(&l->mu);
         return SLUICE_OK;
     }
     if (c != NULL)
-        keepalive = c->keepalive_ms; /* for backends that cannot read it */
+        known = c->keepalive_ms; /* for backends that cannot read it */
     pthread_mutex_unlock(&l->mu);
-    st = rules_op(sl, SL_OP_RULES_GET, name, name_len, NULL, 0, keepalive, 1,
-                  &v, err);
-    if (st == SLUICE_OK && !v.found) {
-        cache_put(l, name, name_len, NULL, 0);
-        return no_limiter(name, name_len, err);
-    }
-    if (st == SLUICE_OK)
-        st = decode(&v, name, name_len, rs, &keepalive, err);
-    if (st == SLUICE_OK)
-        cache_put(l, name, name_len, rs, keepalive);
-    return st;
+    return read_rules(sl, name, name_len, known, rs, keepalive, err);
 }
 
 static sluice_status store(sluice *sl, const void *name, size_t name_len,
@@ -252,6 +276,7 @@ static sluice_status store(sluice *sl, const void *name, size_t name_len,
     int64_t ka;
     sl_value v;
     sluice_status st;
+    size_t len;
 
     if (sl == NULL)
         return SLUICE_EINVAL;
@@ -266,8 +291,8 @@ static sluice_status store(sluice *sl, const void *name, size_t name_len,
                 (long long)keepalive, (long long)MAX_KEEP);
         return SLUICE_EINVAL;
     }
-    st = rules_op(sl, SL_OP_RULES_PUT, name, name_len, value,
-                  encode(value, rules, keepalive), keepalive,
+    len = encode(value, rules, keepalive);
+    st = rules_op(sl, SL_OP_RULES_PUT, name, name_len, value, len, keepalive,
                   only_if_absent ? 1 : 2, &v, err);
     if (st != SLUICE_OK)
         return st;
@@ -275,6 +300,11 @@ static sluice_status store(sluice *sl, const void *name, size_t name_len,
         return no_limiter(name, name_len, err);
     if ((st = decode(&v, name, name_len, &got, &ka, err)) != SLUICE_OK)
         return st;
+    /* A define that found rules stored reads them, which starts their
+     * keep-alive again; the plain backends are sent it with a read. */
+    if (!v.kept && ka > 0 && (v.len != len || memcmp(v.buf, value, len) != 0))
+        return read_rules(sl, name, name_len, ka, stored ? stored : &got, &ka,
+                          err);
     cache_put(sl_handle_limiters(sl), name, name_len, &got, ka);
     if (stored != NULL)
         *stored = got;
@@ -303,7 +333,6 @@ sluice_status sluice_limiter_get(sluice *sl, const void *name, size_t name_len,
     char *err;
     sluice_ruleset got;
     int64_t ka;
-    sl_value v;
     sluice_status st;
 
     if (sl == NULL)
@@ -315,16 +344,8 @@ sluice_status sluice_limiter_get(sluice *sl, const void *name, size_t name_len,
     }
     if ((st = check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
         return st;
-    st = rules_op(sl, SL_OP_RULES_GET, name, name_len, NULL, 0, 0, 1, &v, err);
-    if (st != SLUICE_OK)
+    if ((st = rules_of(sl, name, name_len, true, &got, &ka, err)) != SLUICE_OK)
         return st;
-    if (!v.found) {
-        cache_put(sl_handle_limiters(sl), name, name_len, NULL, 0);
-        return no_limiter(name, name_len, err);
-    }
-    if ((st = decode(&v, name, name_len, &got, &ka, err)) != SLUICE_OK)
-        return st;
-    cache_put(sl_handle_limiters(sl), name, name_len, &got, ka);
     *rules = got;
     if (keepalive_ms != NULL)
         *keepalive_ms = ka;
@@ -361,6 +382,7 @@ static sluice_status by_name(sluice *sl, sl_op op, const void *name,
     sluice_ruleset rs;
     sl_request r;
     sluice_status st;
+    int64_t keepalive;
 
     if (sl == NULL)
         return SLUICE_EINVAL;
@@ -373,7 +395,8 @@ static sluice_status by_name(sluice *sl, sl_op op, const void *name,
         client_len = 0;
     if ((st = check_name(name, name_len, client, client_len, err)) != SLUICE_OK)
         return st;
-    if ((st = rules_of(sl, name, name_len, &rs, err)) != SLUICE_OK)
+    st = rules_of(sl, name, name_len, false, &rs, &keepalive, err);
+    if (st != SLUICE_OK)
         return st;
     st = sl_handle_check(sl, op, key,
                          compose(key, name, name_len, client, client_len), &rs,

@@ -214,6 +214,10 @@ static size_t append_rules(sl_plain *p, unit *j)
             APPEND(p, j, "PEXPIRE %b %lld", key, kl, (long long)rq->ttl_ms);
             return 2;
         }
+        if (rq->ttl_ms < 0) {
+            APPEND(p, j, "PERSIST %b", key, kl);
+            return 2;
+        }
         return 1;
     case SL_OP_RULES_PUT:
         if (rq->ttl_ms > 0 && rq->cost == 1)

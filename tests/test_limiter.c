@@ -225,6 +225,63 @@ static void keepalive_runs_out_unless_used(void **state)
     sluice_close(sl);
 }
 
+/* Each use by a handle that never read the rules before starts the
+ * keep-alive again, as a later one does: the plain backends learn it from
+ * their first read. Short-lived processes (the CLI) use limiters so. */
+static void keepalive_kept_by_new_handles(void **state)
+{
+    enum {
+        USES = 8
+    };
+    tu_clock clk = {T0};
+    sluice *sl = open_cached(&clk, "keepnew", 60000), *h[USES + 1];
+    sluice_ruleset rs = rules("fixed:100/1h"), got;
+    sluice_result r;
+    int64_t ka = 0;
+    int i;
+
+    (void)state;
+    /* Opened first: under valgrind an open (a TLS handshake) takes longer
+     * than the keep-alive; what is timed is each handle's first use. */
+    for (i = 0; i <= USES; i++)
+        h[i] = open_cached(&clk, "keepnew", 60000);
+    assert_int_equal(sluice_limiter_define(sl, "n", 1, &rs, 1000, NULL),
+                     SLUICE_OK);
+    /* Every 250 ms for 2 s, a handle that never read the rules acquires,
+     * peeks, gets or defines again, once. */
+    for (i = 0; i < USES; i++) {
+        tu_sleep_ms(250);
+        clk.t += 250;
+        switch (i % 4) {
+        case 0:
+            assert_int_equal(
+                sluice_limiter_acquire(h[i], "n", 1, "c", 1, 1, &r), SLUICE_OK);
+            break;
+        case 1:
+            assert_int_equal(sluice_limiter_peek(h[i], "n", 1, NULL, 0, 1, &r),
+                             SLUICE_OK);
+            break;
+        case 2:
+            assert_int_equal(sluice_limiter_get(h[i], "n", 1, &got, &ka),
+                             SLUICE_OK);
+            assert_int_equal(ka, 1000);
+            break;
+        default:
+            assert_int_equal(sluice_limiter_define(h[i], "n", 1, &rs, 0, &got),
+                             SLUICE_OK);
+            assert_int_equal(got.rules[0].limit, 100);
+            break;
+        }
+    }
+    tu_sleep_ms(1500);
+    clk.t += 1500;
+    assert_int_equal(sluice_limiter_get(h[USES], "n", 1, &got, &ka),
+                     SLUICE_ENOLIMITER);
+    for (i = 0; i <= USES; i++)
+        sluice_close(h[i]);
+    sluice_close(sl);
+}
+
 /* Round trips per decision by name: the rules' read, then one a decision
  * while they are cached; two a decision when they are never cached. */
 static void round_trips_by_name(void **state)
@@ -292,6 +349,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(names_and_clients_are_apart),
         cmocka_unit_test(changes_reach_other_handles),
         cmocka_unit_test(keepalive_runs_out_unless_used),
+        cmocka_unit_test(keepalive_kept_by_new_handles),
         cmocka_unit_test(round_trips_by_name),
         cmocka_unit_test(bad_input),
     };

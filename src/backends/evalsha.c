@@ -413,6 +413,7 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
             return SLUICE_EPROTO;
         }
         rq->read->found = found > 0;
+        rq->read->kept = found > 0;
         rq->read->len = vlen;
         memcpy(rq->read->buf, rep->str, vlen);
         out->status = SLUICE_OK;

@@ -614,6 +614,7 @@ static sluice_status rules_request(store *s, const handle *h,
     if (e->u.blob.keepalive > 0)
         e->expires_at = t + e->u.blob.keepalive;
     rq->read->found = true;
+    rq->read->kept = true;
     rq->read->len = e->u.blob.n;
     memcpy(rq->read->buf, e->u.blob.v, e->u.blob.n);
     return SLUICE_OK;
