@@ -390,6 +390,20 @@ SLUICE_API sluice_status sluice_acquire_many_async(sluice *sl,
                                                    sluice_done_fn done,
                                                    void *arg);
 
+/* sluice_acquire_at_most on the loop: done gets what was granted (0 when
+ * the call failed or was denied). */
+typedef void (*sluice_granted_fn)(sluice *sl, void *arg, sluice_status st,
+                                  const sluice_result *res, int64_t granted);
+SLUICE_API sluice_status sluice_acquire_at_most_async(
+    sluice *sl, const void *key, size_t key_len, const sluice_ruleset *rules,
+    int64_t max_cost, sluice_granted_fn done, void *arg);
+/* sluice_refund on the loop. */
+SLUICE_API sluice_status sluice_refund_async(sluice *sl, const void *key,
+                                             size_t key_len,
+                                             const sluice_ruleset *rules,
+                                             int64_t amount,
+                                             sluice_done_fn done, void *arg);
+
 /* Decisions started on the loop and not yet ended. */
 SLUICE_API size_t sluice_pending(const sluice *sl);
 
@@ -405,7 +419,9 @@ SLUICE_API size_t sluice_pending(const sluice *sl);
  * until it is deleted; else it disappears once that long has passed
  * without its rules being read (each handle reads them at most every
  * rules_cache_ms while it decides by the name). A name with no rules
- * stored gives SLUICE_ENOLIMITER. Blocking calls only. */
+ * stored gives SLUICE_ENOLIMITER. Decisions by name also run on the loop
+ * (the _async forms below); define, set, get and delete are blocking only:
+ * call them before sluice_attach, or on another handle. */
 
 /* Stores rules under name unless some are stored already; *stored (may be
  * NULL) receives what is stored then: these rules, or those that were. */
@@ -446,6 +462,18 @@ SLUICE_API sluice_status sluice_limiter_reset(sluice *sl, const void *name,
                                               size_t name_len,
                                               const void *client,
                                               size_t client_len);
+/* The same on the loop: the rules are read first unless the handle read
+ * them within rules_cache_ms (a name with none stored: done gets
+ * SLUICE_ENOLIMITER). The name and client id are copied. */
+SLUICE_API sluice_status sluice_limiter_acquire_async(
+    sluice *sl, const void *name, size_t name_len, const void *client,
+    size_t client_len, int64_t cost, sluice_done_fn done, void *arg);
+SLUICE_API sluice_status sluice_limiter_peek_async(
+    sluice *sl, const void *name, size_t name_len, const void *client,
+    size_t client_len, int64_t cost, sluice_done_fn done, void *arg);
+SLUICE_API sluice_status sluice_limiter_reset_async(
+    sluice *sl, const void *name, size_t name_len, const void *client,
+    size_t client_len, sluice_done_fn done, void *arg);
 
 /* ---------------------------------------------- concurrency limiter
  *
@@ -454,7 +482,7 @@ SLUICE_API sluice_status sluice_limiter_reset(sluice *sl, const void *name,
  * whose holder died ends by itself (docs/SEMANTICS.md, "Leases"). Exact:
  * never more than max_holders live leases, on every backend (twemproxy://
  * and redis+multi:// may deny one that would fit while others race on
- * the key, never admit one that does not). Blocking calls only. */
+ * the key, never admit one that does not). Blocking, or on the loop. */
 typedef struct sluice_lease {
     char id[24]; /* made by sluice_lease_acquire; NUL-terminated */
 } sluice_lease;
@@ -471,6 +499,17 @@ SLUICE_API sluice_status sluice_lease_acquire(
 SLUICE_API sluice_status sluice_lease_release(sluice *sl, const void *key,
                                               size_t key_len,
                                               const sluice_lease *lease);
+/* The same on the loop. *lease is named before the call returns; it is
+ * held when done gets an admission. A release's res holds only the
+ * status, as a reset's. */
+SLUICE_API sluice_status sluice_lease_acquire_async(
+    sluice *sl, const void *key, size_t key_len, int64_t max_holders,
+    int64_t lease_ms, sluice_lease *lease, sluice_done_fn done, void *arg);
+SLUICE_API sluice_status sluice_lease_release_async(sluice *sl, const void *key,
+                                                    size_t key_len,
+                                                    const sluice_lease *lease,
+                                                    sluice_done_fn done,
+                                                    void *arg);
 
 /* ---------------------------------------------------------- metrics
  *

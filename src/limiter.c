@@ -241,29 +241,41 @@ static sluice_status read_rules(sluice *sl, const void *name, size_t name_len,
     return st;
 }
 
-/* The rules of name: cached if read within rules_cache_ms (fresh true),
- * else read, with the keep-alive last read (-1: none). */
+/* The rules of name if the handle read them within rules_cache_ms (true);
+ * else *known is the keep-alive it read last (-1: none), which backends
+ * that cannot read it first send with their read. */
+static bool cached_rules(sl_limiters *l, const void *name, size_t name_len,
+                         sluice_ruleset *rs, int64_t *known)
+{
+    sl_cached_rules *c;
+    bool fresh;
+
+    pthread_mutex_lock(&l->mu);
+    c = cache_find(l, name, name_len);
+    fresh = c != NULL && l->cache_ms >= 0 &&
+            sl_mono_ms() - c->read_at < l->cache_ms;
+    *known = c != NULL ? c->keepalive_ms : -1;
+    if (fresh) {
+        *rs = c->rules;
+        c->last_use = ++l->uses;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return fresh;
+}
+
+/* The rules of name: cached if read within rules_cache_ms (unless fresh
+ * is asked for), else read. */
 static sluice_status rules_of(sluice *sl, const void *name, size_t name_len,
                               bool fresh, sluice_ruleset *rs,
                               int64_t *keepalive, char *err)
 {
-    sl_limiters *l = sl_handle_limiters(sl);
-    sl_cached_rules *c;
-    int64_t known = -1;
+    int64_t known;
 
-    pthread_mutex_lock(&l->mu);
-    c = cache_find(l, name, name_len);
-    if (c != NULL && !fresh && l->cache_ms >= 0 &&
-        sl_mono_ms() - c->read_at < l->cache_ms) {
-        *rs = c->rules;
-        *keepalive = c->keepalive_ms;
-        c->last_use = ++l->uses;
-        pthread_mutex_unlock(&l->mu);
+    if (cached_rules(sl_handle_limiters(sl), name, name_len, rs, &known) &&
+        !fresh) {
+        *keepalive = known;
         return SLUICE_OK;
     }
-    if (c != NULL)
-        known = c->keepalive_ms; /* for backends that cannot read it */
-    pthread_mutex_unlock(&l->mu);
     return read_rules(sl, name, name_len, known, rs, keepalive, err);
 }
 
@@ -430,4 +442,170 @@ sluice_status sluice_limiter_reset(sluice *sl, const void *name,
 {
     return by_name(sl, SL_OP_RESET, name, name_len, client, client_len, 1,
                    NULL);
+}
+
+/* ------------------------------------------------- on the caller's loop */
+
+/* A decision by name whose rules are being read: what it needs then. */
+typedef struct by_name_call {
+    sluice *sl;
+    sl_op op;
+    int64_t cost;
+    sluice_done_fn done;
+    void *arg;
+    int64_t sent; /* the keep-alive sent with the read (read_rules) */
+    bool again;   /* the second read */
+    sl_value v;
+    size_t name_len, key_len;
+    char name[SL_LIMITER_KEY_MAX];
+    char key[32 + SL_LIMITER_KEY_MAX]; /* K, with the client id */
+} by_name_call;
+
+static void rules_read(sluice *sl, void *arg, sluice_status st);
+
+/* Starts the read of c's rules. */
+static sluice_status read_async(by_name_call *c, char *err)
+{
+    char key[32 + SL_LIMITER_KEY_MAX];
+    size_t kl = compose(key, c->name, c->name_len, NULL, 0);
+    sl_request r;
+    sluice_status st;
+
+    st = sl_handle_prepare(c->sl, SL_OP_RULES_GET, key, kl, &no_rules, 1, &r,
+                           err);
+    if (st != SLUICE_OK)
+        return st;
+    r.prefix = sl_handle_limiters(c->sl)->prefix;
+    r.ttl_ms = c->sent;
+    r.read = &c->v;
+    memset(&c->v, 0, sizeof(c->v));
+    return sl_handle_start(c->sl, &r, NULL, rules_read, c, err);
+}
+
+/* Starts the decision on the rules rs. */
+static sluice_status decide_async(sluice *sl, sl_op op, const char *key,
+                                  size_t key_len, const sluice_ruleset *rs,
+                                  int64_t cost, sluice_done_fn done, void *arg,
+                                  char *err)
+{
+    sl_request r;
+    sluice_status st;
+
+    st = sl_handle_prepare(sl, op, key, key_len, rs, cost, &r, err);
+    if (st != SLUICE_OK)
+        return st;
+    r.prefix = sl_handle_limiters(sl)->prefix;
+    return sl_handle_start(sl, &r, done, NULL, arg, err);
+}
+
+/* The rules were read (as read_rules does, blocking): the decision starts,
+ * or the caller hears why not. */
+static void rules_read(sluice *sl, void *arg, sluice_status st)
+{
+    by_name_call *c = arg;
+    char *err = sl_handle_err(sl);
+    sluice_ruleset rs;
+    sluice_result res;
+    int64_t ka = 0;
+
+    if (st == SLUICE_OK && !c->v.found) {
+        cache_put(sl_handle_limiters(sl), c->name, c->name_len, NULL, 0);
+        st = no_limiter(c->name, c->name_len, err);
+    } else if (st == SLUICE_OK) {
+        st = decode(&c->v, c->name, c->name_len, &rs, &ka, err);
+    }
+    if (st == SLUICE_OK && !c->v.kept && !c->again && ka != c->sent) {
+        c->again = true;
+        c->sent = ka > 0 ? ka : -1;
+        if ((st = read_async(c, err)) == SLUICE_OK)
+            return;
+    }
+    if (st == SLUICE_OK) {
+        cache_put(sl_handle_limiters(sl), c->name, c->name_len, &rs, ka);
+        st = decide_async(sl, c->op, c->key, c->key_len, &rs, c->cost, c->done,
+                          c->arg, err);
+    }
+    if (st != SLUICE_OK) {
+        memset(&res, 0, sizeof(res));
+        res.status = st;
+        c->done(sl, c->arg, st, &res, 1);
+    }
+    sl_free(c);
+}
+
+static sluice_status by_name_async(sluice *sl, sl_op op, const void *name,
+                                   size_t name_len, const void *client,
+                                   size_t client_len, int64_t cost,
+                                   sluice_done_fn done, void *arg)
+{
+    char *err, key[32 + SL_LIMITER_KEY_MAX];
+    sluice_ruleset rs;
+    sl_request r;
+    sluice_status st;
+    by_name_call *c;
+    size_t kl;
+    int64_t known;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    err = sl_handle_err(sl);
+    if (done == NULL) {
+        sl_errf(err, SL_ERR_LEN, "done is NULL");
+        return SLUICE_EINVAL;
+    }
+    if (client == NULL)
+        client_len = 0;
+    if ((st = check_name(name, name_len, client, client_len, err)) != SLUICE_OK)
+        return st;
+    kl = compose(key, name, name_len, client, client_len);
+    if (cached_rules(sl_handle_limiters(sl), name, name_len, &rs, &known))
+        return decide_async(sl, op, key, kl, &rs, cost, done, arg, err);
+    /* Bad input is returned now, before the rules are read. */
+    if ((st = sl_handle_prepare(sl, op, key, kl, &no_rules, cost, &r, err)) !=
+        SLUICE_OK)
+        return st;
+    if ((c = sl_calloc(1, sizeof(*c))) == NULL) {
+        sl_errf(err, SL_ERR_LEN, "out of memory");
+        return SLUICE_ENOMEM;
+    }
+    c->sl = sl;
+    c->op = op;
+    c->cost = cost;
+    c->done = done;
+    c->arg = arg;
+    c->sent = known > 0 ? known : 0;
+    c->name_len = name_len;
+    memcpy(c->name, name, name_len);
+    c->key_len = kl;
+    memcpy(c->key, key, kl);
+    if ((st = read_async(c, err)) != SLUICE_OK)
+        sl_free(c);
+    return st;
+}
+
+sluice_status sluice_limiter_acquire_async(sluice *sl, const void *name,
+                                           size_t name_len, const void *client,
+                                           size_t client_len, int64_t cost,
+                                           sluice_done_fn done, void *arg)
+{
+    return by_name_async(sl, SL_OP_ACQUIRE, name, name_len, client, client_len,
+                         cost, done, arg);
+}
+
+sluice_status sluice_limiter_peek_async(sluice *sl, const void *name,
+                                        size_t name_len, const void *client,
+                                        size_t client_len, int64_t cost,
+                                        sluice_done_fn done, void *arg)
+{
+    return by_name_async(sl, SL_OP_PEEK, name, name_len, client, client_len,
+                         cost, done, arg);
+}
+
+sluice_status sluice_limiter_reset_async(sluice *sl, const void *name,
+                                         size_t name_len, const void *client,
+                                         size_t client_len, sluice_done_fn done,
+                                         void *arg)
+{
+    return by_name_async(sl, SL_OP_RESET, name, name_len, client, client_len, 1,
+                         done, arg);
 }

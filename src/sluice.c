@@ -726,27 +726,55 @@ static void lease_id(char *dst)
     snprintf(dst, 24, "%016llx", (unsigned long long)x);
 }
 
-static sluice_status lease_op(sluice *sl, sl_op op, const void *key,
-                              size_t key_len, int64_t max, int64_t lease_ms,
-                              const char *id, sluice_result *out)
+/* Checks a lease op and prepares r on *rs, whose one rule names the most
+ * holders (the limit a fail policy's answer gives); a bad request is
+ * counted. The caller sets r->value to the lease's id. */
+static sluice_status lease_check(sluice *sl, sl_op op, const void *key,
+                                 size_t key_len, int64_t max, int64_t lease_ms,
+                                 const sluice_lease *lease, sluice_ruleset *rs,
+                                 sl_request *r, char *err)
 {
-    /* The policy's answer names the most holders as the limit. */
-    sluice_ruleset rs = {1, {{SLUICE_FIXED, max, 1000, 0, 0}}};
-    sl_request r;
     sluice_status st;
-    int64_t t0;
-    char *err = err_of(sl);
 
-    if (refuse_blocking(sl, err))
+    if (lease == NULL) {
+        sl_errf(err, SL_ERR_LEN, "lease is NULL");
         return SLUICE_EINVAL;
-    t0 = sl_stats_start(&sl->stats);
-    st = prepare(sl, op, key, key_len, &rs, max, handle_now(sl), &r, err);
-    r.value = id;
-    r.value_len = strlen(id);
-    r.ttl_ms = lease_ms;
-    if (st == SLUICE_OK)
-        st = run_one(sl, &r, out, err);
-    count_call(sl, op, st, op == SL_OP_LEASE_RELEASE ? NULL : out);
+    }
+    if (op == SL_OP_LEASE_RELEASE &&
+        strnlen(lease->id, sizeof(lease->id)) != 16) {
+        sl_errf(err, SL_ERR_LEN,
+                "lease: not one that sluice_lease_acquire made");
+        return SLUICE_EINVAL;
+    }
+    if (max < 1 || max > SL_MAX_LIMIT) {
+        sl_errf(err, SL_ERR_LEN, "max_holders %lld: expected 1..1000000000",
+                (long long)max);
+        return SLUICE_EINVAL;
+    }
+    if (lease_ms < 1 || lease_ms > SL_MAX_PERIOD_MS) {
+        sl_errf(err, SL_ERR_LEN, "lease_ms %lld: expected 1..10000000000",
+                (long long)lease_ms);
+        return SLUICE_EINVAL;
+    }
+    *rs = (sluice_ruleset){1, {{SLUICE_FIXED, max, 1000, 0, 0}}};
+    st = prepare(sl, op, key, key_len, rs, max, handle_now(sl), r, err);
+    if (st != SLUICE_OK) {
+        count_call(sl, op, st, NULL);
+        return st;
+    }
+    r->ttl_ms = lease_ms;
+    return SLUICE_OK;
+}
+
+/* A checked lease op, blocking. */
+static sluice_status lease_run(sluice *sl, sl_request *r, sluice_result *out,
+                               char *err)
+{
+    sluice_status st;
+    int64_t t0 = sl_stats_start(&sl->stats);
+
+    st = run_one(sl, r, out, err);
+    count_call(sl, r->op, st, r->op == SL_OP_LEASE_RELEASE ? NULL : out);
     sl_stats_call(&sl->stats, t0);
     return st;
 }
@@ -755,46 +783,49 @@ sluice_status sluice_lease_acquire(sluice *sl, const void *key, size_t key_len,
                                    int64_t max_holders, int64_t lease_ms,
                                    sluice_lease *lease, sluice_result *out)
 {
+    sluice_ruleset rs;
+    sl_request r;
+    sluice_status st;
     char *err;
 
     if (sl == NULL)
         return SLUICE_EINVAL;
     err = err_of(sl);
-    if (lease == NULL || out == NULL) {
-        sl_errf(err, SL_ERR_LEN, "%s is NULL", out == NULL ? "out" : "lease");
+    if (out == NULL) {
+        sl_errf(err, SL_ERR_LEN, "out is NULL");
         return SLUICE_EINVAL;
     }
-    if (max_holders < 1 || max_holders > SL_MAX_LIMIT) {
-        sl_errf(err, SL_ERR_LEN, "max_holders %lld: expected 1..1000000000",
-                (long long)max_holders);
+    if (refuse_blocking(sl, err))
         return SLUICE_EINVAL;
-    }
-    if (lease_ms < 1 || lease_ms > SL_MAX_PERIOD_MS) {
-        sl_errf(err, SL_ERR_LEN, "lease_ms %lld: expected 1..10000000000",
-                (long long)lease_ms);
-        return SLUICE_EINVAL;
-    }
+    if ((st = lease_check(sl, SL_OP_LEASE_ACQUIRE, key, key_len, max_holders,
+                          lease_ms, lease, &rs, &r, err)) != SLUICE_OK)
+        return st;
     lease_id(lease->id);
-    return lease_op(sl, SL_OP_LEASE_ACQUIRE, key, key_len, max_holders,
-                    lease_ms, lease->id, out);
+    r.value = lease->id;
+    r.value_len = strlen(lease->id);
+    return lease_run(sl, &r, out, err);
 }
 
 sluice_status sluice_lease_release(sluice *sl, const void *key, size_t key_len,
                                    const sluice_lease *lease)
 {
+    sluice_ruleset rs;
     sluice_result out;
+    sl_request r;
+    sluice_status st;
     char *err;
 
     if (sl == NULL)
         return SLUICE_EINVAL;
     err = err_of(sl);
-    if (lease == NULL || strnlen(lease->id, sizeof(lease->id)) != 16) {
-        sl_errf(err, SL_ERR_LEN,
-                "lease: not one that sluice_lease_acquire made");
+    if (refuse_blocking(sl, err))
         return SLUICE_EINVAL;
-    }
-    return lease_op(sl, SL_OP_LEASE_RELEASE, key, key_len, 1, 1, lease->id,
-                    &out);
+    if ((st = lease_check(sl, SL_OP_LEASE_RELEASE, key, key_len, 1, 1, lease,
+                          &rs, &r, err)) != SLUICE_OK)
+        return st;
+    r.value = lease->id;
+    r.value_len = strlen(lease->id);
+    return lease_run(sl, &r, &out, err);
 }
 
 /* ------------------------------------------------- for limiter.c */
@@ -820,6 +851,13 @@ sluice_status sl_handle_check(sluice *sl, sl_op op, const void *key,
 {
     if (refuse_blocking(sl, err))
         return SLUICE_EINVAL;
+    return prepare(sl, op, key, key_len, rules, cost, handle_now(sl), r, err);
+}
+
+sluice_status sl_handle_prepare(sluice *sl, sl_op op, const void *key,
+                                size_t key_len, const sluice_ruleset *rules,
+                                int64_t cost, sl_request *r, char *err)
+{
     return prepare(sl, op, key, key_len, rules, cost, handle_now(sl), r, err);
 }
 
@@ -1052,7 +1090,11 @@ typedef struct async_call {
     sl_job job;
     sluice *sl;
     sluice_done_fn done;
+    sluice_granted_fn granted_done; /* an acquire at most's, else NULL */
+    sl_then_fn then;                /* limiter.c's: runs instead of done */
     void *arg;
+    int64_t granted;
+    char value[24]; /* a lease's id */
     sl_op op;
     bool many;
     bool cached;           /* a single call the deny cache answered */
@@ -1113,8 +1155,13 @@ static void async_done(sl_job *job)
     if (job->err[0] != '\0')
         memcpy(err, job->err, SL_ERR_LEN);
     sl_stats_backend(&sl->stats, job->n, 0);
+    if (a->then != NULL) { /* a rules op for limiter.c */
+        a->then(sl, a->arg, a->res[0].status);
+        sl_free(a);
+        return;
+    }
     for (i = 0; i < job->n; i++)
-        if (job->out[i].status == SLUICE_OK)
+        if (job->out[i].status == SLUICE_OK && a->reqs[i].prefix == NULL)
             deny_keep(sl, &a->reqs[i], &job->out[i]);
     if (async_sleeps(a))
         return;
@@ -1130,16 +1177,24 @@ static void async_done(sl_job *job)
             count_result(sl, SL_OP_ACQUIRE, &a->out[i]);
         }
     } else {
+        bool no_result = a->op == SL_OP_RESET || a->op == SL_OP_LEASE_RELEASE;
+
         memset(a->out, 0, sizeof(*a->out));
         st = answer_one(sl, &a->reqs[0], SLUICE_OK, &a->res[0], a->out);
-        if (st == SLUICE_OK)
+        if (st == SLUICE_OK && a->op == SL_OP_AT_MOST)
+            shadow_at_most(sl, &a->reqs[0], a->out);
+        else if (st == SLUICE_OK)
             shadow(sl, a->op, a->out);
-        count_call(sl, a->op, st, a->op == SL_OP_RESET ? NULL : a->out);
-        if (st != SLUICE_OK || a->op == SL_OP_RESET)
+        count_call(sl, a->op, st, no_result ? NULL : a->out);
+        if (st != SLUICE_OK || no_result)
             a->out->status = st;
     }
     sl_stats_call(&sl->stats, a->t0);
-    a->done(sl, a->arg, st, a->out, a->n);
+    if (a->granted_done != NULL)
+        a->granted_done(sl, a->arg, st, a->out,
+                        st == SLUICE_OK ? a->granted : 0);
+    else
+        a->done(sl, a->arg, st, a->out, a->n);
     sl_free(a);
 }
 
@@ -1197,14 +1252,17 @@ static async_call *new_call(sluice *sl, size_t n, size_t key_bytes,
 }
 
 /* Checks what every async call needs; the message in err. */
-static sluice_status async_ready(const sluice *sl, sluice_done_fn done,
-                                 char *err)
+static sluice_status async_ready(const sluice *sl, bool has_done, char *err)
 {
-    if (done == NULL) {
+    if (!has_done) {
         sl_errf(err, SL_ERR_LEN, "done is NULL");
         return SLUICE_EINVAL;
     }
-    if (!sl->eng.attached || sl->eng.closing) {
+    if (sl->eng.closing) { /* a callback that sluice_close() runs */
+        sl_errf(err, SL_ERR_LEN, "the handle is closing: nothing starts");
+        return SLUICE_EIO;
+    }
+    if (!sl->eng.attached) {
         sl_errf(err, SL_ERR_LEN,
                 "the handle is not attached to an event loop: call "
                 "sluice_attach() (or an adapter's attach) first");
@@ -1224,12 +1282,51 @@ static void keep_request(async_call *a, size_t m, size_t at_key,
     a->reqs[m].rules = &a->rules[m];
 }
 
+/* How a call started on the loop answers: one of the three. */
+typedef struct answer_to {
+    sluice_done_fn done;
+    sluice_granted_fn granted;
+    sl_then_fn then;
+    void *arg;
+} answer_to;
+
+/* Starts the prepared request r on the loop: its key, rules and value
+ * copied; the deny cache asked for plain keys. */
+static sluice_status start_prepared(sluice *sl, const sl_request *r,
+                                    int64_t wait_ms, const answer_to *to,
+                                    char *err)
+{
+    async_call *a;
+
+    if ((a = new_call(sl, 1, r->key_len, to->done, to->arg)) == NULL) {
+        sl_errf(err, SL_ERR_LEN, "out of memory");
+        return SLUICE_ENOMEM;
+    }
+    a->granted_done = to->granted;
+    a->then = to->then;
+    a->reqs[0] = *r;
+    keep_request(a, 0, 0, r->key, r->key_len, r->rules);
+    if (r->op == SL_OP_AT_MOST)
+        a->reqs[0].granted = &a->granted;
+    if (r->value != NULL && r->value_len < sizeof(a->value)) {
+        memcpy(a->value, r->value, r->value_len);
+        a->reqs[0].value = a->value;
+    }
+    a->op = r->op;
+    a->wait_until = wait_ms > 0 ? sl_mono_ms() + wait_ms : 0;
+    /* Answered by the deny cache: nothing to send, and the callback still
+     * runs from the loop. */
+    a->cached = r->prefix == NULL && deny_answers(sl, &a->reqs[0], &a->out[0]);
+    a->job.n = a->cached ? 0 : 1;
+    sl_engine_submit(&sl->eng, &a->job);
+    return SLUICE_OK;
+}
+
 static sluice_status start_one(sluice *sl, sl_op op, const void *key,
                                size_t key_len, const sluice_ruleset *rules,
                                int64_t cost, int64_t wait_ms,
-                               sluice_done_fn done, void *arg)
+                               const answer_to *to)
 {
-    async_call *a;
     sl_request r;
     sluice_status st;
     char *err;
@@ -1237,7 +1334,8 @@ static sluice_status start_one(sluice *sl, sl_op op, const void *key,
     if (sl == NULL)
         return SLUICE_EINVAL;
     err = err_of(sl);
-    if ((st = async_ready(sl, done, err)) != SLUICE_OK)
+    if ((st = async_ready(sl, to->done != NULL || to->granted != NULL, err)) !=
+        SLUICE_OK)
         return st;
     if (bad_wait(wait_ms, err))
         return SLUICE_EINVAL;
@@ -1246,28 +1344,16 @@ static sluice_status start_one(sluice *sl, sl_op op, const void *key,
         count_call(sl, op, st, NULL);
         return st;
     }
-    if ((a = new_call(sl, 1, key_len, done, arg)) == NULL) {
-        sl_errf(err, SL_ERR_LEN, "out of memory");
-        return SLUICE_ENOMEM;
-    }
-    a->reqs[0] = r;
-    keep_request(a, 0, 0, key, key_len, rules);
-    a->op = op;
-    a->wait_until = wait_ms > 0 ? sl_mono_ms() + wait_ms : 0;
-    /* Answered by the deny cache: nothing to send, and the callback still
-     * runs from the loop. */
-    a->cached = deny_answers(sl, &a->reqs[0], &a->out[0]);
-    a->job.n = a->cached ? 0 : 1;
-    sl_engine_submit(&sl->eng, &a->job);
-    return SLUICE_OK;
+    return start_prepared(sl, &r, wait_ms, to, err);
 }
 
 sluice_status sluice_acquire_async(sluice *sl, const void *key, size_t key_len,
                                    const sluice_ruleset *rules, int64_t cost,
                                    sluice_done_fn done, void *arg)
 {
-    return start_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, 0, done,
-                     arg);
+    answer_to to = {done, NULL, NULL, arg};
+
+    return start_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, 0, &to);
 }
 
 sluice_status sluice_acquire_wait_async(sluice *sl, const void *key,
@@ -1276,22 +1362,108 @@ sluice_status sluice_acquire_wait_async(sluice *sl, const void *key,
                                         int64_t cost, int64_t wait_ms,
                                         sluice_done_fn done, void *arg)
 {
+    answer_to to = {done, NULL, NULL, arg};
+
     return start_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, wait_ms,
-                     done, arg);
+                     &to);
 }
 
 sluice_status sluice_peek_async(sluice *sl, const void *key, size_t key_len,
                                 const sluice_ruleset *rules, int64_t cost,
                                 sluice_done_fn done, void *arg)
 {
-    return start_one(sl, SL_OP_PEEK, key, key_len, rules, cost, 0, done, arg);
+    answer_to to = {done, NULL, NULL, arg};
+
+    return start_one(sl, SL_OP_PEEK, key, key_len, rules, cost, 0, &to);
 }
 
 sluice_status sluice_reset_async(sluice *sl, const void *key, size_t key_len,
                                  const sluice_ruleset *rules,
                                  sluice_done_fn done, void *arg)
 {
-    return start_one(sl, SL_OP_RESET, key, key_len, rules, 1, 0, done, arg);
+    answer_to to = {done, NULL, NULL, arg};
+
+    return start_one(sl, SL_OP_RESET, key, key_len, rules, 1, 0, &to);
+}
+
+sluice_status sluice_acquire_at_most_async(sluice *sl, const void *key,
+                                           size_t key_len,
+                                           const sluice_ruleset *rules,
+                                           int64_t max_cost,
+                                           sluice_granted_fn done, void *arg)
+{
+    answer_to to = {NULL, done, NULL, arg};
+
+    return start_one(sl, SL_OP_AT_MOST, key, key_len, rules, max_cost, 0, &to);
+}
+
+sluice_status sluice_refund_async(sluice *sl, const void *key, size_t key_len,
+                                  const sluice_ruleset *rules, int64_t amount,
+                                  sluice_done_fn done, void *arg)
+{
+    answer_to to = {done, NULL, NULL, arg};
+
+    return start_one(sl, SL_OP_REFUND, key, key_len, rules, amount, 0, &to);
+}
+
+sluice_status sluice_lease_acquire_async(sluice *sl, const void *key,
+                                         size_t key_len, int64_t max_holders,
+                                         int64_t lease_ms, sluice_lease *lease,
+                                         sluice_done_fn done, void *arg)
+{
+    answer_to to = {done, NULL, NULL, arg};
+    sluice_ruleset rs;
+    sl_request r;
+    sluice_status st;
+    char *err;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    err = err_of(sl);
+    if ((st = async_ready(sl, done != NULL, err)) != SLUICE_OK ||
+        (st = lease_check(sl, SL_OP_LEASE_ACQUIRE, key, key_len, max_holders,
+                          lease_ms, lease, &rs, &r, err)) != SLUICE_OK)
+        return st;
+    lease_id(lease->id);
+    r.value = lease->id;
+    r.value_len = strlen(lease->id);
+    return start_prepared(sl, &r, 0, &to, err);
+}
+
+sluice_status sluice_lease_release_async(sluice *sl, const void *key,
+                                         size_t key_len,
+                                         const sluice_lease *lease,
+                                         sluice_done_fn done, void *arg)
+{
+    answer_to to = {done, NULL, NULL, arg};
+    sluice_ruleset rs;
+    sl_request r;
+    sluice_status st;
+    char *err;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    err = err_of(sl);
+    if ((st = async_ready(sl, done != NULL, err)) != SLUICE_OK ||
+        (st = lease_check(sl, SL_OP_LEASE_RELEASE, key, key_len, 1, 1, lease,
+                          &rs, &r, err)) != SLUICE_OK)
+        return st;
+    r.value = lease->id;
+    r.value_len = strlen(lease->id);
+    return start_prepared(sl, &r, 0, &to, err);
+}
+
+/* For limiter.c: r (prepared by sl_handle_prepare) on the loop. */
+sluice_status sl_handle_start(sluice *sl, const sl_request *r,
+                              sluice_done_fn done, sl_then_fn then, void *arg,
+                              char *err)
+{
+    answer_to to = {done, NULL, then, arg};
+    sluice_status st;
+
+    if ((st = async_ready(sl, done != NULL || then != NULL, err)) != SLUICE_OK)
+        return st;
+    return start_prepared(sl, r, 0, &to, err);
 }
 
 sluice_status sluice_acquire_many_async(sluice *sl, const sluice_request *reqs,
@@ -1307,7 +1479,7 @@ sluice_status sluice_acquire_many_async(sluice *sl, const sluice_request *reqs,
     if (sl == NULL)
         return SLUICE_EINVAL;
     err = err_of(sl);
-    if ((st = async_ready(sl, done, err)) != SLUICE_OK)
+    if ((st = async_ready(sl, done != NULL, err)) != SLUICE_OK)
         return st;
     if (n == 0 || reqs == NULL) {
         sl_errf(err, SL_ERR_LEN, "acquire_many_async: %s",

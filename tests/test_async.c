@@ -137,6 +137,12 @@ static void loop_free(void)
 
 /* ---- decisions and their answers ---- */
 
+typedef enum {
+    BY_NAME_ACQUIRE,
+    BY_NAME_PEEK,
+    BY_NAME_RESET
+} by_name_kind;
+
 typedef struct answer {
     bool done;
     sluice_status st;
@@ -197,6 +203,273 @@ static void start(sluice *sl, const char *key, const sluice_ruleset *rs,
     if (sluice_acquire_async(sl, key, strlen(key), rs, 1, on_done, a) !=
         SLUICE_OK)
         fail_msg("acquire_async: %s", sluice_errmsg(sl));
+}
+
+/* ---- acquire at most, refunds, leases and decisions by name ---- */
+
+typedef struct grant_answer {
+    bool done;
+    sluice_status st;
+    sluice_result res;
+    int64_t granted;
+} grant_answer;
+
+static void on_granted(sluice *sl, void *arg, sluice_status st,
+                       const sluice_result *res, int64_t granted)
+{
+    grant_answer *g = arg;
+
+    (void)sl;
+    assert_false(g->done); /* exactly once */
+    g->done = true;
+    g->st = st;
+    g->res = *res;
+    g->granted = granted;
+}
+
+/* Runs the loop until *flag or 5 s pass. */
+static bool run_until_flag(const bool *flag)
+{
+    int64_t until = tu_clock_ms(CLOCK_MONOTONIC) + 5000;
+
+    while (!*flag && tu_clock_ms(CLOCK_MONOTONIC) <= until)
+        loop_once();
+    return *flag;
+}
+
+static grant_answer at_most(sluice *sl, const char *key,
+                            const sluice_ruleset *rs, int64_t max)
+{
+    grant_answer g;
+
+    memset(&g, 0, sizeof(g));
+    assert_int_equal(sluice_acquire_at_most_async(sl, key, strlen(key), rs, max,
+                                                  on_granted, &g),
+                     SLUICE_OK);
+    assert_false(g.done); /* never from the call that started it */
+    assert_true(run_until_flag(&g.done));
+    return g;
+}
+
+static answer take_lease(sluice *sl, const char *key, sluice_lease *l)
+{
+    answer a;
+
+    memset(&a, 0, sizeof(a));
+    memset(l, 0, sizeof(*l));
+    assert_int_equal(sluice_lease_acquire_async(sl, key, strlen(key), 2, 60000,
+                                                l, on_done, &a),
+                     SLUICE_OK);
+    assert_int_equal(strlen(l->id), 16); /* named before the call returns */
+    assert_true(run_until_done(&a, 1, 5000));
+    return a;
+}
+
+/* Partial grants, refunds and leases on the loop, as the blocking calls
+ * decide them; bad input returned by the call, never through done. */
+static void grants_refunds_and_leases_on_the_loop(void **state)
+{
+    sluice *sl = open_url(url, "");
+    sluice_ruleset rs;
+    sluice_lease l1, l2, l3, bad;
+    grant_answer g;
+    answer a;
+
+    (void)state;
+    loop_new();
+    loop_attach(sl);
+    /* twemproxy:// refunds nothing, redis+multi:// only buckets. */
+    assert_int_equal(
+        sluice_ruleset_parse(bucket("token:5/1h", "log:5/1h"), &rs, NULL, 0),
+        SLUICE_OK);
+    g = at_most(sl, "pg", &rs, 3);
+    assert_int_equal(g.st, SLUICE_OK);
+    assert_int_equal(g.granted, 3);
+    assert_true(g.res.allowed);
+    g = at_most(sl, "pg", &rs, 3);
+    assert_int_equal(g.granted, 2);
+    assert_int_equal(g.res.remaining, 0);
+    g = at_most(sl, "pg", &rs, 3);
+    assert_int_equal(g.st, SLUICE_OK);
+    assert_int_equal(g.granted, 0);
+    assert_false(g.res.allowed);
+    assert_true(g.res.retry_after_ms > 0);
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(sluice_refund_async(sl, "pg", 2, &rs, 2, on_done, &a),
+                     SLUICE_OK);
+    assert_true(run_until_done(&a, 1, 5000));
+    if (no_buckets) {
+        assert_int_equal(a.st, SLUICE_EUNSUPPORTED);
+        assert_int_equal(a.res.status, SLUICE_EUNSUPPORTED);
+    } else {
+        assert_int_equal(a.st, SLUICE_OK);
+        assert_int_equal(a.res.remaining, 2);
+        g = at_most(sl, "pg", &rs, 3);
+        assert_int_equal(g.granted, 2);
+    }
+    /* Two holders at most: a third waits for a release. */
+    a = take_lease(sl, "lk", &l1);
+    assert_int_equal(a.st, SLUICE_OK);
+    assert_true(a.res.allowed);
+    assert_int_equal(a.res.limit, 2);
+    assert_int_equal(a.res.remaining, 1);
+    a = take_lease(sl, "lk", &l2);
+    assert_true(a.res.allowed);
+    assert_string_not_equal(l1.id, l2.id);
+    a = take_lease(sl, "lk", &l3);
+    assert_int_equal(a.st, SLUICE_OK);
+    assert_false(a.res.allowed);
+    assert_true(a.res.retry_after_ms > 0);
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(sluice_lease_release_async(sl, "lk", 2, &l1, on_done, &a),
+                     SLUICE_OK);
+    assert_true(run_until_done(&a, 1, 5000));
+    assert_int_equal(a.st, SLUICE_OK);
+    assert_int_equal(a.res.status, SLUICE_OK);
+    a = take_lease(sl, "lk", &l3);
+    assert_true(a.res.allowed);
+    /* Bad input: returned at once, no callback. */
+    memset(&bad, 0, sizeof(bad));
+    assert_int_equal(
+        sluice_lease_acquire_async(sl, "lk", 2, 0, 1000, &l1, on_done, &a),
+        SLUICE_EINVAL);
+    assert_int_equal(
+        sluice_lease_acquire_async(sl, "lk", 2, 2, 0, &l1, on_done, &a),
+        SLUICE_EINVAL);
+    assert_int_equal(
+        sluice_lease_acquire_async(sl, "lk", 2, 2, 1000, NULL, on_done, &a),
+        SLUICE_EINVAL);
+    assert_int_equal(
+        sluice_lease_acquire_async(sl, "", 0, 2, 1000, &l1, on_done, &a),
+        SLUICE_EKEY);
+    assert_int_equal(sluice_lease_release_async(sl, "lk", 2, &bad, on_done, &a),
+                     SLUICE_EINVAL);
+    assert_int_equal(sluice_lease_release_async(sl, "lk", 2, &l2, NULL, &a),
+                     SLUICE_EINVAL);
+    assert_int_equal(
+        sluice_acquire_at_most_async(sl, "pg", 2, &rs, 0, on_granted, &g),
+        SLUICE_ECOST);
+    assert_int_equal(
+        sluice_acquire_at_most_async(sl, "pg", 2, &rs, 1, NULL, &g),
+        SLUICE_EINVAL);
+    assert_int_equal(sluice_refund_async(sl, "pg", 2, &rs, 0, on_done, &a),
+                     SLUICE_ECOST);
+    /* The blocking forms refuse an attached handle. */
+    assert_int_equal(sluice_lease_acquire(sl, "lk", 2, 2, 1000, &l1, &a.res),
+                     SLUICE_EINVAL);
+    assert_int_equal(sluice_pending(sl), 0);
+    sluice_close(sl);
+    loop_free();
+}
+
+static answer by_name(sluice *sl, by_name_kind kind, const char *name,
+                      const char *client)
+{
+    answer a;
+    sluice_status st;
+    size_t cl = client != NULL ? strlen(client) : 0;
+
+    memset(&a, 0, sizeof(a));
+    if (kind == BY_NAME_PEEK)
+        st = sluice_limiter_peek_async(sl, name, strlen(name), client, cl, 1,
+                                       on_done, &a);
+    else if (kind == BY_NAME_RESET)
+        st = sluice_limiter_reset_async(sl, name, strlen(name), client, cl,
+                                        on_done, &a);
+    else
+        st = sluice_limiter_acquire_async(sl, name, strlen(name), client, cl, 1,
+                                          on_done, &a);
+    assert_int_equal(st, SLUICE_OK);
+    assert_false(a.done);
+    assert_true(run_until_done(&a, 1, 5000));
+    return a;
+}
+
+/* Decisions by name on the loop: the rules read first (every time with
+ * rules_cache_ms=0), clients apart, a change seen on the next decision, a
+ * name with no rules a clear status through done; once cached, one round
+ * trip a decision. */
+static void decisions_by_name_on_the_loop(void **state)
+{
+    /* Handles on mem:// share nothing; on mem://NAME, their store. */
+    const char *u = strcmp(url, "mem://") == 0 ? "mem://byname" : url;
+    sluice *admin = open_url(u, "");
+    sluice *sl = open_url(u, "&rules_cache_ms=0");
+    sluice *cached = open_url(u, "");
+    sluice_ruleset rs;
+    uint64_t rt;
+    answer a;
+    int i;
+
+    (void)state;
+    assert_int_equal(sluice_ruleset_parse("fixed:3/1h", &rs, NULL, 0),
+                     SLUICE_OK);
+    assert_int_equal(sluice_limiter_set(admin, "api", 3, &rs, 60000),
+                     SLUICE_OK);
+    loop_new();
+    loop_attach(sl);
+    loop_attach(cached);
+    for (i = 0; i < 3; i++) {
+        a = by_name(sl, BY_NAME_ACQUIRE, "api", "c1");
+        assert_int_equal(a.st, SLUICE_OK);
+        assert_true(a.res.allowed);
+        assert_int_equal(a.res.remaining, 2 - i);
+    }
+    a = by_name(sl, BY_NAME_ACQUIRE, "api", "c1");
+    assert_int_equal(a.st, SLUICE_OK);
+    assert_false(a.res.allowed);
+    a = by_name(sl, BY_NAME_PEEK, "api", "c2");
+    assert_true(a.res.allowed);
+    assert_int_equal(a.res.remaining, 2);
+    a = by_name(sl, BY_NAME_RESET, "api", "c1");
+    assert_int_equal(a.st, SLUICE_OK);
+    a = by_name(sl, BY_NAME_ACQUIRE, "api", "c1");
+    assert_true(a.res.allowed);
+    assert_int_equal(a.res.remaining, 2);
+    /* A change through another handle: the next decision sees it. */
+    assert_int_equal(sluice_ruleset_parse("fixed:10/1h", &rs, NULL, 0),
+                     SLUICE_OK);
+    assert_int_equal(sluice_limiter_set(admin, "api", 3, &rs, 60000),
+                     SLUICE_OK);
+    a = by_name(sl, BY_NAME_ACQUIRE, "api", "c1");
+    assert_int_equal(a.res.limit, 10);
+    assert_int_equal(a.res.remaining, 8);
+    a = by_name(sl, BY_NAME_ACQUIRE, "nope", NULL);
+    assert_int_equal(a.st, SLUICE_ENOLIMITER);
+    assert_int_equal(a.res.status, SLUICE_ENOLIMITER);
+    assert_non_null(strstr(a.msg, "no rules stored"));
+    /* Cached: one round trip a decision after the first. */
+    a = by_name(cached, BY_NAME_ACQUIRE, "api", "c3");
+    assert_true(a.res.allowed);
+    rt = sl_handle_round_trips(cached);
+    for (i = 0; i < 5; i++)
+        assert_true(by_name(cached, BY_NAME_ACQUIRE, "api", "c3").res.allowed);
+    if (strncmp(url, "mem:", 4) != 0)
+        assert_int_equal(sl_handle_round_trips(cached) - rt, 5);
+    /* Bad input: returned at once, no callback. */
+    assert_int_equal(
+        sluice_limiter_acquire_async(sl, "", 0, NULL, 0, 1, on_done, &a),
+        SLUICE_EKEY);
+    assert_int_equal(
+        sluice_limiter_acquire_async(sl, "api", 3, NULL, 0, 0, on_done, &a),
+        SLUICE_ECOST);
+    assert_int_equal(
+        sluice_limiter_acquire_async(sl, "api", 3, NULL, 0, 1, NULL, &a),
+        SLUICE_EINVAL);
+    assert_int_equal(sluice_limiter_get(sl, "api", 3, &rs, NULL),
+                     SLUICE_EINVAL); /* blocking, on an attached handle */
+    assert_int_equal(sluice_pending(sl), 0);
+    /* Closed while the rules are read: done still runs, once. */
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(
+        sluice_limiter_acquire_async(sl, "api", 3, "c1", 2, 1, on_done, &a),
+        SLUICE_OK);
+    sluice_close(sl);
+    assert_true(a.done);
+    assert_int_equal(a.st, SLUICE_EIO);
+    sluice_close(cached);
+    sluice_close(admin);
+    loop_free();
 }
 
 /* ---- the tests ---- */
@@ -798,6 +1071,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(the_deny_cache_answers_on_the_loop),
         cmocka_unit_test(an_acquire_waits_on_the_loop),
         cmocka_unit_test(closing_answers_what_is_in_flight),
+        cmocka_unit_test(grants_refunds_and_leases_on_the_loop),
+        cmocka_unit_test(decisions_by_name_on_the_loop),
         cmocka_unit_test(a_frozen_server_costs_the_loop_nothing),
         cmocka_unit_test_teardown(
             a_killed_server_is_a_clear_status_then_recovers, teardown),
