@@ -208,6 +208,32 @@ static sluice_status no_limiter(const void *name, size_t name_len, char *err)
     return SLUICE_ENOLIMITER;
 }
 
+/* A read of name's rules ended with *st and v (blocking or on the loop):
+ * decodes them into rs and *keepalive, and caches them (none stored:
+ * forgets them, SLUICE_ENOLIMITER). *sent is the keep-alive the read
+ * sent; true when one more read must send the one read instead (unless
+ * this read was the last allowed), *sent then set to it. */
+static bool read_ended(sluice *sl, const void *name, size_t name_len,
+                       sluice_status *st, const sl_value *v, bool last,
+                       int64_t *sent, sluice_ruleset *rs, int64_t *keepalive,
+                       char *err)
+{
+    if (*st == SLUICE_OK && !v->found) {
+        cache_put(sl_handle_limiters(sl), name, name_len, NULL, 0);
+        *st = no_limiter(name, name_len, err);
+    } else if (*st == SLUICE_OK) {
+        *st = decode(v, name, name_len, rs, keepalive, err);
+    }
+    if (*st != SLUICE_OK)
+        return false;
+    if (!v->kept && !last && *keepalive != *sent) {
+        *sent = *keepalive > 0 ? *keepalive : -1;
+        return true;
+    }
+    cache_put(sl_handle_limiters(sl), name, name_len, rs, *keepalive);
+    return false;
+}
+
 /* Reads the rules of name, which starts their keep-alive again. known:
  * the keep-alive last read (-1: none read yet), which the plain backends
  * send with their GET since they cannot read it first. Where the value
@@ -221,24 +247,16 @@ static sluice_status read_rules(sluice *sl, const void *name, size_t name_len,
     sl_value v;
     sluice_status st;
     int64_t sent = known > 0 ? known : 0;
-    int round;
+    bool last = false;
 
-    for (round = 0;; round++) {
+    for (;;) {
         st = rules_op(sl, SL_OP_RULES_GET, name, name_len, NULL, 0, sent, 1, &v,
                       err);
-        if (st == SLUICE_OK && !v.found) {
-            cache_put(sl_handle_limiters(sl), name, name_len, NULL, 0);
-            return no_limiter(name, name_len, err);
-        }
-        if (st == SLUICE_OK)
-            st = decode(&v, name, name_len, rs, keepalive, err);
-        if (st != SLUICE_OK || v.kept || round == 1 || *keepalive == sent)
-            break;
-        sent = *keepalive > 0 ? *keepalive : -1;
+        if (!read_ended(sl, name, name_len, &st, &v, last, &sent, rs, keepalive,
+                        err))
+            return st;
+        last = true;
     }
-    if (st == SLUICE_OK)
-        cache_put(sl_handle_limiters(sl), name, name_len, rs, *keepalive);
-    return st;
 }
 
 /* The rules of name if the handle read them within rules_cache_ms (true);
@@ -508,20 +526,12 @@ static void rules_read(sluice *sl, void *arg, sluice_status st)
     sluice_result res;
     int64_t ka = 0;
 
-    if (st == SLUICE_OK && !c->v.found) {
-        cache_put(sl_handle_limiters(sl), c->name, c->name_len, NULL, 0);
-        st = no_limiter(c->name, c->name_len, err);
-    } else if (st == SLUICE_OK) {
-        st = decode(&c->v, c->name, c->name_len, &rs, &ka, err);
-    }
-    if (st == SLUICE_OK && !c->v.kept && !c->again && ka != c->sent) {
+    if (read_ended(sl, c->name, c->name_len, &st, &c->v, c->again, &c->sent,
+                   &rs, &ka, err)) {
         c->again = true;
-        c->sent = ka > 0 ? ka : -1;
         if ((st = read_async(c, err)) == SLUICE_OK)
             return;
-    }
-    if (st == SLUICE_OK) {
-        cache_put(sl_handle_limiters(sl), c->name, c->name_len, &rs, ka);
+    } else if (st == SLUICE_OK) {
         st = decide_async(sl, c->op, c->key, c->key_len, &rs, c->cost, c->done,
                           c->arg, err);
     }

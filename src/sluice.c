@@ -727,12 +727,13 @@ static void lease_id(char *dst)
 }
 
 /* Checks a lease op and prepares r on *rs, whose one rule names the most
- * holders (the limit a fail policy's answer gives); a bad request is
- * counted. The caller sets r->value to the lease's id. */
+ * holders (the limit a fail policy's answer gives), with the lease's id;
+ * an acquire passes its lease as named too, which names it here. A bad
+ * request is counted. */
 static sluice_status lease_check(sluice *sl, sl_op op, const void *key,
                                  size_t key_len, int64_t max, int64_t lease_ms,
-                                 const sluice_lease *lease, sluice_ruleset *rs,
-                                 sl_request *r, char *err)
+                                 const sluice_lease *lease, sluice_lease *named,
+                                 sluice_ruleset *rs, sl_request *r, char *err)
 {
     sluice_status st;
 
@@ -762,7 +763,11 @@ static sluice_status lease_check(sluice *sl, sl_op op, const void *key,
         count_call(sl, op, st, NULL);
         return st;
     }
+    if (named != NULL)
+        lease_id(named->id);
     r->ttl_ms = lease_ms;
+    r->value = lease->id;
+    r->value_len = strlen(lease->id);
     return SLUICE_OK;
 }
 
@@ -798,11 +803,8 @@ sluice_status sluice_lease_acquire(sluice *sl, const void *key, size_t key_len,
     if (refuse_blocking(sl, err))
         return SLUICE_EINVAL;
     if ((st = lease_check(sl, SL_OP_LEASE_ACQUIRE, key, key_len, max_holders,
-                          lease_ms, lease, &rs, &r, err)) != SLUICE_OK)
+                          lease_ms, lease, lease, &rs, &r, err)) != SLUICE_OK)
         return st;
-    lease_id(lease->id);
-    r.value = lease->id;
-    r.value_len = strlen(lease->id);
     return lease_run(sl, &r, out, err);
 }
 
@@ -821,10 +823,8 @@ sluice_status sluice_lease_release(sluice *sl, const void *key, size_t key_len,
     if (refuse_blocking(sl, err))
         return SLUICE_EINVAL;
     if ((st = lease_check(sl, SL_OP_LEASE_RELEASE, key, key_len, 1, 1, lease,
-                          &rs, &r, err)) != SLUICE_OK)
+                          NULL, &rs, &r, err)) != SLUICE_OK)
         return st;
-    r.value = lease->id;
-    r.value_len = strlen(lease->id);
     return lease_run(sl, &r, &out, err);
 }
 
@@ -1422,11 +1422,8 @@ sluice_status sluice_lease_acquire_async(sluice *sl, const void *key,
     err = err_of(sl);
     if ((st = async_ready(sl, done != NULL, err)) != SLUICE_OK ||
         (st = lease_check(sl, SL_OP_LEASE_ACQUIRE, key, key_len, max_holders,
-                          lease_ms, lease, &rs, &r, err)) != SLUICE_OK)
+                          lease_ms, lease, lease, &rs, &r, err)) != SLUICE_OK)
         return st;
-    lease_id(lease->id);
-    r.value = lease->id;
-    r.value_len = strlen(lease->id);
     return start_prepared(sl, &r, 0, &to, err);
 }
 
@@ -1446,10 +1443,8 @@ sluice_status sluice_lease_release_async(sluice *sl, const void *key,
     err = err_of(sl);
     if ((st = async_ready(sl, done != NULL, err)) != SLUICE_OK ||
         (st = lease_check(sl, SL_OP_LEASE_RELEASE, key, key_len, 1, 1, lease,
-                          &rs, &r, err)) != SLUICE_OK)
+                          NULL, &rs, &r, err)) != SLUICE_OK)
         return st;
-    r.value = lease->id;
-    r.value_len = strlen(lease->id);
     return start_prepared(sl, &r, 0, &to, err);
 }
 
