@@ -116,8 +116,8 @@ typedef struct sluice_options {
     sluice_clock_fn clock;       /* default: CLOCK_REALTIME */
     void *clock_ctx;             /* passed to clock */
     bool server_clock;           /* Redis backends: decide on Redis TIME */
-    uint32_t connect_timeout_ms; /* default 1000 */
-    uint32_t command_timeout_ms; /* default 250 */
+    uint32_t connect_timeout_ms; /* default 1000; one connect */
+    uint32_t command_timeout_ms; /* default 250; one call, whole */
     uint32_t ttl_floor_ms;       /* default 1000: no stored key lives less */
     sluice_fail_policy fail;     /* default SLUICE_FAIL_ERROR */
     const char *key_prefix;      /* default "sluice:"; no braces */
@@ -233,7 +233,12 @@ SLUICE_API sluice_status sluice_ruleset_check(const sluice_ruleset *rs,
  *   &fail=error|open|closed|fallback&prefix=&ttl_floor_ms=
  *   &deny_cache=&metrics=&shadow=&fallback_instances=
  * opts may be NULL. On SLUICE_OK stores a handle in *out; else *out is NULL
- * and err (may be NULL) holds the reason. Free with sluice_close(). */
+ * and err (may be NULL) holds the reason. Free with sluice_close().
+ * Checks the URL, the options and the TLS files; a server that is down,
+ * slow or refusing never fails the open: it tries one connect (a cluster:
+ * the slot map) for at most connect_timeout_ms, and the first decisions
+ * answer by the fail policy (SLUICE_ECONNECT under fail=error). Every call
+ * then ends within command_timeout_ms, a reconnect included. */
 SLUICE_API sluice_status sluice_open(const char *url,
                                      const sluice_options *opts, sluice **out,
                                      char *err, size_t err_len);

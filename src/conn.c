@@ -120,6 +120,7 @@ static void drop_socket(sl_conn *cn)
     cn->queued = cn->written = 0;
     cn->slen = cn->swrote = 0;
     cn->setup_left = 0;
+    cn->answered = false;
 }
 
 /* Fails every reply awaited: st and msg, and whether its command may have
@@ -177,8 +178,11 @@ static void failed(sl_conn *cn, sluice_status st, const char *fmt, ...)
                   "server want a client certificate, tls_cert= and "
                   "tls_key=?)"
                 : "");
-    if (connecting && st != SLUICE_ENOMEM) {
+    if (connecting && st != SLUICE_ENOMEM)
         st = SLUICE_ECONNECT;
+    if ((connecting || !cn->answered) && st != SLUICE_ENOMEM) {
+        /* A server that accepts and then fails every exchange (closes,
+         * answers only errors) is backed off like one that refuses. */
         cn->failures++;
         cn->retry_at = sl_mono_ms() + backoff_ms(cn->failures);
     }
@@ -204,8 +208,71 @@ static void close_quietly(sl_conn *cn, const char *why)
 
     sl_errf(msg, sizeof(msg), "%s: %s %s", cn->who,
             endpoint(cn, ep, sizeof(ep)), why);
+    if (!cn->answered) {
+        cn->failures++;
+        cn->retry_at = sl_mono_ms() + backoff_ms(cn->failures);
+        sl_errf(cn->last_failure, sizeof(cn->last_failure),
+                "%s (closed before any answer but an error)", msg);
+        cn->last_status = SLUICE_ECONNECT;
+    }
     cn->reopened++;
     sl_conn_abort(cn, SLUICE_EIO, msg);
+}
+
+sluice_status sl_conn_expire(sl_conn *cn, const sl_job *job, const char *msg)
+{
+    sl_expect *q = cn->q, *gone;
+    size_t head = cn->qhead, len = cn->qlen, cap = cn->qcap, k, kept = 0,
+           ngone = 0;
+    uint64_t base = cn->queued - cn->olen, at = 0;
+    char why[SL_ERR_LEN], ep[300];
+
+    if (!sl_conn_serves(cn, job))
+        return SLUICE_OK;
+    if (cn->phase == SL_PHASE_READY || cn->phase == SL_PHASE_CLOSED) {
+        /* Sent, and stuck: Redis answers in order, so whatever was sent
+         * after it waits too. */
+        sl_conn_abort(cn, SLUICE_ETIMEOUT, msg);
+        return SLUICE_ETIMEOUT;
+    }
+    /* Still connecting: nothing was written, so the job's commands leave
+     * the buffer, and the connect goes on for the calls after it. A
+     * command spans from its start to the next one's. */
+    if ((gone = sl_malloc(len * sizeof(*gone))) == NULL) {
+        sl_conn_abort(cn, SLUICE_ECONNECT, msg);
+        return SLUICE_ECONNECT;
+    }
+    for (k = 0; k < len; k++) {
+        sl_expect e = q[(head + k) % cap];
+        uint64_t end = k + 1 < len ? q[(head + k + 1) % cap].start : cn->queued;
+        size_t from = (size_t)(e.start - base), n = (size_t)(end - e.start);
+
+        if (e.job == job) {
+            gone[ngone++] = e;
+            continue;
+        }
+        memmove(cn->obuf + at, cn->obuf + from, n);
+        e.start = base + at;
+        q[(head + kept++) % cap] = e;
+        at += n;
+    }
+    cn->olen = (size_t)at;
+    cn->queued = base + at;
+    cn->last_start = cn->queued;
+    cn->qlen = kept;
+    sl_errf(why, sizeof(why),
+            "%s: %s: not connected within the call's time (%s); nothing "
+            "was sent, and the connect goes on for the next calls",
+            cn->who, endpoint(cn, ep, sizeof(ep)),
+            cn->phase == SL_PHASE_CONNECTING ? "connect() under way"
+            : cn->phase == SL_PHASE_TLS      ? "TLS handshake under way"
+                                             : "setup under way");
+    for (k = 0; k < ngone; k++)
+        if (gone[k].fn != NULL)
+            gone[k].fn(cn, gone[k].job, gone[k].i, NULL, SLUICE_ECONNECT, false,
+                       why);
+    sl_free(gone);
+    return SLUICE_ECONNECT;
 }
 
 void sl_conn_doom(sl_conn *cn)
@@ -512,10 +579,12 @@ static const char *setup_name(const sl_conn *cn, unsigned k)
     return k < n ? names[k] : "setup";
 }
 
+/* The backoff ends with the first answer that is not an error, not with
+ * the connect: a server that accepts and closes, or answers "max number
+ * of clients reached", is still failing. */
 static void ready(sl_conn *cn)
 {
     cn->phase = SL_PHASE_READY;
-    cn->failures = 0;
 }
 
 /* Queues AUTH and SELECT, and over TLS without them a PING: something to
@@ -585,8 +654,8 @@ static void connect_failed(sl_conn *cn, int e)
 
     if (e == ETIMEDOUT)
         failed(cn, SLUICE_ECONNECT,
-               "did not accept the connection within %u ms; is the server "
-               "running?",
+               "did not accept the connection in connect_timeout_ms=%u; is "
+               "the server running?",
                cn->opts->connect_timeout_ms);
     else if (u->socket[0] != '\0')
         failed(cn, SLUICE_ECONNECT,
@@ -746,11 +815,13 @@ void sl_conn_check_deadline(sl_conn *cn, int64_t now)
         connect_failed(cn, ETIMEDOUT);
     else if (cn->phase == SL_PHASE_TLS)
         failed(cn, SLUICE_ECONNECT,
-               "TLS handshake did not finish within %u ms; is it a TLS port?",
+               "TLS handshake did not finish in connect_timeout_ms=%u; is it "
+               "a TLS port?",
                cn->opts->connect_timeout_ms);
     else
-        failed(cn, SLUICE_ECONNECT, "did not answer %s within %u ms",
-               setup_name(cn, 0), cn->opts->connect_timeout_ms);
+        failed(cn, SLUICE_ECONNECT,
+               "did not answer %s in connect_timeout_ms=%u", setup_name(cn, 0),
+               cn->opts->connect_timeout_ms);
 }
 
 /* ------------------------------------------------------------ writing */
@@ -1043,6 +1114,10 @@ static void dispatch(sl_conn *cn)
                    "sent a reply nobody asked for; the connection is "
                    "dropped");
             return;
+        }
+        if (r->type != REDIS_REPLY_ERROR) {
+            cn->answered = true;
+            cn->failures = 0;
         }
         e = cn->q[cn->qhead];
         cn->qhead = (cn->qhead + 1) % cn->qcap;

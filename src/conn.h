@@ -74,6 +74,7 @@ typedef struct sl_conn {
     short watched;              /* events the loop was last told to watch */
     bool doomed;                /* closes once what was written is answered */
     bool kept;                  /* the callback keeps the reply it got */
+    bool answered;              /* a reply other than an error came */
     struct sl_engine *eng;      /* NULL: used on its own (blocking) */
     const sl_endpoint *ep;      /* where, as whom, TLS */
     const sluice_options *opts; /* timeouts, shared by the handle */
@@ -131,6 +132,14 @@ bool sl_conn_serves(const sl_conn *cn, const struct sl_job *job);
 /* The replies awaited for job, answered by other means (its deadline),
  * are dropped when they come. */
 void sl_conn_forget(sl_conn *cn, const struct sl_job *job);
+/* The deadline of job passed with replies of it awaited here. On a ready
+ * connection they are stuck (Redis answers in order): it closes, failing
+ * what it awaited with SLUICE_ETIMEOUT and msg. On one still connecting
+ * nothing was sent: the job's commands leave the buffer, its callbacks get
+ * SLUICE_ECONNECT (sent false), and the connect goes on. Returns the
+ * status given, SLUICE_OK when nothing of job was here. */
+sluice_status sl_conn_expire(sl_conn *cn, const struct sl_job *job,
+                             const char *msg);
 /* Closes the connection: every reply awaited gets st and msg (through its
  * callback), and the next command reconnects. */
 void sl_conn_abort(sl_conn *cn, sluice_status st, const char *msg);

@@ -51,7 +51,7 @@ static void append_job(sl_job **head, sl_job **tail, sl_job *job)
 
 /* Jobs under way are kept in deadline order, so that the expired ones are
  * found at the head. Deadlines grow with the start time, so a job goes in
- * at the tail, or, extended for a connect, a few places before it. */
+ * at the tail, or, a batch that began earlier, a few places before it. */
 static void insert_by_deadline(sl_engine *e, sl_job *job)
 {
     sl_job *after = e->tail;
@@ -105,30 +105,22 @@ void sl_engine_answer(sl_job *job, size_t i, sluice_status st, const char *msg)
     append_job(&e->done_head, &e->done_tail, job);
 }
 
-void sl_engine_extend(sl_job *job)
-{
-    if (job->extended)
-        return;
-    job->extended = true;
-    job->deadline += job->eng->url->opts.connect_timeout_ms;
-    if (!job->finished) {
-        unlink_job(&job->eng->head, &job->eng->tail, job);
-        insert_by_deadline(job->eng, job);
-    }
-}
-
 static void start_job(sl_engine *e, sl_job *job)
 {
     job->eng = e;
     job->left = job->n;
     job->finished = false;
-    job->extended = false;
     job->expired = false;
     job->wake_at = 0;
     job->last = SLUICE_ETIMEOUT;
     job->err[0] = '\0';
     job->data = NULL;
-    job->deadline = sl_mono_ms() + e->url->opts.command_timeout_ms;
+    /* The call's whole budget, from when the call began (a batch that
+     * queued behind another thread's has spent that wait): a connect or
+     * reconnect spends it, never extends it. */
+    job->started = e->call_started > 0 ? e->call_started : sl_mono_ms();
+    e->call_started = 0;
+    job->deadline = job->started + e->url->opts.command_timeout_ms;
     memset(job->marks, 0, job->n);
     if (job->n == 0) {
         job->finished = true;
@@ -229,8 +221,10 @@ static void run_timers(sl_engine *e, int64_t now)
         j->expired = true;
         e->be->expire(e->state, j);
         sl_errf(msg, sizeof(msg),
-                "%s: no answer within %u ms; the outcome is unknown",
-                e->be->name, e->url->opts.command_timeout_ms);
+                "%s: no answer within %lld ms (timeout_ms=%u); the outcome "
+                "is unknown",
+                e->be->name, (long long)sl_engine_waited(j),
+                e->url->opts.command_timeout_ms);
         for (k = 0; k < j->n && !j->finished; k++)
             sl_engine_answer(j, k, j->last, msg);
         /* Its replies, should any still come, go nowhere. */
@@ -282,6 +276,11 @@ void sl_engine_report(sl_engine *e)
         e->timer_at = t;
         e->loop.timer(e->loop.data, t < 0 ? -1 : t > now ? t - now : 0);
     }
+}
+
+int64_t sl_engine_waited(const sl_job *job)
+{
+    return sl_mono_ms() - job->started;
 }
 
 /* Runs the done callbacks of what ended (async jobs only). */

@@ -30,14 +30,15 @@ struct sl_job {
     sluice_result *out;
     unsigned char *marks;
     size_t left;          /* requests not answered yet */
-    int64_t deadline;     /* monotonic ms: whatever is not answered then is */
+    int64_t started;      /* monotonic ms: when the call began */
+    int64_t deadline;     /* started + timeout_ms: whatever is not answered
+                             then is; nothing extends it */
     int64_t wake_at;      /* 0, or when the backend resumes the job (set
                              through sl_engine_wake) */
     sluice_status last;   /* what a request unanswered at the deadline gets */
     char err[SL_ERR_LEN]; /* the first failure's message */
     void *data;           /* the backend's; sl_free'd when the job ends */
     uint64_t tag;         /* the backend's: its first request's tag */
-    bool extended;        /* the deadline waited for a connect once */
     bool expired;         /* its deadline passed: nothing is sent again */
     bool finished;
     sl_job_done_fn done; /* NULL: a blocking call waits for finished */
@@ -65,8 +66,11 @@ typedef struct sl_engine {
     bool attached;
     sluice_loop loop;
     int64_t timer_at; /* the deadline the loop was last given, -1 none */
-    int depth;        /* nested engine calls (callbacks starting jobs) */
-    bool closing;     /* the handle closes: nothing is sent again */
+    /* > 0: when the call that starts the next job began (a blocking
+     * batch that waited for another thread's), its budget's start. */
+    int64_t call_started;
+    int depth;    /* nested engine calls (callbacks starting jobs) */
+    bool closing; /* the handle closes: nothing is sent again */
 } sl_engine;
 
 void sl_engine_init(sl_engine *e, const sl_url *url);
@@ -83,9 +87,8 @@ static inline bool sl_engine_answered(const sl_job *job, size_t i)
 {
     return (job->marks[i] & SL_MARK_ANSWERED) != 0;
 }
-/* A request must wait for a connect: its job's deadline grows by the
- * connect timeout, once. */
-void sl_engine_extend(sl_job *job);
+/* How long the job's call has waited so far, in ms: for messages. */
+int64_t sl_engine_waited(const sl_job *job);
 /* The backend resumes the job at at (monotonic ms; 0: never). */
 void sl_engine_wake(sl_job *job, int64_t at);
 

@@ -1276,11 +1276,9 @@ void sl_plain_start(void *state, sl_job *job)
         return;
     }
     job->data = units;
-    /* A job that starts on a connection still to open waits for the
-     * connect first; one that waited behind others (its key, a WATCH, a
-     * connection that failed under it) has spent that time already. */
-    if (!sl_conn_is_ready(&p->conn))
-        sl_engine_extend(job);
+    /* A job that starts on a connection still to open spends its own
+     * budget on the connect, as one that waits behind others (its key, a
+     * WATCH) spends it there. */
     for (i = 0; i < job->n; i++) {
         units[i].rq = &job->reqs[i];
         units[i].job = job;
@@ -1368,14 +1366,12 @@ void sl_plain_expire(void *state, sl_job *job)
     sl_plain *p = state;
     char msg[SL_ERR_LEN];
 
-    if (!sl_conn_serves(&p->conn, job))
-        return;
     sl_errf(msg, sizeof(msg),
-            "%s: %s:%d did not answer within %u ms; the outcome is unknown, "
-            "and the next call reconnects",
+            "%s: %s:%d did not answer within %lld ms (timeout_ms=%u); the "
+            "outcome is unknown, and the next call reconnects",
             p->name, p->url->ep.host, p->url->ep.port,
-            p->url->opts.command_timeout_ms);
-    sl_conn_abort(&p->conn, SLUICE_ETIMEOUT, msg);
+            (long long)sl_engine_waited(job), p->url->opts.command_timeout_ms);
+    sl_conn_expire(&p->conn, job, msg);
 }
 
 sluice_status sl_plain_decide(void *state, const sl_request *reqs, size_t n,
@@ -1413,8 +1409,9 @@ sluice_status sl_plain_open(const sl_url *url, bool multi, sl_engine *eng,
     p->nonce = ((uint64_t)getpid() << 40) ^ ((uint64_t)time(NULL) << 20) ^
                (uint64_t)(uintptr_t)p;
     sl_conn_init(&p->conn, &url->ep, &url->opts, name, eng);
+    /* A server that is down never fails the open (as evalsha_open). */
     st = sl_conn_ensure(&p->conn, err, err_len);
-    if (st != SLUICE_OK && url->opts.fail == SLUICE_FAIL_ERROR) {
+    if (st == SLUICE_ENOMEM) {
         sl_conn_close(&p->conn);
         sl_free(p);
         return st;

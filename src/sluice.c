@@ -32,6 +32,8 @@ typedef struct waiter {
     sluice_status st;
     char *err; /* the caller's message buffer, SL_ERR_LEN bytes */
     bool done;
+    int64_t since; /* monotonic ms: when the call queued; its budget
+                      runs from then */
     pthread_cond_t cv;
     struct waiter *next;
 } waiter;
@@ -255,13 +257,20 @@ static void run_batch(sluice *sl, waiter *batch)
     waiter *w;
 
     if (batch->next == NULL) {
+        sl->eng.call_started = batch->since;
         batch->st = sl->backend->decide(sl->state, batch->reqs, batch->n,
                                         batch->res, batch->err, SL_ERR_LEN);
+        sl->eng.call_started = 0;
         count_round_trips(sl, batch->n);
         return;
     }
-    for (w = batch; w != NULL; w = w->next)
+    /* The batch's deadline is that of the call that queued first: no call
+     * waits past its own timeout for another thread's round trip. */
+    for (w = batch; w != NULL; w = w->next) {
         total += w->n;
+        if (w->since < batch->since)
+            batch->since = w->since;
+    }
     if (total > 64) {
         reqs = sl_calloc(total, sizeof(*reqs));
         res = sl_calloc(total, sizeof(*res));
@@ -272,9 +281,12 @@ static void run_batch(sluice *sl, waiter *batch)
             sl_free(reqs);
         if (res != stack_res)
             sl_free(res);
-        for (w = batch; w != NULL; w = w->next)
+        for (w = batch; w != NULL; w = w->next) {
+            sl->eng.call_started = w->since;
             w->st = sl->backend->decide(sl->state, w->reqs, w->n, w->res,
                                         w->err, SL_ERR_LEN);
+        }
+        sl->eng.call_started = 0;
         count_round_trips(sl, total);
         return;
     }
@@ -283,7 +295,9 @@ static void run_batch(sluice *sl, waiter *batch)
         at += w->n;
     }
     memset(res, 0, total * sizeof(*res));
+    sl->eng.call_started = batch->since;
     st = sl->backend->decide(sl->state, reqs, total, res, err, SL_ERR_LEN);
+    sl->eng.call_started = 0;
     count_round_trips(sl, total);
     at = 0;
     for (w = batch; w != NULL; w = w->next) {
@@ -317,6 +331,7 @@ static sluice_status dispatch(sluice *sl, const sl_request *reqs, size_t n,
     me.n = n;
     me.res = res;
     me.err = err;
+    me.since = sl_mono_ms();
     pthread_cond_init(&me.cv, NULL);
     pthread_mutex_lock(&sl->mu);
     if (sl->tail != NULL)

@@ -168,9 +168,15 @@ static void failures_and_the_policy_answers(void **state)
         char err[256];
 
         sluice_options_init(&o);
-        /* fail=error refuses to open on a server that is not there. */
-        assert_int_equal(sluice_open(u, &o, &sl, err, sizeof(err)),
+        /* fail=error opens too (a service starts before Redis); the call
+         * fails, and is counted as a failure. */
+        assert_int_equal(sluice_open(u, &o, &sl, err, sizeof(err)), SLUICE_OK);
+        assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r),
                          SLUICE_ECONNECT);
+        st = stats_of(sl);
+        assert_int_equal(st.failures[SLUICE_ECONNECT], 1);
+        assert_int_equal(st.policy_answers, 0);
+        sluice_close(sl);
     }
 }
 

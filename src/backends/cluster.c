@@ -13,10 +13,20 @@
 
 #define MAX_REDIRECTS 5
 #define RETRY_MS      20 /* between map refreshes; after TRYAGAIN */
+#define ASK_WIDTH     3  /* nodes asked for the map at once */
 
 typedef struct node {
     sl_endpoint ep; /* the handle's endpoint with this node's host, port */
     sl_conn conn;   /* opened when first needed */
+    /* The slot map asked of it: outstanding, and in which round. */
+    bool asking;
+    unsigned round;
+    int64_t asked_at, ask_deadline; /* monotonic ms */
+    /* Exchanges for the map that failed in a row (no answer, a closed
+     * connection, an error such as "max number of clients reached"), and
+     * the time (monotonic ms) before which it is not asked again. */
+    unsigned failures;
+    int64_t retry_at;
 } node;
 
 typedef struct cluster {
@@ -26,9 +36,13 @@ typedef struct cluster {
     node *nodes[SL_MAX_NODES]; /* connections, by the map's index */
     size_t nnodes;
     bool stale;                /* the map may be out of date: refresh it */
-    bool refreshing;           /* a CLUSTER SLOTS is under way */
+    bool refreshing;           /* a round of CLUSTER SLOTS is under way */
     bool settled;              /* the last refresh ended, well or not */
-    size_t rr, tried;          /* which node to ask first; asked this round */
+    size_t rr;                 /* which node to ask first */
+    unsigned round;            /* the refresh round, counted */
+    size_t outstanding;        /* asks of this round not answered yet */
+    bool reached;              /* the last round gave a map */
+    int64_t round_deadline;    /* the round's asks are given up then */
     int64_t refresh_after;     /* no new round before (monotonic ms) */
     uint64_t tag;              /* of the next request; scripts echo it */
     char last_msg[SL_ERR_LEN]; /* why the last refresh failed */
@@ -77,7 +91,6 @@ static node *node_of(sl_conn *cn)
 }
 
 static void pump(cluster *c, sl_job *job);
-static void ask_next(cluster *c);
 
 /* Every job's requests waiting for an owner go where the map says. */
 static void reroute_all(cluster *c)
@@ -96,29 +109,105 @@ static void reroute_all(cluster *c)
     }
 }
 
-/* CLUSTER SLOTS from one node: the map, or ask the next. */
+static void wake_at(cluster *c, int64_t at)
+{
+    if (c->eng->wake_at == 0 || at < c->eng->wake_at)
+        c->eng->wake_at = at;
+}
+
+/* Backoff of a node's map exchanges after failures in a row: 50 ms, then
+ * twice as long each time, up to two seconds. */
+static int64_t node_backoff_ms(unsigned failures)
+{
+    return failures >= 6 ? 2000 : 50LL << (failures - 1);
+}
+
+static void node_failed(node *n)
+{
+    n->failures++;
+    n->retry_at = sl_mono_ms() + node_backoff_ms(n->failures);
+}
+
+/* Requests of every job that wait for an owner nobody could name: the
+ * round failed with every node asked, so they are answered now, by the
+ * last failure, rather than at their deadlines. */
+static void fail_ownerless(cluster *c)
+{
+    sl_job *j, *next;
+
+    for (j = c->eng->head; j != NULL; j = next) {
+        route *rt = j->data;
+        size_t k;
+
+        next = j->next;
+        for (k = 0; rt != NULL && k < j->n && !j->finished; k++)
+            if (rt[k].waiting && rt[k].node < 0 && !sl_engine_answered(j, k))
+                sl_engine_answer(j, k, SLUICE_ECONNECT, c->last_msg);
+    }
+}
+
+static bool ask_more(cluster *c);
+
+/* The round ended without a map. */
+static void round_failed(cluster *c)
+{
+    int64_t now = sl_mono_ms(), at = now + RETRY_MS, soonest = 0;
+    size_t i;
+
+    c->refreshing = false;
+    c->settled = true;
+    /* No round before some node is out of its backoff. */
+    for (i = 0; i < c->nnodes; i++)
+        if (!c->nodes[i]->asking &&
+            (soonest == 0 || c->nodes[i]->retry_at < soonest))
+            soonest = c->nodes[i]->retry_at;
+    if (soonest > at)
+        at = soonest;
+    c->refresh_after = at;
+    wake_at(c, at);
+    if (!c->reached && !c->eng->closing)
+        fail_ownerless(c);
+}
+
+/* CLUSTER SLOTS from one node: the map, or wait for the others asked. */
 static void on_slots(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
                      sluice_status st, bool sent, const char *msg)
 {
     node *n = node_of(cn);
     cluster *c = n->conn.eng->state;
+    bool current = c->refreshing && n->round == c->round;
 
     (void)job;
     (void)i;
     (void)st;
     (void)sent;
+    n->asking = false;
+    if (current)
+        c->outstanding--;
     if (r == NULL) {
-        sl_errf(c->last_msg, sizeof(c->last_msg), "%s", msg);
+        node_failed(n);
+        if (current)
+            sl_errf(c->last_msg, sizeof(c->last_msg), "%s", msg);
     } else if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
-        sl_errf(c->last_msg, sizeof(c->last_msg),
-                "cluster: %s:%d gave no slot map (%s); is it a cluster node?",
-                n->ep.host, n->ep.port,
-                r->type == REDIS_REPLY_ERROR ? r->str : "empty");
+        node_failed(n);
+        if (current) {
+            sl_errf(c->last_msg, sizeof(c->last_msg),
+                    "cluster: %s:%d gave no slot map (%s); is it a cluster "
+                    "node?",
+                    n->ep.host, n->ep.port,
+                    r->type == REDIS_REPLY_ERROR ? r->str : "empty");
+        }
+    } else if (!current) {
+        n->failures = 0; /* a late answer: the round ended without it */
+        return;
     } else if (sl_slotmap_load(&c->map, r, n->ep.host) < 0 || !sync_nodes(c)) {
+        node_failed(n);
         sl_errf(c->last_msg, sizeof(c->last_msg),
                 "cluster: %s:%d gave a slot map that could not be read",
                 n->ep.host, n->ep.port);
     } else {
+        n->failures = 0;
+        c->reached = true;
         c->stale = false;
         c->refreshing = false;
         c->settled = true;
@@ -131,30 +220,72 @@ static void on_slots(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
         c->refreshing = false;
         return;
     }
-    ask_next(c);
+    if (current && c->outstanding == 0 && !ask_more(c))
+        round_failed(c);
 }
 
-/* Asks the next node of this round for the map; after all of them, waits
- * RETRY_MS before the next round. */
-static void ask_next(cluster *c)
+/* Asks nodes of this round not asked yet, up to ASK_WIDTH at once, in
+ * parallel: a frozen node costs the round nothing while another answers
+ * within its own round trip. Nodes in their backoff, or still owing an
+ * answer, are passed over. False when there was none to ask. */
+static bool ask_more(cluster *c)
 {
     const char *argv[2] = {"CLUSTER", "SLOTS"};
+    int64_t now = sl_mono_ms();
+    size_t k;
 
-    while (c->tried < c->nnodes) {
-        node *n = c->nodes[(c->rr + c->tried++) % c->nnodes];
+    for (k = 0; k < c->nnodes && c->outstanding < ASK_WIDTH; k++) {
+        node *n = c->nodes[(c->rr + k) % c->nnodes];
 
-        if (sl_conn_append(&n->conn, 2, argv, NULL, NULL, 0) == SLUICE_OK &&
-            sl_conn_expect(&n->conn, on_slots, NULL, 0) == SLUICE_OK)
-            return;
+        if (n->round == c->round || n->asking || now < n->retry_at)
+            continue;
+        n->round = c->round;
+        if (sl_conn_append(&n->conn, 2, argv, NULL, NULL, 0) != SLUICE_OK ||
+            sl_conn_expect(&n->conn, on_slots, NULL, 0) != SLUICE_OK) {
+            sl_conn_doom(&n->conn); /* a command without its callback */
+            continue;
+        }
+        n->asking = true;
+        c->outstanding++;
+        /* A node still to connect has its connect's time as well. */
+        n->asked_at = now;
+        n->ask_deadline =
+            now + c->url->opts.command_timeout_ms +
+            (sl_conn_is_ready(&n->conn) ? 0 : c->url->opts.connect_timeout_ms);
+        if (n->ask_deadline > c->round_deadline)
+            c->round_deadline = n->ask_deadline;
     }
-    c->refreshing = false;
-    c->settled = true;
-    c->refresh_after = sl_mono_ms() + RETRY_MS;
-    if (c->eng->wake_at == 0 || c->refresh_after < c->eng->wake_at)
-        c->eng->wake_at = c->refresh_after;
+    if (c->outstanding == 0)
+        return false;
+    wake_at(c, c->round_deadline);
+    return true;
 }
 
-/* Refreshes the map from any node that answers, seeds included, unless a
+/* The round's deadline passed: the nodes that still owe the map are stuck
+ * (a node answers in order), so their connections close, which fails
+ * their asks (on_slots) and backs them off. */
+static void give_up_asks(cluster *c, int64_t now)
+{
+    node *stuck[SL_MAX_NODES];
+    char msg[SL_ERR_LEN];
+    size_t i, n = 0;
+
+    /* Listed first: aborting one may start asks that must not go too. */
+    for (i = 0; i < c->nnodes; i++)
+        if (c->nodes[i]->asking && now >= c->nodes[i]->ask_deadline)
+            stuck[n++] = c->nodes[i];
+    for (i = 0; i < n; i++) {
+        sl_errf(msg, sizeof(msg),
+                "cluster: %s:%d did not give the slot map within %lld ms; "
+                "is it frozen or overloaded?",
+                stuck[i]->ep.host, stuck[i]->ep.port,
+                (long long)(now - stuck[i]->asked_at));
+        if (stuck[i]->asking)
+            sl_conn_abort(&stuck[i]->conn, SLUICE_ETIMEOUT, msg);
+    }
+}
+
+/* Refreshes the map from the nodes that answer, seeds included, unless a
  * refresh is under way or one ended less than RETRY_MS ago. */
 static void want_refresh(cluster *c)
 {
@@ -164,17 +295,25 @@ static void want_refresh(cluster *c)
     if (c->refreshing || c->eng->closing)
         return;
     if (sl_mono_ms() < c->refresh_after) {
-        if (c->eng->wake_at == 0 || c->refresh_after < c->eng->wake_at)
-            c->eng->wake_at = c->refresh_after;
+        /* No node could be reached in the last round: the requests that
+         * need the map have their answer now. */
+        if (c->settled && !c->reached)
+            fail_ownerless(c);
+        wake_at(c, c->refresh_after);
         return;
     }
+    give_up_asks(c, sl_mono_ms()); /* asks left over from earlier rounds */
     for (i = 0; i < c->url->nseeds; i++)
         node_index(c, c->url->seeds[i].host, c->url->seeds[i].port);
     c->refreshing = true;
     c->settled = false;
-    c->tried = 0;
+    c->reached = false;
+    c->round++;
+    c->outstanding = 0;
+    c->round_deadline = 0;
     c->rr++;
-    ask_next(c);
+    if (!ask_more(c))
+        round_failed(c);
 }
 
 static void cluster_close(void *p)
@@ -205,23 +344,14 @@ static sluice_status cluster_open(const sl_url *url, sl_engine *eng, void **out,
     c->eng = eng;
     eng->state = c; /* the engine calls back while the map loads */
     sl_slotmap_init(&c->map);
+    /* The map if a node gives it in time; else the first calls ask again.
+     * A server that is down never fails the open (docs/PRODUCTION.md). */
     want_refresh(c);
     sl_engine_wait(eng, &c->settled,
                    sl_mono_ms() + url->opts.connect_timeout_ms +
                        url->opts.command_timeout_ms);
-    if (c->stale) {
-        if (!c->settled)
-            sl_errf(c->last_msg, sizeof(c->last_msg),
-                    "cluster: no node gave the slot map within %u ms",
-                    url->opts.connect_timeout_ms +
-                        url->opts.command_timeout_ms);
-        sl_errf(err, err_len, "%s", c->last_msg);
-        if (url->opts.fail == SLUICE_FAIL_ERROR) {
-            cluster_close(c);
-            eng->state = NULL;
-            return SLUICE_ECONNECT;
-        }
-    }
+    (void)err;
+    (void)err_len;
     *out = c;
     return SLUICE_OK;
 }
@@ -264,14 +394,14 @@ static void send_request(cluster *c, sl_job *job, size_t k)
     char err[SL_ERR_LEN] = "cluster: out of memory";
     sluice_status st = SLUICE_OK;
 
-    if (!sl_conn_is_ready(&nd->conn))
-        sl_engine_extend(job); /* it waits for a connect first */
     if (rt->asking) {
         const char *argv[1] = {"ASKING"};
 
+        /* Named with the job, so that it leaves with the job's command
+         * when the job expires before the connect is done. */
         if ((st = sl_conn_append(&nd->conn, 1, argv, NULL, err, sizeof(err))) ==
             SLUICE_OK)
-            st = sl_conn_expect(&nd->conn, NULL, NULL, 0);
+            st = sl_conn_expect(&nd->conn, NULL, job, k);
         rt->asking = false;
     }
     if (st == SLUICE_OK)
@@ -441,9 +571,15 @@ static void cluster_resume(void *p, sl_job *job)
 {
     cluster *c = p;
 
-    if (job != NULL)
+    if (job != NULL) {
         pump(c, job);
-    else if (c->stale)
+        return;
+    }
+    if (c->refreshing && sl_mono_ms() >= c->round_deadline)
+        give_up_asks(c, sl_mono_ms());
+    else if (c->refreshing)
+        wake_at(c, c->round_deadline);
+    if (!c->refreshing && c->stale)
         want_refresh(c);
 }
 
@@ -459,13 +595,13 @@ static void cluster_expire(void *p, sl_job *job)
     for (i = 0; i < c->nnodes && !job->finished; i++) {
         node *nd = c->nodes[i];
 
-        if (!sl_conn_serves(&nd->conn, job))
-            continue;
         sl_errf(msg, sizeof(msg),
-                "cluster: %s:%d did not answer within %u ms; the outcome is "
-                "unknown, and the next call reconnects",
-                nd->ep.host, nd->ep.port, c->url->opts.command_timeout_ms);
-        sl_conn_abort(&nd->conn, SLUICE_ETIMEOUT, msg);
+                "cluster: %s:%d did not answer within %lld ms "
+                "(timeout_ms=%u); the outcome is unknown, and the next call "
+                "reconnects",
+                nd->ep.host, nd->ep.port, (long long)sl_engine_waited(job),
+                c->url->opts.command_timeout_ms);
+        sl_conn_expire(&nd->conn, job, msg);
     }
     for (k = 0; k < job->n && !job->finished; k++) {
         route *rt = &((route *)job->data)[k];
@@ -473,9 +609,9 @@ static void cluster_expire(void *p, sl_job *job)
         if (sl_engine_answered(job, k))
             continue;
         sl_errf(msg, sizeof(msg),
-                "cluster: no owner of slot %u answered within %u ms "
+                "cluster: no owner of slot %u answered within %lld ms "
                 "(failover or resharding under way?)%s%s",
-                rt->slot, c->url->opts.command_timeout_ms,
+                rt->slot, (long long)sl_engine_waited(job),
                 c->last_msg[0] ? "; last: " : "", c->last_msg);
         sl_engine_answer(job, k, job->last, msg);
     }

@@ -37,9 +37,12 @@ static sluice_status evalsha_open(const sl_url *url, sl_engine *eng, void **out,
     s->url = url;
     s->eng = eng;
     sl_conn_init(&s->conn, &url->ep, &url->opts, "evalsha", eng);
+    /* One connect, within connect_timeout_ms, so that the first call
+     * finds it ready; a server that is down or refuses the client never
+     * fails the open: the calls answer by the fail policy, and connect
+     * again (docs/PRODUCTION.md). */
     st = sl_conn_ensure(&s->conn, err, err_len);
-    /* With a fail policy the handle opens anyway and reconnects later. */
-    if (st != SLUICE_OK && url->opts.fail == SLUICE_FAIL_ERROR) {
+    if (st == SLUICE_ENOMEM) {
         sl_conn_close(&s->conn);
         sl_free(s);
         return st;
@@ -481,8 +484,6 @@ static void send_request(state *s, sl_job *job, size_t i)
     char err[SL_ERR_LEN];
     sluice_status st;
 
-    if (!sl_conn_is_ready(&s->conn))
-        sl_engine_extend(job); /* it waits for a connect first */
     st = sl_evalsha_append(&s->conn, s->url, &job->reqs[i],
                            (job->marks[i] & MARK_EVAL) != 0, job->tag + i, err,
                            sizeof(err));
@@ -555,13 +556,12 @@ static void evalsha_expire(void *p, sl_job *job)
     state *s = p;
     char msg[SL_ERR_LEN];
 
-    if (!sl_conn_serves(&s->conn, job))
-        return;
     sl_errf(msg, sizeof(msg),
-            "evalsha: %s:%d did not answer within %u ms; the outcome is "
-            "unknown, and the next call reconnects",
-            s->url->ep.host, s->url->ep.port, s->url->opts.command_timeout_ms);
-    sl_conn_abort(&s->conn, SLUICE_ETIMEOUT, msg);
+            "evalsha: %s:%d did not answer within %lld ms (timeout_ms=%u); "
+            "the outcome is unknown, and the next call reconnects",
+            s->url->ep.host, s->url->ep.port, (long long)sl_engine_waited(job),
+            s->url->opts.command_timeout_ms);
+    sl_conn_expire(&s->conn, job, msg);
 }
 
 static sluice_status evalsha_decide(void *p, const sl_request *reqs, size_t n,

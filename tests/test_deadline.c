@@ -1,0 +1,636 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_deadline.c - a deadline is a deadline, and a service starts before
+ * Redis. Against servers of its own, frozen with SIGSTOP: 25 calls in a
+ * row, blocking and async (libevent and libuv), single and batch, each
+ * ends within timeout_ms plus slack, and says how long it waited; with
+ * fail=fallback the answer comes within the timeout too. Without servers:
+ * an open with nothing listening succeeds on every scheme and policy and
+ * the first decision answers by the policy; a cluster whose first seed
+ * never answers decides within 100 ms; a seed that accepts and closes, or
+ * answers "max number of clients reached", is not hammered.
+ *   test_deadline --frozen URL DIR   (DIR: the servers' directory; every
+ *                                    DIR/pid and DIR/x/pid is frozen)
+ *   test_deadline --nothing
+ *   test_deadline --frozen-seed CLUSTER_URL
+ *   test_deadline --storm
+ * SLUICE_TIME_SCALE (set by the build for valgrind and the sanitizers)
+ * multiplies every slack. */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <sluice/libevent.h>
+#include <sluice/libuv.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <uv.h>
+
+#include <cmocka.h>
+
+#define CALLS      25
+#define TIMEOUT_MS 50
+
+static const char *url_arg, *dir_arg;
+static int scale = 1;
+
+static int64_t now_ms(void)
+{
+    return tu_clock_ms(CLOCK_MONOTONIC);
+}
+
+/* The slack a call may take past its timeout: 25 ms, scaled. */
+static int64_t slack_ms(void)
+{
+    return 25 * (int64_t)scale;
+}
+
+/* URL with more query options. */
+static const char *with_query(const char *base, const char *more)
+{
+    static char buf[2048];
+
+    snprintf(buf, sizeof(buf), "%s%c%s", base,
+             strchr(base, '?') != NULL ? '&' : '?', more);
+    return buf;
+}
+
+/* ---- the servers of DIR, frozen and thawed ---- */
+
+static pid_t pids[16];
+static size_t npids;
+
+static void read_pid(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    long pid;
+
+    if (f == NULL)
+        return;
+    if (fscanf(f, "%ld", &pid) == 1 && pid > 1 && npids < 16)
+        pids[npids++] = (pid_t)pid;
+    fclose(f);
+}
+
+static void find_pids(const char *dir)
+{
+    char path[1024];
+    struct dirent *de;
+    DIR *d;
+
+    npids = 0;
+    snprintf(path, sizeof(path), "%s/pid", dir);
+    read_pid(path);
+    if ((d = opendir(dir)) == NULL)
+        return;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s/pid", dir, de->d_name);
+        read_pid(path);
+    }
+    closedir(d);
+}
+
+static void signal_all(int sig)
+{
+    size_t i;
+
+    for (i = 0; i < npids; i++)
+        kill(pids[i], sig);
+}
+
+static void thaw(void)
+{
+    signal_all(SIGCONT);
+}
+
+/* Thaws the servers whatever way the test ends. */
+static int thaw_teardown(void **state)
+{
+    (void)state;
+    thaw();
+    return 0;
+}
+
+/* ---- checks of one call ---- */
+
+static sluice_ruleset rules;
+
+/* A call that ended after took ms: within the timeout and slack, not an
+ * admission by a frozen server, and its message no more than the truth
+ * about the time it waited. */
+static void check_call(const char *what, int n, int64_t took, sluice_status st,
+                       const sluice_result *r, const char *msg)
+{
+    const char *w = msg != NULL ? strstr(msg, "within ") : NULL;
+
+    if (took > TIMEOUT_MS + slack_ms())
+        fail_msg("%s %d took %lld ms; timeout_ms=%d, slack %lld ms (%s)", what,
+                 n, (long long)took, TIMEOUT_MS, (long long)slack_ms(),
+                 msg != NULL ? msg : "");
+    if (st == SLUICE_OK && r != NULL && r->status == SLUICE_OK)
+        fail_msg("%s %d: a frozen server decided", what, n);
+    /* "within N ms": N is what the call waited, no more. */
+    if (w != NULL && atoll(w + 7) > took + 1)
+        fail_msg("%s %d: the message says %lld ms, the call took %lld: %s",
+                 what, n, atoll(w + 7), (long long)took, msg);
+}
+
+static sluice *open_url(const char *u)
+{
+    char err[512];
+    sluice *sl = NULL;
+    sluice_status st = sluice_open(u, NULL, &sl, err, sizeof(err));
+
+    if (st != SLUICE_OK)
+        fail_msg("open %s: %s: %s", u, sluice_status_name(st), err);
+    return sl;
+}
+
+/* One decision before the freeze: the connection is open and ready. */
+static void warm(sluice *sl)
+{
+    sluice_result r;
+    int64_t until = now_ms() + 5000 * scale;
+    sluice_status st;
+
+    do {
+        st = sluice_acquire(sl, "dl:warm", 7, &rules, 1, &r);
+    } while ((st != SLUICE_OK || r.status != SLUICE_OK) && now_ms() < until);
+    assert_int_equal(st, SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_OK);
+}
+
+/* After the thaw the backend decides again (the cluster may first hold
+ * an election after a long freeze: that is its own business). */
+static void recovers(sluice *sl)
+{
+    sluice_result r;
+    int64_t until = now_ms() + 10000 * scale;
+    sluice_status st;
+
+    do {
+        st = sluice_acquire(sl, "dl:after", 8, &rules, 1, &r);
+        if (st == SLUICE_OK && r.status == SLUICE_OK)
+            return;
+        tu_sleep_ms(20);
+    } while (now_ms() < until);
+    fail_msg("no decision after the thaw: %s", sluice_errmsg(sl));
+}
+
+/* ---- blocking ---- */
+
+static void blocking_calls_end_by_their_deadline_on_a_frozen_server(void **s)
+{
+    sluice *sl = open_url(with_query(url_arg, "timeout_ms=50"));
+    sluice_request batch[3];
+    sluice_result r[3];
+    int i;
+
+    (void)s;
+    warm(sl);
+    for (i = 0; i < 3; i++)
+        batch[i] = (sluice_request){"dl:batch", 8, &rules, 1};
+    batch[1].key = "dl:other";
+    signal_all(SIGSTOP);
+    for (i = 0; i < CALLS; i++) {
+        int64_t t0 = now_ms(), took;
+        sluice_status st;
+
+        memset(r, 0, sizeof(r));
+        /* Single and batch calls in turn. */
+        if (i % 2 == 0)
+            st = sluice_acquire(sl, "dl:one", 6, &rules, 1, &r[0]);
+        else
+            st = sluice_acquire_many(sl, batch, 3, r);
+        took = now_ms() - t0;
+        check_call(i % 2 == 0 ? "blocking call" : "blocking batch", i, took, st,
+                   &r[0], sluice_errmsg(sl));
+        assert_int_not_equal(st, SLUICE_OK);
+    }
+    thaw();
+    recovers(sl);
+    sluice_close(sl);
+}
+
+/* fail=fallback: the in-process store answers, within the timeout. */
+static void the_fallback_answers_within_the_timeout(void **s)
+{
+    sluice *sl = open_url(with_query(url_arg, "timeout_ms=50&fail=fallback"));
+    sluice_result r;
+    int i;
+
+    (void)s;
+    warm(sl);
+    signal_all(SIGSTOP);
+    for (i = 0; i < CALLS; i++) {
+        int64_t t0 = now_ms(), took;
+        sluice_status st;
+
+        memset(&r, 0, sizeof(r));
+        st = sluice_acquire(sl, "dl:fb", 5, &rules, 1, &r);
+        took = now_ms() - t0;
+        check_call("fallback call", i, took, SLUICE_OK, NULL,
+                   sluice_errmsg(sl));
+        assert_int_equal(st, SLUICE_OK);
+        assert_int_not_equal(r.status, SLUICE_OK); /* the fallback's */
+    }
+    thaw();
+    sluice_close(sl);
+}
+
+/* ---- async, on both loops ---- */
+
+typedef struct call {
+    bool done;
+    int64_t took, t0;
+    sluice_status st;
+    sluice_result r;
+    char msg[512];
+} call;
+
+static void on_done(sluice *sl, void *arg, sluice_status st,
+                    const sluice_result *res, size_t n)
+{
+    call *c = arg;
+
+    (void)n;
+    c->done = true;
+    c->took = now_ms() - c->t0;
+    c->st = st;
+    c->r = res[0];
+    snprintf(c->msg, sizeof(c->msg), "%s", sluice_errmsg(sl));
+}
+
+typedef void (*run_once_fn)(void *loop);
+
+static void async_calls(sluice *sl, run_once_fn run_once, void *loop,
+                        const char *what)
+{
+    sluice_request batch[3];
+    int i;
+
+    for (i = 0; i < 3; i++)
+        batch[i] = (sluice_request){"dl:abatch", 9, &rules, 1};
+    for (i = 0; i < CALLS; i++) {
+        call c;
+        sluice_status st;
+        int64_t give_up;
+
+        memset(&c, 0, sizeof(c));
+        c.t0 = now_ms();
+        if (i % 2 == 0)
+            st = sluice_acquire_async(sl, "dl:aone", 7, &rules, 1, on_done, &c);
+        else
+            st = sluice_acquire_many_async(sl, batch, 3, on_done, &c);
+        assert_int_equal(st, SLUICE_OK);
+        give_up = now_ms() + 10000 * scale;
+        while (!c.done && now_ms() < give_up)
+            run_once(loop);
+        assert_true(c.done);
+        check_call(what, i, c.took, c.st, &c.r, c.msg);
+    }
+}
+
+static void libevent_once(void *loop)
+{
+    event_base_loop(loop, EVLOOP_ONCE);
+}
+
+static void libuv_once(void *loop)
+{
+    uv_run(loop, UV_RUN_ONCE);
+}
+
+static void async_calls_end_by_their_deadline_on_libevent(void **s)
+{
+    struct event_base *base = event_base_new();
+    sluice *sl = open_url(with_query(url_arg, "timeout_ms=50"));
+
+    (void)s;
+    assert_non_null(base);
+    warm(sl);
+    assert_int_equal(sluice_libevent_attach(sl, base), SLUICE_OK);
+    signal_all(SIGSTOP);
+    async_calls(sl, libevent_once, base, "libevent call");
+    thaw();
+    sluice_close(sl);
+    event_base_free(base);
+}
+
+static void async_calls_end_by_their_deadline_on_libuv(void **s)
+{
+    uv_loop_t loop;
+    sluice *sl = open_url(with_query(url_arg, "timeout_ms=50"));
+
+    (void)s;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    warm(sl);
+    assert_int_equal(sluice_libuv_attach(sl, &loop), SLUICE_OK);
+    signal_all(SIGSTOP);
+    async_calls(sl, libuv_once, &loop, "libuv call");
+    thaw();
+    sluice_close(sl);
+    while (uv_run(&loop, UV_RUN_NOWAIT) != 0)
+        ;
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* ---- no server at all ---- */
+
+/* A loopback port that nothing listens on (bound, then closed). */
+static int dead_port(void)
+{
+    struct sockaddr_in a = {0};
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+static void open_succeeds_with_nothing_listening(void **s)
+{
+    static const char *schemes[] = {"redis", "redis+multi", "twemproxy",
+                                    "redis-cluster", "rediss"};
+    static const char *policies[] = {"error", "open", "closed", "fallback"};
+    size_t i, j;
+
+    (void)s;
+    for (i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+        for (j = 0; j < sizeof(policies) / sizeof(policies[0]); j++) {
+            char u[256], err[512] = "";
+            sluice *sl = NULL;
+            sluice_result r;
+            sluice_status st;
+            int64_t t0;
+
+            snprintf(u, sizeof(u), "%s://127.0.0.1:%d?fail=%s&timeout_ms=200%s",
+                     schemes[i], dead_port(), policies[j],
+                     i == 4 ? "&tls_verify=0" : "");
+            st = sluice_open(u, NULL, &sl, err, sizeof(err));
+            if (st != SLUICE_OK)
+                fail_msg("open %s: %s: %s", u, sluice_status_name(st), err);
+            memset(&r, 0, sizeof(r));
+            t0 = now_ms();
+            st = sluice_acquire(sl, "dl:first", 8, &rules, 1, &r);
+            if (j == 0) {
+                if (st != SLUICE_ECONNECT)
+                    fail_msg("%s: first decision %s: %s", u,
+                             sluice_status_name(st), sluice_errmsg(sl));
+            } else {
+                assert_int_equal(st, SLUICE_OK);
+                if (r.status != SLUICE_ECONNECT)
+                    fail_msg("%s: first decision's status %s: %s", u,
+                             sluice_status_name(r.status), sluice_errmsg(sl));
+                if (j == 1)
+                    assert_true(r.allowed);
+                if (j == 2)
+                    assert_false(r.allowed);
+            }
+            /* Refused at once: no waiting for a timeout. */
+            if (now_ms() - t0 > 200 + slack_ms())
+                fail_msg("%s: the first decision took %lld ms", u,
+                         (long long)(now_ms() - t0));
+            sluice_close(sl);
+        }
+    }
+}
+
+/* ---- fake servers ---- */
+
+typedef enum fake_mode {
+    FAKE_SILENT,     /* accepts, reads, never answers */
+    FAKE_CLOSE,      /* accepts and closes */
+    FAKE_MAX_CLIENTS /* answers -ERR max number of clients reached */
+} fake_mode;
+
+typedef struct fake {
+    int lfd, port;
+    fake_mode mode;
+    atomic_int accepted;
+    atomic_bool stop;
+    int held[256];
+    size_t nheld;
+    pthread_t th;
+} fake;
+
+static void *fake_run(void *arg)
+{
+    fake *f = arg;
+
+    while (!atomic_load(&f->stop)) {
+        struct pollfd p = {f->lfd, POLLIN, 0};
+        int c;
+
+        if (poll(&p, 1, 10) <= 0)
+            continue;
+        if ((c = accept(f->lfd, NULL, NULL)) < 0)
+            continue;
+        atomic_fetch_add(&f->accepted, 1);
+        if (f->mode == FAKE_MAX_CLIENTS) {
+            static const char e[] = "-ERR max number of clients reached\r\n";
+
+            if (write(c, e, sizeof(e) - 1) < 0)
+                (void)0;
+        }
+        if (f->mode == FAKE_SILENT && f->nheld < 256)
+            f->held[f->nheld++] = c;
+        else
+            close(c);
+    }
+    return NULL;
+}
+
+static void fake_start(fake *f, fake_mode mode)
+{
+    struct sockaddr_in a = {0};
+    socklen_t len = sizeof(a);
+
+    memset(f, 0, sizeof(*f));
+    f->mode = mode;
+    f->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(f->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(f->lfd, 64), 0);
+    assert_int_equal(getsockname(f->lfd, (struct sockaddr *)&a, &len), 0);
+    f->port = ntohs(a.sin_port);
+    assert_int_equal(pthread_create(&f->th, NULL, fake_run, f), 0);
+}
+
+static void fake_stop(fake *f)
+{
+    size_t i;
+
+    atomic_store(&f->stop, true);
+    pthread_join(f->th, NULL);
+    for (i = 0; i < f->nheld; i++)
+        close(f->held[i]);
+    close(f->lfd);
+}
+
+/* redis-cluster://FROZEN,HEALTHY and HEALTHY,FROZEN: the healthy seed
+ * answers within its own round trip, whichever the client asks first. */
+static void a_frozen_seed_does_not_stop_the_cluster(void **s)
+{
+    const char *real = strstr(url_arg, "://") + 3;
+    int order;
+
+    (void)s;
+    for (order = 0; order < 2; order++) {
+        char u[2048], fk[64], err[512];
+        sluice *sl = NULL;
+        sluice_result r;
+        sluice_status st;
+        fake f;
+        int64_t t0, took;
+        int i;
+
+        fake_start(&f, FAKE_SILENT);
+        snprintf(fk, sizeof(fk), "127.0.0.1:%d", f.port);
+        /* The fake seed first, or second (the client used to ask the
+         * second first). */
+        if (order == 0) {
+            snprintf(u, sizeof(u), "redis-cluster://%s,%s", fk, real);
+        } else {
+            size_t n = strcspn(real, ",?");
+
+            snprintf(u, sizeof(u), "redis-cluster://%.*s,%s%s%s", (int)n, real,
+                     fk, real[n] == ',' ? "," : "",
+                     real[n] == ',' ? real + n + 1 : real + n);
+        }
+        t0 = now_ms();
+        st = sluice_open(u, NULL, &sl, err, sizeof(err));
+        assert_int_equal(st, SLUICE_OK);
+        st = sluice_acquire(sl, "dl:seed", 7, &rules, 1, &r);
+        took = now_ms() - t0;
+        if (st != SLUICE_OK || r.status != SLUICE_OK)
+            fail_msg("%s: no decision: %s: %s", u, sluice_status_name(st),
+                     sluice_errmsg(sl));
+        if (took > 100 * scale)
+            fail_msg("%s: open and the first decision took %lld ms", u,
+                     (long long)took);
+        print_message("%s: open and the first decision in %lld ms\n",
+                      order == 0 ? "frozen first" : "frozen second",
+                      (long long)took);
+        for (i = 0; i < 10; i++) {
+            t0 = now_ms();
+            st = sluice_acquire(sl, "dl:seed", 7, &rules, 1, &r);
+            assert_int_equal(st, SLUICE_OK);
+            assert_int_equal(r.status, SLUICE_OK);
+            assert_true(now_ms() - t0 <= 100 * scale);
+        }
+        sluice_close(sl);
+        fake_stop(&f);
+    }
+}
+
+/* A seed that fails every exchange is backed off: a few connections in
+ * 600 ms of calls, not one per 20 ms. */
+static void storm(fake_mode mode)
+{
+    char u[256], err[512];
+    sluice *sl = NULL;
+    sluice_result r;
+    fake f;
+    int64_t until;
+    int calls = 0, n;
+
+    fake_start(&f, mode);
+    /* fail=closed: the open succeeded before the fix as well, so that
+     * the count compares. */
+    snprintf(u, sizeof(u),
+             "redis-cluster://127.0.0.1:%d?timeout_ms=300&fail=closed", f.port);
+    assert_int_equal(sluice_open(u, NULL, &sl, err, sizeof(err)), SLUICE_OK);
+    until = now_ms() + 600;
+    while (now_ms() < until) {
+        sluice_status st = sluice_acquire(sl, "dl:storm", 8, &rules, 1, &r);
+
+        assert_int_equal(st, SLUICE_OK);
+        assert_int_not_equal(r.status, SLUICE_OK);
+        calls++;
+        tu_sleep_ms(5);
+    }
+    n = atomic_load(&f.accepted);
+    sluice_close(sl);
+    fake_stop(&f);
+    if (n > 8)
+        fail_msg("%d connections in 600 ms (%d calls)", n, calls);
+    print_message("%d connections in 600 ms (%d calls)\n", n, calls);
+}
+
+static void a_seed_that_accepts_and_closes_is_backed_off(void **s)
+{
+    (void)s;
+    storm(FAKE_CLOSE);
+}
+
+static void a_seed_at_max_clients_is_backed_off(void **s)
+{
+    (void)s;
+    storm(FAKE_MAX_CLIENTS);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest frozen[] = {
+        cmocka_unit_test_teardown(
+            blocking_calls_end_by_their_deadline_on_a_frozen_server,
+            thaw_teardown),
+        cmocka_unit_test_teardown(async_calls_end_by_their_deadline_on_libevent,
+                                  thaw_teardown),
+        cmocka_unit_test_teardown(async_calls_end_by_their_deadline_on_libuv,
+                                  thaw_teardown),
+        cmocka_unit_test_teardown(the_fallback_answers_within_the_timeout,
+                                  thaw_teardown),
+    };
+    const struct CMUnitTest nothing[] = {
+        cmocka_unit_test(open_succeeds_with_nothing_listening),
+    };
+    const struct CMUnitTest seeds[] = {
+        cmocka_unit_test(a_frozen_seed_does_not_stop_the_cluster),
+    };
+    const struct CMUnitTest storms[] = {
+        cmocka_unit_test(a_seed_that_accepts_and_closes_is_backed_off),
+        cmocka_unit_test(a_seed_at_max_clients_is_backed_off),
+    };
+    const char *sc = getenv("SLUICE_TIME_SCALE");
+
+    if (sc != NULL && atoi(sc) > 1)
+        scale = atoi(sc);
+    signal(SIGPIPE, SIG_IGN);
+    assert_int_equal(sluice_ruleset_parse("fixed:1000000/1h", &rules, NULL, 0),
+                     SLUICE_OK);
+    if (argc == 4 && strcmp(argv[1], "--frozen") == 0) {
+        url_arg = tu_url(argv[2]);
+        dir_arg = argv[3];
+        find_pids(dir_arg);
+        if (npids == 0) {
+            fprintf(stderr, "no server pid under %s\n", dir_arg);
+            return 1;
+        }
+        return cmocka_run_group_tests(frozen, NULL, NULL);
+    }
+    if (argc == 2 && strcmp(argv[1], "--nothing") == 0)
+        return cmocka_run_group_tests(nothing, NULL, NULL);
+    if (argc == 3 && strcmp(argv[1], "--frozen-seed") == 0) {
+        url_arg = tu_url(argv[2]);
+        return cmocka_run_group_tests(seeds, NULL, NULL);
+    }
+    if (argc == 2 && strcmp(argv[1], "--storm") == 0)
+        return cmocka_run_group_tests(storms, NULL, NULL);
+    fprintf(stderr, "usage: test_deadline --frozen URL DIR | --nothing | "
+                    "--frozen-seed CLUSTER_URL | --storm\n");
+    return 2;
+}
