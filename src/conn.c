@@ -24,6 +24,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -32,6 +33,9 @@
 #include <unistd.h>
 
 #define READ_CHUNK (16 * 1024)
+
+typedef struct lookup lookup;
+static void lookup_unref(lookup *lk);
 
 int64_t sl_mono_ms(void)
 {
@@ -110,6 +114,8 @@ static void drop_socket(sl_conn *cn)
     if (cn->fd >= 0)
         close(cn->fd);
     cn->fd = -1;
+    lookup_unref(cn->lookup); /* its thread lets go of it when done */
+    cn->lookup = NULL;
     if (cn->reader != NULL)
         redisReaderFree(cn->reader);
     cn->reader = NULL;
@@ -264,9 +270,10 @@ sluice_status sl_conn_expire(sl_conn *cn, const sl_job *job, const char *msg)
             "%s: %s: not connected within the call's time (%s); nothing "
             "was sent, and the connect goes on for the next calls",
             cn->who, endpoint(cn, ep, sizeof(ep)),
-            cn->phase == SL_PHASE_CONNECTING ? "connect() under way"
-            : cn->phase == SL_PHASE_TLS      ? "TLS handshake under way"
-                                             : "setup under way");
+            cn->phase == SL_PHASE_RESOLVING    ? "host name lookup under way"
+            : cn->phase == SL_PHASE_CONNECTING ? "connect() under way"
+            : cn->phase == SL_PHASE_TLS        ? "TLS handshake under way"
+                                               : "setup under way");
     for (k = 0; k < ngone; k++)
         if (gone[k].fn != NULL)
             gone[k].fn(cn, gone[k].job, gone[k].i, NULL, SLUICE_ECONNECT, false,
@@ -708,13 +715,158 @@ static void try_address(sl_conn *cn)
     connect_failed(cn, e);
 }
 
-/* The host's addresses, looked up once; numeric hosts need no lookup. */
+/* A host name's lookup, off the caller's thread: getaddrinfo() may block
+ * for seconds (a resolver that does not answer), which must cost neither
+ * the event loop nor a call's deadline. The thread writes one byte to its
+ * end of a socket pair when done; the connection watches the other end as
+ * its socket, under its connect deadline. Whoever lets go of it last (the
+ * thread, or the connection, closed meanwhile) frees it. */
+struct lookup {
+    atomic_int refs;
+    atomic_bool done;
+    int fd; /* the thread's end */
+    char host[sizeof(((sl_endpoint *)0)->host)];
+    char port[16];
+    int rc; /* getaddrinfo's */
+    struct sockaddr_storage addrs[SL_CONN_ADDRS];
+    socklen_t lens[SL_CONN_ADDRS];
+    size_t n;
+};
+
+static void lookup_unref(lookup *lk)
+{
+    if (lk != NULL && atomic_fetch_sub(&lk->refs, 1) == 1) {
+        if (lk->fd >= 0)
+            close(lk->fd);
+        sl_free(lk);
+    }
+}
+
+/* The addresses of res, at most SL_CONN_ADDRS. */
+static size_t take_addrs(const struct addrinfo *res,
+                         struct sockaddr_storage *addrs, socklen_t *lens)
+{
+    const struct addrinfo *ai;
+    size_t n = 0;
+
+    for (ai = res; ai != NULL && n < SL_CONN_ADDRS; ai = ai->ai_next) {
+        if (ai->ai_addrlen > sizeof(addrs[0]))
+            continue;
+        memcpy(&addrs[n], ai->ai_addr, ai->ai_addrlen);
+        lens[n++] = ai->ai_addrlen;
+    }
+    return n;
+}
+
+static void *lookup_run(void *arg)
+{
+    lookup *lk = arg;
+    struct addrinfo hints, *res = NULL;
+    char one = 1;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    lk->rc = getaddrinfo(lk->host, lk->port, &hints, &res);
+    if (lk->rc == 0) {
+        lk->n = take_addrs(res, lk->addrs, lk->lens);
+        freeaddrinfo(res);
+    }
+    atomic_store(&lk->done, true);
+    if (send(lk->fd, &one, 1, MSG_NOSIGNAL) < 0) {
+        /* The connection closed meanwhile: nobody waits. */
+    }
+    lookup_unref(lk);
+    return NULL;
+}
+
+/* Starts the lookup of the host: the connection waits on its end of the
+ * pair (SL_PHASE_RESOLVING). */
+static void start_lookup(sl_conn *cn)
+{
+    const sl_endpoint *u = cn->ep;
+    lookup *lk = sl_calloc(1, sizeof(*lk));
+    pthread_attr_t attr;
+    pthread_t th;
+    int pair[2], rc;
+
+    if (lk == NULL) {
+        failed(cn, SLUICE_ENOMEM, "out of memory for a host name lookup");
+        return;
+    }
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
+        sl_free(lk);
+        failed(cn, SLUICE_ECONNECT, "cannot be looked up: socketpair: %s",
+               strerror(errno));
+        return;
+    }
+    snprintf(lk->host, sizeof(lk->host), "%s", u->host);
+    snprintf(lk->port, sizeof(lk->port), "%d", u->port);
+    lk->fd = pair[1];
+    atomic_init(&lk->refs, 2);
+    atomic_init(&lk->done, false);
+    fcntl(pair[0], F_SETFL, fcntl(pair[0], F_GETFL) | O_NONBLOCK);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    rc = pthread_create(&th, &attr, lookup_run, lk);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        close(pair[0]);
+        close(pair[1]);
+        sl_free(lk);
+        failed(cn, SLUICE_ECONNECT, "cannot be looked up: no thread: %s",
+               strerror(rc));
+        return;
+    }
+    cn->lookup = lk;
+    cn->fd = pair[0];
+    cn->phase = SL_PHASE_RESOLVING;
+}
+
+static void try_address(sl_conn *cn);
+
+/* The lookup thread is done: its addresses, then the connect. */
+static void lookup_done(sl_conn *cn)
+{
+    lookup *lk = cn->lookup;
+    char byte;
+
+    if (recv(cn->fd, &byte, 1, 0) < 0 && !atomic_load(&lk->done))
+        return; /* not yet */
+    if (!atomic_load(&lk->done))
+        return;
+    if (cn->eng != NULL)
+        sl_engine_forget_fd(cn->eng, cn);
+    close(cn->fd);
+    cn->fd = -1;
+    cn->lookup = NULL;
+    cn->phase = SL_PHASE_CLOSED;
+    if (lk->rc != 0 || lk->n == 0) {
+        char why[128];
+
+        snprintf(why, sizeof(why), "%s",
+                 lk->rc != 0 ? gai_strerror(lk->rc) : "no address");
+        lookup_unref(lk);
+        failed(cn, SLUICE_ECONNECT, "cannot be looked up: %s", why);
+        return;
+    }
+    memcpy(cn->addrs, lk->addrs, sizeof(cn->addrs));
+    memcpy(cn->addr_lens, lk->lens, sizeof(cn->addr_lens));
+    cn->naddrs = lk->n;
+    lookup_unref(lk);
+    try_address(cn);
+}
+
+/* The host's addresses, looked up once and kept: a reconnect does not
+ * look up again. A socket's path and a numeric address need no lookup; a
+ * host name is looked up on a thread (start_lookup), and false is
+ * returned meanwhile. */
 static bool resolve(sl_conn *cn)
 {
     const sl_endpoint *u = cn->ep;
-    struct addrinfo hints, *res = NULL, *ai;
+    struct addrinfo hints, *res = NULL;
     char port[16];
-    int rc;
 
     if (cn->naddrs > 0)
         return true;
@@ -731,25 +883,16 @@ static bool resolve(sl_conn *cn)
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
+    hints.ai_flags = AI_NUMERICSERV | AI_NUMERICHOST;
     snprintf(port, sizeof(port), "%d", u->port);
-    if ((rc = getaddrinfo(u->host, port, &hints, &res)) != 0) {
-        failed(cn, SLUICE_ECONNECT, "cannot be looked up: %s",
-               gai_strerror(rc));
-        return false;
+    if (getaddrinfo(u->host, port, &hints, &res) == 0) {
+        cn->naddrs = take_addrs(res, cn->addrs, cn->addr_lens);
+        freeaddrinfo(res);
+        if (cn->naddrs > 0)
+            return true;
     }
-    for (ai = res; ai != NULL && cn->naddrs < SL_CONN_ADDRS; ai = ai->ai_next) {
-        if (ai->ai_addrlen > sizeof(cn->addrs[0]))
-            continue;
-        memcpy(&cn->addrs[cn->naddrs], ai->ai_addr, ai->ai_addrlen);
-        cn->addr_lens[cn->naddrs++] = ai->ai_addrlen;
-    }
-    freeaddrinfo(res);
-    if (cn->naddrs == 0) {
-        failed(cn, SLUICE_ECONNECT, "has no address to connect to");
-        return false;
-    }
-    return true;
+    start_lookup(cn);
+    return false;
 }
 
 /* Starts a connect, unless a backoff holds: then fails at once. */
@@ -811,7 +954,11 @@ void sl_conn_check_deadline(sl_conn *cn, int64_t now)
     if (cn->phase == SL_PHASE_CLOSED || cn->phase == SL_PHASE_READY ||
         now < cn->connect_deadline)
         return;
-    if (cn->phase == SL_PHASE_CONNECTING)
+    if (cn->phase == SL_PHASE_RESOLVING)
+        failed(cn, SLUICE_ECONNECT,
+               "cannot be looked up in connect_timeout_ms=%u",
+               cn->opts->connect_timeout_ms);
+    else if (cn->phase == SL_PHASE_CONNECTING)
         connect_failed(cn, ETIMEDOUT);
     else if (cn->phase == SL_PHASE_TLS)
         failed(cn, SLUICE_ECONNECT,
@@ -1171,6 +1318,8 @@ short sl_conn_wants(const sl_conn *cn)
     switch (cn->phase) {
     case SL_PHASE_CLOSED:
         return 0;
+    case SL_PHASE_RESOLVING:
+        return POLLIN;
     case SL_PHASE_CONNECTING:
         return POLLOUT;
     case SL_PHASE_TLS:
@@ -1191,6 +1340,9 @@ void sl_conn_io(sl_conn *cn, short revents)
 {
     switch (cn->phase) {
     case SL_PHASE_CLOSED:
+        return;
+    case SL_PHASE_RESOLVING:
+        lookup_done(cn);
         return;
     case SL_PHASE_CONNECTING:
         connect_done(cn);

@@ -42,6 +42,7 @@ typedef struct sl_expect {
 
 typedef enum sl_phase {
     SL_PHASE_CLOSED = 0,
+    SL_PHASE_RESOLVING,  /* the host name looked up on a thread */
     SL_PHASE_CONNECTING, /* connect() under way */
     SL_PHASE_TLS,        /* the TLS handshake */
     SL_PHASE_SETUP,      /* AUTH, SELECT or PING written, replies awaited */
@@ -80,7 +81,9 @@ typedef struct sl_conn {
     const sluice_options *opts; /* timeouts, shared by the handle */
     const char *who;            /* backend name, for messages */
     /* The addresses of the host, resolved on the first connect (numeric
-     * hosts without a lookup): a reconnect does not block on DNS. */
+     * hosts without a lookup; names on a thread, never blocking the
+     * caller): a reconnect does not look up again. */
+    struct lookup *lookup; /* under way: fd is its end of a socket pair */
     struct sockaddr_storage addrs[SL_CONN_ADDRS];
     socklen_t addr_lens[SL_CONN_ADDRS];
     size_t naddrs, addr_at;

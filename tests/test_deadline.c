@@ -13,13 +13,17 @@
  *   test_deadline --nothing
  *   test_deadline --frozen-seed CLUSTER_URL
  *   test_deadline --storm
+ *   test_deadline --dns     (getaddrinfo of slow.sluice.test takes 1 s)
  * SLUICE_TIME_SCALE (set by the build for valgrind and the sanitizers)
  * multiplies every slack. */
+#define _GNU_SOURCE /* RTLD_NEXT */
 #include "testutil.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <event2/event.h>
+#include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -582,6 +586,91 @@ static void a_seed_at_max_clients_is_backed_off(void **s)
     storm(FAKE_MAX_CLIENTS);
 }
 
+/* ---- a host name whose lookup takes a second ---- */
+
+/* This program's getaddrinfo() stands in for the C library's (the
+ * library, linked statically, calls it): slow.sluice.test takes a second
+ * and is not found, as with a resolver that does not answer. */
+static atomic_int slow_lookups;
+
+int getaddrinfo(const char *node, const char *service,
+                const struct addrinfo *hints, struct addrinfo **res)
+{
+    typedef int (*gai_fn)(const char *, const char *, const struct addrinfo *,
+                          struct addrinfo **);
+    static gai_fn real;
+
+    if (node != NULL && strcmp(node, "slow.sluice.test") == 0) {
+        struct timespec second = {1, 0};
+
+        if (hints != NULL && (hints->ai_flags & AI_NUMERICHOST))
+            return EAI_NONAME; /* not a number: no lookup, at once */
+
+        atomic_fetch_add(&slow_lookups, 1);
+        nanosleep(&second, NULL);
+        return EAI_NONAME;
+    }
+    if (real == NULL)
+        *(void **)&real = dlsym(RTLD_NEXT, "getaddrinfo");
+    return real(node, service, hints, res);
+}
+
+/* A lookup that hangs costs neither the open (its connect timeout) nor a
+ * call (its deadline), blocking or on the loop. */
+static void a_slow_lookup_is_bounded_by_the_deadlines(void **s)
+{
+    const char *u = "redis://slow.sluice.test:6379?timeout_ms=100&"
+                    "connect_timeout_ms=300&fail=closed";
+    struct event_base *base = event_base_new();
+    sluice *sl = NULL;
+    sluice_result r;
+    char err[512];
+    int64_t t0, took;
+    int i;
+
+    (void)s;
+    t0 = now_ms();
+    assert_int_equal(sluice_open(u, NULL, &sl, err, sizeof(err)), SLUICE_OK);
+    took = now_ms() - t0;
+    if (took > 300 + slack_ms())
+        fail_msg("the open took %lld ms; connect_timeout_ms=300",
+                 (long long)took);
+    for (i = 0; i < 5; i++) {
+        t0 = now_ms();
+        assert_int_equal(sluice_acquire(sl, "dl:dns", 6, &rules, 1, &r),
+                         SLUICE_OK);
+        took = now_ms() - t0;
+        assert_int_equal(r.status, SLUICE_ECONNECT);
+        if (took > 100 + slack_ms())
+            fail_msg("call %d took %lld ms: %s", i, (long long)took,
+                     sluice_errmsg(sl));
+    }
+    sluice_close(sl);
+    /* On the loop: the callbacks come at each call's deadline. */
+    assert_int_equal(sluice_open(u, NULL, &sl, err, sizeof(err)), SLUICE_OK);
+    assert_int_equal(sluice_libevent_attach(sl, base), SLUICE_OK);
+    for (i = 0; i < 5; i++) {
+        call c;
+        int64_t give_up = now_ms() + 10000 * scale;
+
+        memset(&c, 0, sizeof(c));
+        c.t0 = now_ms();
+        assert_int_equal(
+            sluice_acquire_async(sl, "dl:dns", 6, &rules, 1, on_done, &c),
+            SLUICE_OK);
+        while (!c.done && now_ms() < give_up)
+            event_base_loop(base, EVLOOP_ONCE);
+        assert_true(c.done);
+        if (c.took > 100 + slack_ms())
+            fail_msg("async call %d took %lld ms: %s", i, (long long)c.took,
+                     c.msg);
+    }
+    sluice_close(sl);
+    event_base_free(base);
+    print_message("%d lookups of slow.sluice.test\n",
+                  atomic_load(&slow_lookups));
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest frozen[] = {
@@ -604,6 +693,9 @@ int main(int argc, char **argv)
     const struct CMUnitTest storms[] = {
         cmocka_unit_test(a_seed_that_accepts_and_closes_is_backed_off),
         cmocka_unit_test(a_seed_at_max_clients_is_backed_off),
+    };
+    const struct CMUnitTest dns[] = {
+        cmocka_unit_test(a_slow_lookup_is_bounded_by_the_deadlines),
     };
     const char *sc = getenv("SLUICE_TIME_SCALE");
 
@@ -630,7 +722,9 @@ int main(int argc, char **argv)
     }
     if (argc == 2 && strcmp(argv[1], "--storm") == 0)
         return cmocka_run_group_tests(storms, NULL, NULL);
+    if (argc == 2 && strcmp(argv[1], "--dns") == 0)
+        return cmocka_run_group_tests(dns, NULL, NULL);
     fprintf(stderr, "usage: test_deadline --frozen URL DIR | --nothing | "
-                    "--frozen-seed CLUSTER_URL | --storm\n");
+                    "--frozen-seed CLUSTER_URL | --storm | --dns\n");
     return 2;
 }
