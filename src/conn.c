@@ -225,36 +225,26 @@ static void close_quietly(sl_conn *cn, const char *why)
     sl_conn_abort(cn, SLUICE_EIO, msg);
 }
 
-sluice_status sl_conn_expire(sl_conn *cn, const sl_job *job, const char *msg)
+/* Takes the commands of job out of a connection that has written none of
+ * them (it is not ready yet): their bytes leave the buffer, and their
+ * expectations go to gone (room for qlen; NULL: dropped). A command spans
+ * from its start to the next one's. Returns how many went. */
+static size_t withdraw(sl_conn *cn, const sl_job *job, sl_expect *gone)
 {
-    sl_expect *q = cn->q, *gone;
+    sl_expect *q = cn->q;
     size_t head = cn->qhead, len = cn->qlen, cap = cn->qcap, k, kept = 0,
            ngone = 0;
     uint64_t base = cn->queued - cn->olen, at = 0;
-    char why[SL_ERR_LEN], ep[300];
 
-    if (!sl_conn_serves(cn, job))
-        return SLUICE_OK;
-    if (cn->phase == SL_PHASE_READY || cn->phase == SL_PHASE_CLOSED) {
-        /* Sent, and stuck: Redis answers in order, so whatever was sent
-         * after it waits too. */
-        sl_conn_abort(cn, SLUICE_ETIMEOUT, msg);
-        return SLUICE_ETIMEOUT;
-    }
-    /* Still connecting: nothing was written, so the job's commands leave
-     * the buffer, and the connect goes on for the calls after it. A
-     * command spans from its start to the next one's. */
-    if ((gone = sl_malloc(len * sizeof(*gone))) == NULL) {
-        sl_conn_abort(cn, SLUICE_ECONNECT, msg);
-        return SLUICE_ECONNECT;
-    }
     for (k = 0; k < len; k++) {
         sl_expect e = q[(head + k) % cap];
         uint64_t end = k + 1 < len ? q[(head + k + 1) % cap].start : cn->queued;
         size_t from = (size_t)(e.start - base), n = (size_t)(end - e.start);
 
         if (e.job == job) {
-            gone[ngone++] = e;
+            if (gone != NULL)
+                gone[ngone] = e;
+            ngone++;
             continue;
         }
         memmove(cn->obuf + at, cn->obuf + from, n);
@@ -266,6 +256,38 @@ sluice_status sl_conn_expire(sl_conn *cn, const sl_job *job, const char *msg)
     cn->queued = base + at;
     cn->last_start = cn->queued;
     cn->qlen = kept;
+    return ngone;
+}
+
+bool sl_conn_withdraw(sl_conn *cn, const sl_job *job)
+{
+    if (cn->phase == SL_PHASE_READY || !sl_conn_serves(cn, job))
+        return false;
+    withdraw(cn, job, NULL);
+    return true;
+}
+
+sluice_status sl_conn_expire(sl_conn *cn, const sl_job *job, const char *msg)
+{
+    sl_expect *gone;
+    size_t k, ngone;
+    char why[SL_ERR_LEN], ep[300];
+
+    if (!sl_conn_serves(cn, job))
+        return SLUICE_OK;
+    if (cn->phase == SL_PHASE_READY || cn->phase == SL_PHASE_CLOSED) {
+        /* Sent, and stuck: Redis answers in order, so whatever was sent
+         * after it waits too. */
+        sl_conn_abort(cn, SLUICE_ETIMEOUT, msg);
+        return SLUICE_ETIMEOUT;
+    }
+    /* Still connecting: nothing was written, so the job's commands leave
+     * the buffer, and the connect goes on for the calls after it. */
+    if ((gone = sl_malloc(cn->qlen * sizeof(*gone))) == NULL) {
+        sl_conn_abort(cn, SLUICE_ECONNECT, msg);
+        return SLUICE_ECONNECT;
+    }
+    ngone = withdraw(cn, job, gone);
     sl_errf(why, sizeof(why),
             "%s: %s: not connected within the call's time (%s); nothing "
             "was sent, and the connect goes on for the next calls",

@@ -143,6 +143,10 @@ void sl_conn_forget(sl_conn *cn, const struct sl_job *job);
  * status given, SLUICE_OK when nothing of job was here. */
 sluice_status sl_conn_expire(sl_conn *cn, const struct sl_job *job,
                              const char *msg);
+/* On a connection not ready yet (nothing written): the commands of job
+ * leave it, their callbacks uncalled. False when there were none, or the
+ * connection is ready (they may have gone out). */
+bool sl_conn_withdraw(sl_conn *cn, const struct sl_job *job);
 /* Closes the connection: every reply awaited gets st and msg (through its
  * callback), and the next command reconnects. */
 void sl_conn_abort(sl_conn *cn, sluice_status st, const char *msg);

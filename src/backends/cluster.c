@@ -46,6 +46,7 @@ typedef struct cluster {
     int64_t refresh_after;     /* no new round before (monotonic ms) */
     uint64_t tag;              /* of the next request; scripts echo it */
     char last_msg[SL_ERR_LEN]; /* why the last refresh failed */
+    sl_job asks;               /* names the CLUSTER SLOTS on connections */
 } cluster;
 
 /* Where one request stands. */
@@ -151,17 +152,16 @@ static bool ask_more(cluster *c);
 /* The round ended without a map. */
 static void round_failed(cluster *c)
 {
-    int64_t now = sl_mono_ms(), at = now + RETRY_MS, soonest = 0;
+    int64_t now = sl_mono_ms(), at = now + RETRY_MS, soonest = INT64_MAX;
     size_t i;
 
     c->refreshing = false;
     c->settled = true;
     /* No round before some node is out of its backoff. */
     for (i = 0; i < c->nnodes; i++)
-        if (!c->nodes[i]->asking &&
-            (soonest == 0 || c->nodes[i]->retry_at < soonest))
+        if (!c->nodes[i]->asking && c->nodes[i]->retry_at < soonest)
             soonest = c->nodes[i]->retry_at;
-    if (soonest > at)
+    if (soonest != INT64_MAX && soonest > at)
         at = soonest;
     c->refresh_after = at;
     wake_at(c, at);
@@ -206,6 +206,13 @@ static void on_slots(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
                 "cluster: %s:%d gave a slot map that could not be read",
                 n->ep.host, n->ep.port);
     } else {
+        size_t k;
+
+        /* The asks not yet sent (connects under way) are not needed. */
+        for (k = 0; k < c->nnodes; k++)
+            if (c->nodes[k]->asking &&
+                sl_conn_withdraw(&c->nodes[k]->conn, &c->asks))
+                c->nodes[k]->asking = false;
         n->failures = 0;
         c->reached = true;
         c->stale = false;
@@ -240,11 +247,10 @@ static bool ask_more(cluster *c)
         if (n->round == c->round || n->asking || now < n->retry_at)
             continue;
         n->round = c->round;
+        /* Out of memory: nothing of it stays queued; the next node. */
         if (sl_conn_append(&n->conn, 2, argv, NULL, NULL, 0) != SLUICE_OK ||
-            sl_conn_expect(&n->conn, on_slots, NULL, 0) != SLUICE_OK) {
-            sl_conn_doom(&n->conn); /* a command without its callback */
+            sl_conn_expect(&n->conn, on_slots, &c->asks, 0) != SLUICE_OK)
             continue;
-        }
         n->asking = true;
         c->outstanding++;
         /* A node still to connect has its connect's time as well. */
