@@ -379,6 +379,10 @@ static void open_succeeds_with_nothing_listening(void **s)
             sluice_status st;
             int64_t t0;
 
+            /* Over TLS once: the handshake is never reached, and a TLS
+             * context costs a second under valgrind. */
+            if (i == 4 && j != 0)
+                continue;
             snprintf(u, sizeof(u), "%s://127.0.0.1:%d?fail=%s&timeout_ms=200%s",
                      schemes[i], dead_port(), policies[j],
                      i == 4 ? "&tls_verify=0" : "");

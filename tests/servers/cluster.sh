@@ -5,7 +5,8 @@
 #                            DIR/servers (every node), DIR/nN/port
 #   cluster.sh stop DIR      stops every node recorded in DIR
 # Node timeout: CLUSTER_NODE_TIMEOUT ms (default 2000), so that failover
-# tests take seconds, not tens of seconds.
+# tests take seconds, not tens of seconds. CLUSTER_NODES and
+# CLUSTER_REPLICAS (default 6 and 1) make a smaller cluster.
 # CLUSTER_TLS=1: 3 masters, no replicas, each with a TLS port beside its
 # plain one (the tests' own checks use the plain ports) and TLS on the
 # cluster bus (tls-cluster yes); certificates made in DIR; DIR/url then
@@ -17,18 +18,20 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 cmd=${1:?usage: cluster.sh start|stop DIR}
 dir=${2:?usage: cluster.sh start|stop DIR}
-nodes=6
-replicas=1
+nodes=${CLUSTER_NODES:-6}
+replicas=${CLUSTER_REPLICAS:-1}
 tls=${CLUSTER_TLS:-}
 if [[ -n $tls ]]; then
     nodes=3
     replicas=0
 fi
 
+# The nodes stop side by side: each takes about 2 s to exit.
 stop_all() {
     for i in $(seq 1 $nodes); do
-        stop_recorded "$dir/n$i"
+        stop_recorded "$dir/n$i" &
     done
+    wait
 }
 
 case "$cmd" in

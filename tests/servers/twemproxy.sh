@@ -61,9 +61,11 @@ YML
     exit 1
     ;;
 stop)
-    stop_recorded "$dir/proxy"
-    stop_recorded "$dir/r1"
-    stop_recorded "$dir/r2"
+    # Side by side: each may take a second or two to exit.
+    stop_recorded "$dir/proxy" &
+    stop_recorded "$dir/r1" &
+    stop_recorded "$dir/r2" &
+    wait
     ;;
 kill)
     n=${3:?server number}
