@@ -289,9 +289,10 @@ sluice_status sl_conn_expire(sl_conn *cn, const sl_job *job, const char *msg)
     }
     ngone = withdraw(cn, job, gone);
     sl_errf(why, sizeof(why),
-            "%s: %s: not connected within the call's time (%s); nothing "
-            "was sent, and the connect goes on for the next calls",
+            "%s: %s: not connected within %lld ms (timeout_ms=%u; %s); "
+            "nothing was sent, and the connect goes on for the next calls",
             cn->who, endpoint(cn, ep, sizeof(ep)),
+            (long long)sl_engine_waited(job), cn->opts->command_timeout_ms,
             cn->phase == SL_PHASE_RESOLVING    ? "host name lookup under way"
             : cn->phase == SL_PHASE_CONNECTING ? "connect() under way"
             : cn->phase == SL_PHASE_TLS        ? "TLS handshake under way"
