@@ -65,6 +65,7 @@ static const char *with_query(const char *base, const char *more)
 
 /* ---- the servers of DIR, frozen and thawed ---- */
 
+static int64_t slowest; /* the longest call of the case, for its report */
 static pid_t pids[16];
 static size_t npids;
 
@@ -118,6 +119,9 @@ static int thaw_teardown(void **state)
 {
     (void)state;
     thaw();
+    print_message("the slowest of %d calls: %lld ms (timeout_ms=%d)\n", CALLS,
+                  (long long)slowest, TIMEOUT_MS);
+    slowest = 0;
     return 0;
 }
 
@@ -133,6 +137,8 @@ static void check_call(const char *what, int n, int64_t took, sluice_status st,
 {
     const char *w = msg != NULL ? strstr(msg, "within ") : NULL;
 
+    if (took > slowest)
+        slowest = took;
     if (took > TIMEOUT_MS + slack_ms())
         fail_msg("%s %d took %lld ms; timeout_ms=%d, slack %lld ms (%s)", what,
                  n, (long long)took, TIMEOUT_MS, (long long)slack_ms(),
