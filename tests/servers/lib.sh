@@ -36,6 +36,8 @@ stop_recorded() {
     [[ -f "$dir/pid" ]] || return 0
     pid=$(cat "$dir/pid")
     if kill -0 "$pid" 2>/dev/null; then
+        # A server a test froze (SIGSTOP) and could not thaw ends too.
+        kill -CONT "$pid" 2>/dev/null || true
         kill "$pid" 2>/dev/null || true
         for _ in $(seq 1 50); do
             kill -0 "$pid" 2>/dev/null || break
