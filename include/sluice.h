@@ -235,10 +235,11 @@ SLUICE_API sluice_status sluice_ruleset_check(const sluice_ruleset *rs,
  * opts may be NULL. On SLUICE_OK stores a handle in *out; else *out is NULL
  * and err (may be NULL) holds the reason. Free with sluice_close().
  * Checks the URL, the options and the TLS files; a server that is down,
- * slow or refusing never fails the open: it tries one connect (a cluster:
- * the slot map) for at most connect_timeout_ms, and the first decisions
- * answer by the fail policy (SLUICE_ECONNECT under fail=error). Every call
- * then ends within command_timeout_ms, a reconnect included. */
+ * slow or refusing never fails the open: it tries one connect for at most
+ * connect_timeout_ms (a cluster: the slot map, for connect_timeout_ms plus
+ * command_timeout_ms), and the first decisions answer by the fail policy
+ * (SLUICE_ECONNECT under fail=error). Every call then ends within
+ * command_timeout_ms, a reconnect included. */
 SLUICE_API sluice_status sluice_open(const char *url,
                                      const sluice_options *opts, sluice **out,
                                      char *err, size_t err_len);
