@@ -63,11 +63,14 @@ struct sluice {
 static _Thread_local struct err_slot {
     const sluice *sl;
     unsigned long used;
+    int64_t began; /* monotonic ms: when this thread's call on sl began */
     char msg[SL_ERR_LEN];
 } err_slots[ERR_SLOTS];
 static _Thread_local unsigned long err_clock;
 
-/* This thread's message buffer for sl, emptied. */
+/* This thread's message buffer for sl, emptied; every call begins here,
+ * so the slot keeps when, and the call's round trips share one budget (a
+ * decision by name reads the rules, then decides). */
 static char *err_of(const sluice *sl)
 {
     struct err_slot *e = &err_slots[0];
@@ -83,8 +86,20 @@ static char *err_of(const sluice *sl)
     }
     e->sl = sl;
     e->used = ++err_clock;
+    e->began = sl_mono_ms();
     e->msg[0] = '\0';
     return e->msg;
+}
+
+/* When this thread's current call on sl began (now, if unknown). */
+static int64_t call_began(const sluice *sl)
+{
+    size_t i;
+
+    for (i = 0; i < ERR_SLOTS; i++)
+        if (err_slots[i].sl == sl && err_slots[i].began > 0)
+            return err_slots[i].began;
+    return sl_mono_ms();
 }
 
 static int64_t realtime_ms(void *ctx)
@@ -331,7 +346,7 @@ static sluice_status dispatch(sluice *sl, const sl_request *reqs, size_t n,
     me.n = n;
     me.res = res;
     me.err = err;
-    me.since = sl_mono_ms();
+    me.since = call_began(sl);
     pthread_cond_init(&me.cv, NULL);
     pthread_mutex_lock(&sl->mu);
     if (sl->tail != NULL)

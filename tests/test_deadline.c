@@ -424,9 +424,12 @@ static void open_succeeds_with_nothing_listening(void **s)
 /* ---- fake servers ---- */
 
 typedef enum fake_mode {
-    FAKE_SILENT,     /* accepts, reads, never answers */
-    FAKE_CLOSE,      /* accepts and closes */
-    FAKE_MAX_CLIENTS /* answers -ERR max number of clients reached */
+    FAKE_SILENT,      /* accepts, reads, never answers */
+    FAKE_CLOSE,       /* accepts and closes */
+    FAKE_MAX_CLIENTS, /* answers -ERR max number of clients reached */
+    FAKE_SLOW_RULES   /* one client: its first command (the GET of a
+                         limiter's rules) answered after 40 ms, then
+                         nothing */
 } fake_mode;
 
 typedef struct fake {
@@ -452,6 +455,32 @@ static void *fake_run(void *arg)
         if ((c = accept(f->lfd, NULL, NULL)) < 0)
             continue;
         atomic_fetch_add(&f->accepted, 1);
+        if (f->mode == FAKE_SLOW_RULES) {
+            static const char v[] = "sluice-limiter 1\n0\nfixed:1000/1h";
+            char buf[4096], reply[128];
+            struct timespec ms40 = {0, 40 * 1000000L};
+            bool answered = false;
+            int n;
+
+            n = snprintf(reply, sizeof(reply), "$%zu\r\n%s\r\n", sizeof(v) - 1,
+                         v);
+            while (!atomic_load(&f->stop)) {
+                struct pollfd q = {c, POLLIN, 0};
+
+                if (poll(&q, 1, 10) <= 0)
+                    continue;
+                if (recv(c, buf, sizeof(buf), 0) <= 0)
+                    break;
+                if (!answered) {
+                    answered = true;
+                    nanosleep(&ms40, NULL);
+                    if (send(c, reply, (size_t)n, MSG_NOSIGNAL) < 0)
+                        break;
+                }
+            }
+            close(c);
+            continue;
+        }
         if (f->mode == FAKE_MAX_CLIENTS) {
             static const char e[] = "-ERR max number of clients reached\r\n";
 
@@ -681,6 +710,35 @@ static void a_slow_lookup_is_bounded_by_the_deadlines(void **s)
                   atomic_load(&slow_lookups));
 }
 
+/* A decision by name is one call: reading the rules and deciding share
+ * its timeout_ms. The rules come after 40 ms, the decision never. */
+static void a_decision_by_name_is_one_budget(void **s)
+{
+    char u[256], err[512];
+    sluice *sl = NULL;
+    sluice_result r;
+    sluice_status st;
+    fake f;
+    int64_t t0, took;
+
+    (void)s;
+    fake_start(&f, FAKE_SLOW_RULES);
+    snprintf(u, sizeof(u), "twemproxy://127.0.0.1:%d?timeout_ms=%d", f.port,
+             TIMEOUT_MS);
+    assert_int_equal(sluice_open(u, NULL, &sl, err, sizeof(err)), SLUICE_OK);
+    t0 = now_ms();
+    st = sluice_limiter_acquire(sl, "dl", 2, "c", 1, 1, &r);
+    took = now_ms() - t0;
+    print_message("by name: %s after %lld ms: %s\n", sluice_status_name(st),
+                  (long long)took, sluice_errmsg(sl));
+    assert_int_not_equal(st, SLUICE_OK);
+    if (took > TIMEOUT_MS + slack_ms())
+        fail_msg("the decision by name took %lld ms; timeout_ms=%d",
+                 (long long)took, TIMEOUT_MS);
+    sluice_close(sl);
+    fake_stop(&f);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest frozen[] = {
@@ -703,6 +761,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest storms[] = {
         cmocka_unit_test(a_seed_that_accepts_and_closes_is_backed_off),
         cmocka_unit_test(a_seed_at_max_clients_is_backed_off),
+        cmocka_unit_test(a_decision_by_name_is_one_budget),
     };
     const struct CMUnitTest dns[] = {
         cmocka_unit_test(a_slow_lookup_is_bounded_by_the_deadlines),
