@@ -87,6 +87,9 @@ void sl_bucket_pack(char *dst, int64_t x, int64_t d, int64_t keep);
 bool sl_bucket_unpack(const char *src, size_t len, int64_t *x, int64_t *d,
                       int64_t *keep);
 
+/* The latest keep a bucket's state can hold (see sl_bucket_unpack). */
+#define SL_MAX_KEEP_MS (2 * SL_MAX_TIME_MS + SL_MAX_PERIOD_MS)
+
 /* key.c: the keys that a reset of rule r at t deletes: the rule's key,
  * and for windows the windows k - 2 .. k + 1 around t (late requests and
  * clocks ahead). Writes up to SL_RESET_KEYS keys; returns how many. */
