@@ -42,6 +42,9 @@ typedef struct route {
     bool as_eval; /* the node lacked the script */
     bool waiting; /* to be sent */
     int redirects;
+    /* Redirected to a node no slot map named: the map was read again
+     * before it went anywhere; a second such redirection fails. */
+    bool unknown_target;
     int64_t not_before; /* a TRYAGAIN's retry, not before then */
 } route;
 
@@ -110,13 +113,17 @@ static void on_slots(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
     if (r == NULL) {
         sl_errf(c->last_msg, sizeof(c->last_msg), "%s", msg);
     } else if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
+        char said[SL_ESCAPE_SHOWN * 4 + 32] = "empty";
+
+        if (r->type == REDIS_REPLY_ERROR)
+            sl_escape(said, sizeof(said), r->str, r->len);
         sl_errf(c->last_msg, sizeof(c->last_msg),
                 "cluster: %s:%d gave no slot map (%s); is it a cluster node?",
-                n->ep.host, n->ep.port,
-                r->type == REDIS_REPLY_ERROR ? r->str : "empty");
+                n->ep.host, n->ep.port, said);
     } else if (sl_slotmap_load(&c->map, r, n->ep.host) < 0 || !sync_nodes(c)) {
         sl_errf(c->last_msg, sizeof(c->last_msg),
-                "cluster: %s:%d gave a slot map that could not be read",
+                "cluster: %s:%d gave a slot map that could not be read "
+                "(not one entry a range of slots, with its owner)",
                 n->ep.host, n->ep.port);
     } else {
         c->stale = false;
@@ -357,11 +364,35 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t k, redisReply *r,
     if (r->type == REDIS_REPLY_ERROR &&
         (kind = sl_slotmap_redirect(&c->map, r->str, nd->ep.host, &slot,
                                     &to)) != SL_REDIRECT_NONE) {
-        if (!sync_nodes(c) || ++rt->redirects > MAX_REDIRECTS) {
+        char said[SL_ESCAPE_SHOWN * 4 + 32];
+
+        sl_escape(said, sizeof(said), r->str, r->len);
+        if (++rt->redirects > MAX_REDIRECTS) {
             sl_errf(err, sizeof(err),
                     "cluster: too many redirections for slot %u (last: %s)",
-                    rt->slot, r->str);
+                    rt->slot, said);
             sl_engine_answer(job, k, SLUICE_EPROTO, err);
+            return;
+        }
+        if (to < 0 && rt->unknown_target) {
+            sl_errf(err, sizeof(err),
+                    "cluster: %s:%d redirected slot %u to a node that no "
+                    "slot map names, also after the map was read again "
+                    "(%s); not followed",
+                    nd->ep.host, nd->ep.port, rt->slot, said);
+            sl_engine_answer(job, k, SLUICE_EPROTO, err);
+            return;
+        }
+        if (to < 0) {
+            /* Any address could be in a redirection: follow only a node
+             * a slot map names. Read the map again from the nodes known;
+             * the request then goes where it says (a node added by
+             * resharding is named there). */
+            rt->unknown_target = true;
+            rt->node = -1;
+            rt->waiting = true;
+            want_refresh(c);
+            pump(c, job);
             return;
         }
         /* MOVED updated the map (more may have moved: refresh); ASK holds
@@ -378,8 +409,11 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t k, redisReply *r,
         (strncmp(r->str, "TRYAGAIN", 8) == 0 ||
          strncmp(r->str, "CLUSTERDOWN", 11) == 0)) {
         /* A slot being moved, or a failover under way: nothing ran. */
+        char said[SL_ESCAPE_SHOWN * 4 + 32];
+
+        sl_escape(said, sizeof(said), r->str, r->len);
         sl_errf(c->last_msg, sizeof(c->last_msg), "cluster: %s:%d answered: %s",
-                nd->ep.host, nd->ep.port, r->str);
+                nd->ep.host, nd->ep.port, said);
         if (r->str[0] == 'C')
             want_refresh(c);
         rt->waiting = true;
