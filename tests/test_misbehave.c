@@ -509,8 +509,12 @@ static void cluster_slot_maps_redis_never_sends_are_refused(void **state)
         run_case("redis-cluster", modes[m], "fixed:3/1h", "", 2, &o);
         assert_int_equal(o.admitted, 0);
         assert_bounded(&o, modes[m]);
+        /* Under valgrind, reading the 1.5 MB of slots_many alone may
+         * take longer than the timeout: then the map is not read in time,
+         * which admits nothing either. */
         if (strcmp(modes[m], "nil") != 0 &&
-            strstr(o.msg, "could not be read") == NULL) {
+            strstr(o.msg, "could not be read") == NULL &&
+            !(slack_ms > 1000 && strstr(o.msg, "within") != NULL)) {
             print_error("%s: %s\n", modes[m], o.msg);
             fail();
         }
