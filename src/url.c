@@ -46,13 +46,21 @@ void sl_url_redact(const char *url, char *dst, size_t dst_len)
         snprintf(dst, dst_len, "%.*s***%s", (int)(start - url), url, at);
 }
 
+#define URL_SHOWN 160 /* bytes of a URL a message shows */
+
 static sluice_status bad(char *err, size_t err_len, const char *url,
                          const char *what)
 {
     char shown[SL_ERR_LEN];
 
     sl_url_redact(url, shown, sizeof(shown));
-    sl_errf(err, err_len, "url \"%s\": %s", shown, what);
+    /* A long URL (a 5,000-byte host name) is cut, so that the message
+     * keeps what is wrong with it. */
+    if (strlen(shown) > URL_SHOWN)
+        sl_errf(err, err_len, "url \"%.*s...\" (%zu bytes): %s", URL_SHOWN,
+                shown, strlen(url), what);
+    else
+        sl_errf(err, err_len, "url \"%s\": %s", shown, what);
     return SLUICE_EURL;
 }
 

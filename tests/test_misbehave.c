@@ -451,6 +451,24 @@ static void messages_quote_a_server_printably(void **state)
         fail();
     }
     run_case("redis", "bulk_int", "fixed:3/1h", "&prefix=p", 1, &o);
+    /* A 5,000-byte host name in a URL: the message keeps the cause. */
+    {
+        char *u = malloc(5100), err[SL_ERR_LEN];
+        sluice *sl = NULL;
+
+        assert_non_null(u);
+        memcpy(u, "redis://", 8);
+        memset(u + 8, 'h', 5000);
+        snprintf(u + 5008, 92, ":%d?timeout_ms=%d", port, TIMEOUT_MS);
+        assert_int_equal(sluice_open(u, NULL, &sl, err, sizeof(err)),
+                         SLUICE_EURL);
+        free(u);
+        assert_null(sl);
+        if (strstr(err, "host longer than 255 bytes") == NULL) {
+            print_error("a 5,000-byte host: %s\n", err);
+            fail();
+        }
+    }
     /* A 5,000-byte host name in a redirection does not push the cause
      * out of the message. */
     run_case("redis-cluster", "moved_long", "fixed:3/1h", "", 1, &o);
