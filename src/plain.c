@@ -1110,13 +1110,37 @@ static void let_go(sl_plain *p, unit *u)
     p->draining = false;
 }
 
+/* UNWATCH's reply, which no request waits for: anything but +OK (or the
+ * server's error) puts the stream out of step, and ends the connection. */
+static void on_unwatch(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
+                       sluice_status st, bool sent, const char *msg)
+{
+    sl_plain *p = (sl_plain *)(void *)((char *)cn - offsetof(sl_plain, conn));
+    char ep[300], got[400], why[SL_ERR_LEN];
+
+    (void)job;
+    (void)i;
+    (void)st;
+    (void)sent;
+    (void)msg;
+    if (r == NULL || r->type == REDIS_REPLY_ERROR || reply_fits(WANT_OK, r))
+        return;
+    sl_reply_describe(got, sizeof(got), r);
+    sl_errf(why, sizeof(why),
+            "%s: %s sent %s where +OK was due (UNWATCH), which no Redis "
+            "sends; the connection is closed, and the requests sent on it "
+            "end with this status (their outcome unknown)",
+            p->name, sl_conn_endpoint(cn, ep, sizeof(ep)), got);
+    sl_conn_abort(cn, SLUICE_EPROTO, why);
+}
+
 /* Ends a WATCH that will not be followed by EXEC. */
 static void unwatch(sl_plain *p, unit *u)
 {
     sluice_status st = sl_conn_appendf(&p->conn, NULL, 0, "UNWATCH");
 
     if (st == SLUICE_OK)
-        st = sl_conn_expect(&p->conn, NULL, NULL, 0);
+        st = sl_conn_expect(&p->conn, on_unwatch, NULL, 0);
     if (st != SLUICE_OK)
         sl_conn_doom(&p->conn); /* the WATCH ends with the connection */
     let_go(p, u);

@@ -42,6 +42,7 @@ MODES = {
     "moved_long": "MOVED to a host name of 5,000 bytes",
     "moved_known": "MOVED to the second port, which CLUSTER SLOTS then names",
     "reset": "a TCP reset on the first bytes (as a TLS port does to text)",
+    "unwatch_int": "UNWATCH is answered :1",
 }
 
 CONNS = 0
@@ -217,6 +218,8 @@ def misbehave(mode, cmd, port, reply):
                 return b"-ERR fake: reached the node the refreshed map named\r\n"
             MOVED_GIVEN = True
             return b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, PORTS[1])
+    if mode == "unwatch_int" and name == b"UNWATCH":
+        return b":1\r\n"
     if mode in ("exec_short", "exec_long", "exec_types") and \
             name == b"EXEC" and isinstance(reply, list):
         if mode == "exec_short":

@@ -355,6 +355,29 @@ static void a_protocol_error_ends_the_connection(void **state)
             }
 }
 
+/* UNWATCH's reply waits for no request (a denied bucket sends it), and is
+ * checked all the same: a wrong one ends the connection. */
+static void a_wrong_reply_to_unwatch_ends_the_connection(void **state)
+{
+    outcome o;
+    long long before, after;
+
+    (void)state;
+    before = fake_conns();
+    /* 3 admitted, then 3 denied, each denial with an UNWATCH. */
+    run_case("redis+multi", "unwatch_int", "token:3/1h", "", 2 * LIMIT, &o);
+    after = fake_conns();
+    assert_int_equal(o.admitted, LIMIT);
+    /* A request written behind the UNWATCH ends with the connection. */
+    if (o.failed > 0) {
+        assert_int_equal(o.first, SLUICE_EPROTO);
+        assert_non_null(strstr(o.msg, "(UNWATCH)"));
+    }
+    /* The open's connection, and at least one after an UNWATCH, besides
+     * the probe's. */
+    assert_true(after - before - 1 >= 2);
+}
+
 /* One stray reply, then requests in flight on one connection (a batch on
  * one key): each admission stands on a true count, so never more than the
  * limit; the calls after the stray reply fail, and later ones recover. */
@@ -586,6 +609,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(the_fake_server_acts_as_redis_when_asked),
         cmocka_unit_test(a_reply_no_redis_sends_is_never_an_admission),
         cmocka_unit_test(a_protocol_error_ends_the_connection),
+        cmocka_unit_test(a_wrong_reply_to_unwatch_ends_the_connection),
         cmocka_unit_test(one_extra_reply_never_admits_past_the_limit),
         cmocka_unit_test(the_fail_policy_answers_a_reply_no_redis_sends),
         cmocka_unit_test(messages_quote_a_server_printably),
