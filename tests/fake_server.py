@@ -43,6 +43,7 @@ MODES = {
     "moved_known": "MOVED to the second port, which CLUSTER SLOTS then names",
     "reset": "a TCP reset on the first bytes (as a TLS port does to text)",
     "unwatch_int": "UNWATCH is answered :1",
+    "ask_self": "ASK to itself for every script, and :1 to ASKING",
 }
 
 CONNS = 0
@@ -218,6 +219,10 @@ def misbehave(mode, cmd, port, reply):
                 return b"-ERR fake: reached the node the refreshed map named\r\n"
             MOVED_GIVEN = True
             return b"-MOVED %d 127.0.0.1:%d\r\n" % (slot, PORTS[1])
+    if mode == "ask_self" and name == b"ASKING":
+        return b":1\r\n"
+    if mode == "ask_self" and name in (b"EVALSHA", b"EVAL") and len(cmd) > 3:
+        return b"-ASK %d 127.0.0.1:%d\r\n" % (key_slot(cmd[3]), port)
     if mode == "unwatch_int" and name == b"UNWATCH":
         return b":1\r\n"
     if mode in ("exec_short", "exec_long", "exec_types") and \

@@ -586,6 +586,21 @@ static void a_redirect_goes_only_where_a_slot_map_points(void **state)
     }
 }
 
+/* ASKING's reply is checked, though no request waits for it. */
+static void a_wrong_reply_to_asking_ends_the_connection(void **state)
+{
+    outcome o;
+
+    (void)state;
+    run_case("redis-cluster", "ask_self", "fixed:3/1h", "", 2, &o);
+    assert_int_equal(o.admitted, 0);
+    assert_bounded(&o, "ask_self");
+    if (strstr(o.msg, "where +OK was due (ASKING)") == NULL) {
+        print_error("ask_self: %s\n", o.msg);
+        fail();
+    }
+}
+
 /* A plain client on a TLS port is reset: the message asks whether it is
  * one. */
 static void a_reset_before_any_reply_asks_about_tls(void **state)
@@ -616,6 +631,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(replies_past_the_cap_are_refused),
         cmocka_unit_test(cluster_slot_maps_redis_never_sends_are_refused),
         cmocka_unit_test(a_reset_before_any_reply_asks_about_tls),
+        cmocka_unit_test(a_wrong_reply_to_asking_ends_the_connection),
         cmocka_unit_test(a_redirect_goes_only_where_a_slot_map_points),
     };
 

@@ -263,6 +263,29 @@ static sluice_status request_slot(const cluster *c, const sl_request *rq,
 static void on_reply(sl_conn *cn, sl_job *job, size_t k, redisReply *r,
                      sluice_status st, bool sent, const char *msg);
 
+/* ASKING's reply, which no request waits for: anything but +OK (or the
+ * node's error) puts the stream out of step, and ends the connection. */
+static void on_asking(sl_conn *cn, sl_job *job, size_t k, redisReply *r,
+                      sluice_status st, bool sent, const char *msg)
+{
+    char ep[300], got[400], why[SL_ERR_LEN];
+
+    (void)job;
+    (void)k;
+    (void)st;
+    (void)sent;
+    (void)msg;
+    if (r == NULL || r->type == REDIS_REPLY_ERROR ||
+        (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0))
+        return;
+    sl_reply_describe(got, sizeof(got), r);
+    sl_errf(why, sizeof(why),
+            "cluster: %s sent %s where +OK was due (ASKING), which no Redis "
+            "sends; the connection is closed",
+            sl_conn_endpoint(cn, ep, sizeof(ep)), got);
+    sl_conn_abort(cn, SLUICE_EPROTO, why);
+}
+
 /* Queues request k on its node, ASKING first after an ASK. */
 static void send_request(cluster *c, sl_job *job, size_t k)
 {
@@ -278,7 +301,7 @@ static void send_request(cluster *c, sl_job *job, size_t k)
 
         if ((st = sl_conn_append(&nd->conn, 1, argv, NULL, err, sizeof(err))) ==
             SLUICE_OK)
-            st = sl_conn_expect(&nd->conn, NULL, NULL, 0);
+            st = sl_conn_expect(&nd->conn, on_asking, NULL, 0);
         rt->asking = false;
     }
     if (st == SLUICE_OK)
