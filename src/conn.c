@@ -568,6 +568,20 @@ static void begin_setup(sl_conn *cn)
  * costs against the connection's cap (max_reply_bytes), and refuses past
  * it, which the reader reports as an error (read by take_reply). */
 static redisReplyObjectFunctions *hiredis_fns; /* the reader's own */
+static pthread_once_t hiredis_fns_once = PTHREAD_ONCE_INIT;
+
+/* hiredis's table is static in its library, the same for every reader:
+ * read it once, from a reader made for that (threads may open their
+ * connections at the same time). */
+static void find_hiredis_fns(void)
+{
+    redisReader *r = redisReaderCreate();
+
+    if (r != NULL) {
+        hiredis_fns = r->fn;
+        redisReaderFree(r);
+    }
+}
 
 /* The connection whose reply a task builds (the reader's privdata). */
 static bool reply_charge(const redisReadTask *task, size_t bytes)
@@ -625,13 +639,11 @@ static redisReplyObjectFunctions capped_fns = {
 /* A reader whose replies count against cn's cap. */
 static redisReader *capped_reader(sl_conn *cn)
 {
-    redisReader *r = redisReaderCreate();
+    redisReader *r;
 
-    if (r == NULL)
+    pthread_once(&hiredis_fns_once, find_hiredis_fns);
+    if ((r = redisReaderCreate()) == NULL)
         return NULL;
-    /* The same table for every reader: hiredis's static defaults. */
-    if (hiredis_fns == NULL)
-        hiredis_fns = r->fn;
     if (r->fn == hiredis_fns && hiredis_fns != NULL) {
         r->fn = &capped_fns;
         r->privdata = cn;
