@@ -34,7 +34,13 @@
  * An acquire at most is charged as an acquire of the most it asks, judged,
  * and what it does not grant is taken back in the follow-up. A refund
  * WATCHes and reads, and writes in MULTI/EXEC; only buckets are refunded
- * (classify says why). */
+ * (classify says why).
+ *
+ * A server is input too: each command records the reply it must get (its
+ * want), and every reply, EXEC's elements included, is checked against it
+ * as it comes. A reply no Redis sends is SLUICE_EPROTO, never a number to
+ * decide on, and ends the connection at once (out_of_step): every later
+ * reply on it might belong to another command. */
 #include "plain.h"
 
 #include "algo.h"
