@@ -419,6 +419,139 @@ static void one_extra_reply_never_admits_past_the_limit(void **state)
         }
 }
 
+/* ---------------------------------------------- the async path, on poll */
+
+#define LOOP_FDS 16
+
+typedef struct loop {
+    int fds[LOOP_FDS];
+    int events[LOOP_FDS];
+    size_t n;
+    int64_t timer_at; /* monotonic ms, -1 none */
+    int done, admitted, failed;
+    sluice_status first;
+} loop;
+
+static void loop_watch(void *data, int fd, int events)
+{
+    loop *l = data;
+    size_t i;
+
+    for (i = 0; i < l->n && l->fds[i] != fd; i++)
+        ;
+    if (events == 0) {
+        if (i < l->n) {
+            l->fds[i] = l->fds[l->n - 1];
+            l->events[i] = l->events[l->n - 1];
+            l->n--;
+        }
+        return;
+    }
+    if (i == l->n) {
+        assert_true(l->n < LOOP_FDS);
+        l->fds[l->n++] = fd;
+    }
+    l->events[i] = events;
+}
+
+static void loop_timer(void *data, int64_t timeout_ms)
+{
+    loop *l = data;
+
+    l->timer_at =
+        timeout_ms < 0 ? -1 : tu_clock_ms(CLOCK_MONOTONIC) + timeout_ms;
+}
+
+static void loop_done(sluice *sl, void *arg, sluice_status st,
+                      const sluice_result *res, size_t n)
+{
+    loop *l = arg;
+
+    (void)n;
+    l->done++;
+    if (st == SLUICE_OK && res[0].allowed)
+        l->admitted++;
+    if (st != SLUICE_OK && l->failed++ == 0)
+        l->first = st;
+    if (st != SLUICE_OK)
+        check_printable(sluice_errmsg(sl));
+}
+
+/* Runs the loop until want callbacks came, or the bound passed. */
+static void loop_run(sluice *sl, loop *l, int want, int64_t bound_ms)
+{
+    int64_t end = tu_clock_ms(CLOCK_MONOTONIC) + bound_ms;
+
+    while (l->done < want && tu_clock_ms(CLOCK_MONOTONIC) < end) {
+        struct pollfd p[LOOP_FDS];
+        int64_t now = tu_clock_ms(CLOCK_MONOTONIC), wait = end - now;
+        size_t i, n = l->n;
+
+        if (l->timer_at >= 0 && l->timer_at - now < wait)
+            wait = l->timer_at > now ? l->timer_at - now : 0;
+        for (i = 0; i < n; i++)
+            p[i] = (struct pollfd){
+                l->fds[i],
+                (short)(((l->events[i] & SLUICE_WATCH_IN) ? POLLIN : 0) |
+                        ((l->events[i] & SLUICE_WATCH_OUT) ? POLLOUT : 0)),
+                0};
+        (void)poll(p, n, (int)wait);
+        for (i = 0; i < n; i++)
+            if (p[i].revents != 0)
+                sluice_socket_action(
+                    sl, p[i].fd,
+                    ((p[i].revents & (POLLIN | POLLERR | POLLHUP))
+                         ? SLUICE_WATCH_IN
+                         : 0) |
+                        ((p[i].revents & POLLOUT) ? SLUICE_WATCH_OUT : 0));
+        if (l->timer_at >= 0 && tu_clock_ms(CLOCK_MONOTONIC) >= l->timer_at) {
+            l->timer_at = -1;
+            sluice_socket_action(sl, SLUICE_SOCKET_TIMEOUT, 0);
+        }
+    }
+}
+
+/* The issue's case on the loop: 8 decisions in flight on one key with
+ * limit 3 and one stray reply (7 were admitted), and nil to everything;
+ * every callback comes, within its deadline. */
+static void async_decisions_admit_nothing_a_reply_does_not_give(void **state)
+{
+    static const char *const modes[] = {"extra", "nil", "bulk_int"};
+
+    (void)state;
+    for (size_t s = 0; s < 2; s++)
+        for (size_t m = 0; m < 3; m++) {
+            char u[512], key[64];
+            sluice_ruleset rs;
+            sluice *sl;
+            loop l = {.timer_at = -1};
+            sluice_loop lp = {&l, loop_watch, loop_timer, NULL};
+            int k;
+
+            make_url(u, sizeof(u), plain_schemes[s], modes[m], "");
+            snprintf(key, sizeof(key), "a%u", counter++);
+            assert_int_equal(sluice_ruleset_parse("fixed:3/1h", &rs, NULL, 0),
+                             SLUICE_OK);
+            assert_int_equal(sluice_open(u, NULL, &sl, NULL, 0), SLUICE_OK);
+            assert_int_equal(sluice_attach(sl, &lp), SLUICE_OK);
+            for (k = 0; k < 8; k++)
+                assert_int_equal(sluice_acquire_async(sl, key, strlen(key), &rs,
+                                                      1, loop_done, &l),
+                                 SLUICE_OK);
+            loop_run(sl, &l, 8, 2 * TIMEOUT_MS + slack_ms);
+            sluice_close(sl);
+            if (l.done != 8 || l.admitted > LIMIT ||
+                (strcmp(modes[m], "extra") != 0 &&
+                 (l.admitted > 0 || l.first != SLUICE_EPROTO))) {
+                print_error("%s %s: %d of 8 answered, %d admitted, first "
+                            "failure %s\n",
+                            plain_schemes[s], modes[m], l.done, l.admitted,
+                            sluice_status_name(l.first));
+                fail();
+            }
+        }
+}
+
 /* The issue's example: nil to everything with fail=closed denies, and
  * says why. */
 static void the_fail_policy_answers_a_reply_no_redis_sends(void **state)
@@ -626,6 +759,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(a_protocol_error_ends_the_connection),
         cmocka_unit_test(a_wrong_reply_to_unwatch_ends_the_connection),
         cmocka_unit_test(one_extra_reply_never_admits_past_the_limit),
+        cmocka_unit_test(async_decisions_admit_nothing_a_reply_does_not_give),
         cmocka_unit_test(the_fail_policy_answers_a_reply_no_redis_sends),
         cmocka_unit_test(messages_quote_a_server_printably),
         cmocka_unit_test(replies_past_the_cap_are_refused),
