@@ -658,6 +658,103 @@ static void begin_setup(sl_conn *cn)
         cn->phase = SL_PHASE_SETUP;
 }
 
+/* ---------------------------------------------- the reply size cap */
+
+/* hiredis 0.14 has no limit on a reply: a bulk string is buffered whole,
+ * and an array's header alone makes it allocate the room for all its
+ * elements. Its reader builds the reply through a table of functions, so
+ * sluice puts its own in front of hiredis's: each counts what the object
+ * costs against the connection's cap (max_reply_bytes), and refuses past
+ * it, which the reader reports as an error (read by take_reply). */
+static redisReplyObjectFunctions *hiredis_fns; /* the reader's own */
+static pthread_once_t hiredis_fns_once = PTHREAD_ONCE_INIT;
+
+/* hiredis's table is static in its library, the same for every reader:
+ * read it once, from a reader made for that (threads may open their
+ * connections at the same time). */
+static void find_hiredis_fns(void)
+{
+    redisReader *r = redisReaderCreate();
+
+    if (r != NULL) {
+        hiredis_fns = r->fn;
+        redisReaderFree(r);
+    }
+}
+
+/* The connection whose reply a task builds (the reader's privdata). */
+static bool reply_charge(const redisReadTask *task, size_t bytes)
+{
+    sl_conn *cn = task->privdata;
+
+    if (cn == NULL)
+        return true;
+    if (bytes > cn->reply_cap - cn->reply_bytes) {
+        cn->reply_too_big = true;
+        return false;
+    }
+    cn->reply_bytes += bytes;
+    return true;
+}
+
+static void *capped_string(const redisReadTask *task, char *str, size_t len)
+{
+    if (!reply_charge(task, sizeof(redisReply) + len))
+        return NULL;
+    return hiredis_fns->createString(task, str, len);
+}
+
+static void *capped_array(const redisReadTask *task, int elements)
+{
+    size_t n = elements > 0 ? (size_t)elements : 0;
+
+    if (!reply_charge(task, sizeof(redisReply) + n * sizeof(redisReply *)))
+        return NULL;
+    return hiredis_fns->createArray(task, elements);
+}
+
+static void *capped_integer(const redisReadTask *task, long long v)
+{
+    if (!reply_charge(task, sizeof(redisReply)))
+        return NULL;
+    return hiredis_fns->createInteger(task, v);
+}
+
+static void *capped_nil(const redisReadTask *task)
+{
+    if (!reply_charge(task, sizeof(redisReply)))
+        return NULL;
+    return hiredis_fns->createNil(task);
+}
+
+static void free_reply_object(void *r)
+{
+    hiredis_fns->freeObject(r);
+}
+
+static redisReplyObjectFunctions capped_fns = {
+    capped_string, capped_array, capped_integer, capped_nil, free_reply_object};
+
+/* A reader whose replies count against cn's cap. */
+static redisReader *capped_reader(sl_conn *cn)
+{
+    redisReader *r;
+
+    pthread_once(&hiredis_fns_once, find_hiredis_fns);
+    if ((r = redisReaderCreate()) == NULL)
+        return NULL;
+    if (r->fn == hiredis_fns && hiredis_fns != NULL) {
+        r->fn = &capped_fns;
+        r->privdata = cn;
+    }
+    cn->reply_cap = cn->ep->reply_max_bytes > 0 ? cn->ep->reply_max_bytes
+                                                : SL_REPLY_MAX_DEFAULT;
+    cn->reply_bytes = 0;
+    cn->reply_too_big = false;
+    cn->got_reply = false;
+    return r;
+}
+
 /* The socket is connected: TLS, or the setup. */
 static void connected(sl_conn *cn)
 {
@@ -666,7 +763,7 @@ static void connected(sl_conn *cn)
 
         setsockopt(cn->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     }
-    if ((cn->reader = redisReaderCreate()) == NULL) {
+    if ((cn->reader = capped_reader(cn)) == NULL) {
         failed(cn, SLUICE_ENOMEM, "out of memory setting up the connection");
         return;
     }
@@ -1170,6 +1267,17 @@ static void io_write(sl_conn *cn)
 
 /* ------------------------------------------------------------ reading */
 
+/* A TLS port drops a client that speaks plain text to it (a reset, or a
+ * close) before any reply: say so when that is how a plain connection
+ * ends. */
+static const char *tls_hint(const sl_conn *cn)
+{
+    if (cn->ep->tls || cn->got_reply || cn->ep->socket[0] != '\0')
+        return "";
+    return " before any reply (is this a TLS port? use rediss://, or tls=1 "
+           "for redis+multi:// and redis-cluster://)";
+}
+
 /* Reads what the socket has into the reader: 1 bytes read, 0 the server
  * closed, -1 nothing yet, -2 a failure (closed, reported). */
 static int read_some(sl_conn *cn)
@@ -1212,8 +1320,19 @@ static int read_some(sl_conn *cn)
             continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             return -1;
-        failed(cn, SLUICE_EIO, "reading a reply: %s; the next call reconnects",
-               strerror(errno));
+        failed(cn, SLUICE_EIO,
+               "reading a reply: %s%s; the next call reconnects",
+               strerror(errno), tls_hint(cn));
+        return -2;
+    }
+    /* What the reader holds is the reply under way (those before it were
+     * taken): a bulk string is buffered whole before it becomes a reply,
+     * so the cap counts it here. */
+    if (cn->reader->len - cn->reader->pos > cn->reply_cap - cn->reply_bytes) {
+        failed(cn, SLUICE_EPROTO,
+               "sent a reply of more than %zu bytes (max_reply_bytes); "
+               "the connection is dropped",
+               cn->reply_cap);
         return -2;
     }
     if (redisReaderFeed(cn->reader, buf, (size_t)n) != REDIS_OK) {
@@ -1230,11 +1349,29 @@ static int take_reply(sl_conn *cn, redisReply **r)
     void *p = NULL;
 
     if (redisReaderGetReply(cn->reader, &p) != REDIS_OK) {
-        failed(cn, SLUICE_EIO,
-               "sent what is not a Redis reply (%s); the next call "
-               "reconnects",
-               cn->reader->errstr[0] ? cn->reader->errstr : "protocol error");
+        char why[300];
+
+        if (cn->reply_too_big)
+            failed(cn, SLUICE_EPROTO,
+                   "sent a reply of more than %zu bytes (max_reply_bytes); "
+                   "the connection is dropped",
+                   cn->reply_cap);
+        else if (cn->reader->err == REDIS_ERR_OOM)
+            failed(cn, SLUICE_ENOMEM, "out of memory reading a reply");
+        else
+            failed(cn, SLUICE_EPROTO,
+                   "sent what is not a Redis reply (%s); the next call "
+                   "reconnects",
+                   cn->reader->errstr[0]
+                       ? (sl_quote(why, sizeof(why), cn->reader->errstr,
+                                   strlen(cn->reader->errstr)),
+                          why)
+                       : "protocol error");
         return -1;
+    }
+    if (p != NULL) {
+        cn->reply_bytes = 0; /* the next reply counts afresh */
+        cn->got_reply = true;
     }
     *r = p;
     return p != NULL;
@@ -1255,8 +1392,10 @@ static void setup_reply(sl_conn *cn, redisReply *r)
         k = n - cn->setup_left;
     }
     if (r->type == REDIS_REPLY_ERROR) {
-        failed(cn, SLUICE_ECONNECT, "refused %s: %s", setup_name(cn, k),
-               r->str);
+        char said[SL_ESCAPE_SHOWN * 4 + 32];
+
+        sl_escape(said, sizeof(said), r->str, r->len);
+        failed(cn, SLUICE_ECONNECT, "refused %s: %s", setup_name(cn, k), said);
         return;
     }
     if (--cn->setup_left == 0)
@@ -1323,11 +1462,12 @@ static void io_read(sl_conn *cn)
                 close_quietly(cn, "closed the idle connection");
             else
                 failed(cn, SLUICE_EIO,
-                       "closed the connection%s; the next call reconnects",
+                       "closed the connection%s%s; the next call reconnects",
                        cn->phase == SL_PHASE_READY
                            ? " with requests in flight; their outcome is "
                              "unknown"
-                           : "");
+                           : "",
+                       tls_hint(cn));
             return;
         }
         dispatch(cn);
@@ -1478,18 +1618,24 @@ static bool proxy_failure(const char *s)
            strncmp(s, "ERR Invalid argument", 20) == 0;
 }
 
+const char *sl_conn_endpoint(const sl_conn *cn, char *buf, size_t len)
+{
+    return endpoint(cn, buf, len);
+}
+
 sluice_status sl_conn_reply_status(const sl_conn *cn, const redisReply *rep,
                                    char *err, size_t err_len)
 {
-    char ep[300];
+    char ep[300], said[SL_ESCAPE_SHOWN * 4 + 32];
 
     if (rep->type != REDIS_REPLY_ERROR)
         return SLUICE_OK;
     endpoint(cn, ep, sizeof(ep));
+    sl_escape(said, sizeof(said), rep->str, rep->len);
     if (proxy_failure(rep->str)) {
         sl_errf(err, err_len,
                 "%s: %s cannot reach the Redis server of this key: %s", cn->who,
-                ep, rep->str);
+                ep, said);
         return strstr(rep->str, "timed out") ? SLUICE_ETIMEOUT : SLUICE_EIO;
     }
     /* A server that wants a password says so in two ways: NOAUTH, or, for
@@ -1500,10 +1646,10 @@ sluice_status sl_conn_reply_status(const sl_conn *cn, const redisReply *rep,
                 "%s: %s requires authentication; give the password in "
                 "the URL (redis://user:password@host:port) or in "
                 "options.password (SLUICE_PASSWORD for the CLI): %s",
-                cn->who, ep, rep->str);
+                cn->who, ep, said);
         return SLUICE_ESERVER;
     }
-    sl_errf(err, err_len, "%s: %s answered: %s", cn->who, ep, rep->str);
+    sl_errf(err, err_len, "%s: %s answered: %s", cn->who, ep, said);
     return SLUICE_ESERVER;
 }
 

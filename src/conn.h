@@ -97,6 +97,12 @@ typedef struct sl_conn {
     int64_t retry_at;
     char last_failure[SL_ERR_LEN]; /* the message of the last failure */
     sluice_status last_status;     /* and its status */
+    /* The cap on one reply (max_reply_bytes), what the reply under way
+     * has cost so far (its objects, as hiredis allocates them), and
+     * whether the reader stopped at the cap. */
+    size_t reply_cap, reply_bytes;
+    bool reply_too_big;
+    bool got_reply; /* any reply came on this connection */
 } sl_conn;
 
 /* Monotonic milliseconds, the clock of every deadline. */
@@ -177,6 +183,16 @@ void sl_conn_close(sl_conn *cn);
  * apply; any other error is SLUICE_ESERVER. */
 sluice_status sl_conn_reply_status(const sl_conn *cn, const redisReply *rep,
                                    char *err, size_t err_len);
+/* The connection's server as "host:port" or the socket's path, for
+ * messages. */
+const char *sl_conn_endpoint(const sl_conn *cn, char *buf, size_t len);
+
+/* error.c: a reply type's name ("bulk string", "integer", ...), and a
+ * reply described for a message: its type and, printably quoted and cut
+ * short, its value ("error \"ERR \x1b[31m...\"", "integer -1"). */
+const char *sl_reply_type_name(int type);
+void sl_reply_describe(char *dst, size_t dst_len, const redisReply *r);
+
 /* Checks what a connection will need of the URL's TLS settings (its
  * files readable, its certificate and key a pair), so that a bad setting
  * is SLUICE_EURL when the handle opens, not a failure of every call. */

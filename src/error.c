@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* error.c - status texts and message formatting. */
-#include "internal.h"
+#include "conn.h"
 
 #include <stdio.h>
 
@@ -102,4 +102,68 @@ void sl_textf(sl_text *t, const char *fmt, ...)
     va_end(ap);
     if (n > 0)
         t->at += (size_t)n;
+}
+
+const char *sl_reply_type_name(int type)
+{
+    switch (type) {
+    case REDIS_REPLY_STRING:
+        return "bulk string";
+    case REDIS_REPLY_ARRAY:
+        return "array";
+    case REDIS_REPLY_INTEGER:
+        return "integer";
+    case REDIS_REPLY_NIL:
+        return "nil";
+    case REDIS_REPLY_STATUS:
+        return "status";
+    case REDIS_REPLY_ERROR:
+        return "error";
+    default:
+        return "reply of an unknown type";
+    }
+}
+
+void sl_reply_describe(char *dst, size_t dst_len, const redisReply *r)
+{
+    char q[300];
+
+    switch (r->type) {
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+    case REDIS_REPLY_ERROR:
+        sl_quote(q, sizeof(q), r->str, r->len);
+        snprintf(dst, dst_len, "%s \"%s\"", sl_reply_type_name(r->type), q);
+        break;
+    case REDIS_REPLY_INTEGER:
+        snprintf(dst, dst_len, "integer %lld", r->integer);
+        break;
+    case REDIS_REPLY_ARRAY:
+        snprintf(dst, dst_len, "array of %zu", r->elements);
+        break;
+    default:
+        snprintf(dst, dst_len, "%s", sl_reply_type_name(r->type));
+        break;
+    }
+}
+
+void sl_escape(char *dst, size_t dst_len, const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    size_t i, o = 0, shown = n > SL_ESCAPE_SHOWN ? SL_ESCAPE_SHOWN : n;
+
+    if (dst_len == 0)
+        return;
+    for (i = 0; i < shown && o + 5 < dst_len; i++) {
+        /* Control bytes (escape sequences, bells, backspaces) and every
+         * byte past ASCII (C1 controls in 8-bit terminals) are shown as
+         * \xNN: a message never acts on the terminal that prints it. */
+        if (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '\\')
+            dst[o++] = (char)s[i];
+        else
+            o += (size_t)snprintf(dst + o, dst_len - o, "\\x%02x", s[i]);
+    }
+    dst[o] = '\0';
+    if (shown < n)
+        snprintf(dst + o, dst_len - o, "... (%zu bytes)", n);
 }

@@ -29,6 +29,11 @@ void sl_errf(char *err, size_t err_len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Quotes up to 64 bytes of a binary value printably ("ab\x00c..."). */
 void sl_quote(char *dst, size_t dst_len, const void *p, size_t n);
+/* Text from a server, printable: control and non-ASCII bytes as \xNN,
+ * and at most SL_ESCAPE_SHOWN bytes of it, then "... (N bytes)". Every
+ * message that quotes what a server sent passes it through here. */
+#define SL_ESCAPE_SHOWN 160
+void sl_escape(char *dst, size_t dst_len, const void *p, size_t n);
 
 /* Text built piece by piece into buf[len], as snprintf would build it:
  * what does not fit is counted in at, so that at is the length the whole
@@ -87,6 +92,9 @@ void sl_bucket_pack(char *dst, int64_t x, int64_t d, int64_t keep);
 bool sl_bucket_unpack(const char *src, size_t len, int64_t *x, int64_t *d,
                       int64_t *keep);
 
+/* The latest keep a bucket's state can hold (see sl_bucket_unpack). */
+#define SL_MAX_KEEP_MS (2 * SL_MAX_TIME_MS + SL_MAX_PERIOD_MS)
+
 /* key.c: the keys that a reset of rule r at t deletes: the rule's key,
  * and for windows the windows k - 2 .. k + 1 around t (late requests and
  * clocks ahead). Writes up to SL_RESET_KEYS keys; returns how many. */
@@ -114,6 +122,10 @@ typedef enum sl_scheme {
 
 #define SL_MAX_SEEDS 16
 
+/* The largest reply read by default (URL: max_reply_bytes), counted as
+ * hiredis allocates it: a log of about 50,000 entries. */
+#define SL_REPLY_MAX_DEFAULT (8u << 20)
+
 /* Where a connection goes and as whom: one server (a cluster node has its
  * own), apart from the configuration every connection of a handle shares
  * (sluice_options). */
@@ -128,6 +140,7 @@ typedef struct sl_endpoint {
     bool tls_insecure; /* ?tls_verify=0: no verification (tests only) */
     char tls_ca_file[256], tls_ca_dir[256], tls_cert[256], tls_key[256];
     char tls_server_name[256]; /* verified and sent as SNI; default host */
+    size_t reply_max_bytes;    /* ?max_reply_bytes=N; 0: the default */
 } sl_endpoint;
 
 typedef struct sl_url {

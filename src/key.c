@@ -106,9 +106,13 @@ bool sl_bucket_unpack(const char *src, size_t len, int64_t *x, int64_t *d,
     *x = (int64_t)v[0];
     *d = (int64_t)v[1];
     *keep = (int64_t)v[2];
-    /* A time, a backlog below capacity * period, a time plus a TTL. */
+    /* A time, a backlog below capacity * period, and keep: the time of a
+     * charge plus its TTL, the state's reset (a time to drain the backlog,
+     * below 2^53) and a period. So keep may pass 2^53 - 1 by up to
+     * 2^53 - 1 plus a period (a full burst of B*P = 2^53 - 1 charged at
+     * t = 2^53 - 1), and nothing sluice writes passes that. */
     return *x >= 0 && *x <= SL_MAX_TIME_MS && *d >= 0 && *d < SL_EXACT_BOUND &&
-           *keep >= 0 && *keep <= 2 * SL_EXACT_BOUND;
+           *keep >= 0 && *keep <= SL_MAX_KEEP_MS;
 }
 
 size_t sl_key_reset_set(const char *prefix, const void *key, size_t key_len,

@@ -34,7 +34,13 @@
  * An acquire at most is charged as an acquire of the most it asks, judged,
  * and what it does not grant is taken back in the follow-up. A refund
  * WATCHes and reads, and writes in MULTI/EXEC; only buckets are refunded
- * (classify says why). */
+ * (classify says why).
+ *
+ * A server is input too: each command records the reply it must get (its
+ * want), and every reply, EXEC's elements included, is checked against it
+ * as it comes. A reply no Redis sends is SLUICE_EPROTO, never a number to
+ * decide on, and ends the connection at once (out_of_step): every later
+ * reply on it might belong to another command. */
 #include "plain.h"
 
 #include "algo.h"
@@ -78,6 +84,25 @@ typedef enum step {
 
 /* The most replies of a block: a sliding window's four, each rule. */
 #define BLOCK_MAX (4 * SLUICE_MAX_RULES)
+/* The most commands of a step: a block with MULTI and EXEC (a follow-up
+ * sends at most four a rule, the writes three, MULTI and EXEC aside). */
+#define STEP_MAX  (BLOCK_MAX + 2)
+
+/* The reply each command must get: the exact type and range Redis gives
+ * it. Anything else is a reply no Redis sends (a proxy or server out of
+ * step, or not Redis): SLUICE_EPROTO, never a number to decide on. */
+typedef enum want {
+    WANT_OK = 1,   /* +OK: MULTI, WATCH, SET */
+    WANT_OK_NIL,   /* SET ... NX: +OK, or nil when the key exists */
+    WANT_QUEUED,   /* any command inside MULTI */
+    WANT_BOOL,     /* PEXPIRE, PERSIST, ZADD or ZREM of one member: 0 or 1 */
+    WANT_COUNT,    /* DEL, ZREMRANGEBYSCORE: an integer >= 0 */
+    WANT_INT,      /* INCRBY, DECRBY: any integer */
+    WANT_BULK_NIL, /* GET: a bulk string, or nil */
+    WANT_ARRAY,    /* ZRANGE, ZRANGEBYSCORE: an array, read by its parser */
+    WANT_EXEC      /* EXEC: the array of the queued commands' replies, or nil
+                    * after a WATCH */
+} want;
 
 /* One request under way. */
 typedef struct sl_unit unit;
@@ -95,7 +120,11 @@ struct sl_unit {
      * connection under it, and whether any of its commands went out. */
     size_t expect, got;
     bool broken, sent, exec_nil;
-    sluice_status st; /* the step's first failure */
+    /* A reply no Redis sends came for this step: the connection was ended
+     * (out_of_step), and the request ends with SLUICE_EPROTO. */
+    bool desync;
+    unsigned char wants[STEP_MAX]; /* want of each command of the step */
+    sluice_status st;              /* the step's first failure */
     char msg[SL_ERR_LEN];
     redisReply *exec;            /* a wrapped block's EXEC reply */
     redisReply *reps[BLOCK_MAX]; /* the block's replies (in exec, or own) */
@@ -176,12 +205,14 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
  * One that could not be queued breaks the step; the connection then
  * writes nothing more (a MULTI cut short must not go out), and what it
  * carried goes on the next. */
-static void expect_reply(sl_plain *p, unit *u, sluice_status st)
+static void expect_reply(sl_plain *p, unit *u, want w, sluice_status st)
 {
+    if (st == SLUICE_OK && u->expect >= STEP_MAX)
+        st = SLUICE_ENOMEM; /* cannot happen: STEP_MAX bounds every step */
     if (st == SLUICE_OK)
         st = sl_conn_expect(&p->conn, on_reply, u->job, u->i);
     if (st == SLUICE_OK) {
-        u->expect++;
+        u->wants[u->expect++] = (unsigned char)w;
         return;
     }
     if (!u->broken) {
@@ -194,8 +225,9 @@ static void expect_reply(sl_plain *p, unit *u, sluice_status st)
 }
 
 /* Queues one command of unit u; hiredis formats it. */
-#define APPEND(p, u, ...) \
-    expect_reply((p), (u), sl_conn_appendf(&(p)->conn, NULL, 0, __VA_ARGS__))
+#define APPEND(p, u, w, ...)    \
+    expect_reply((p), (u), (w), \
+                 sl_conn_appendf(&(p)->conn, NULL, 0, __VA_ARGS__))
 
 /* A rules op: read (and start the keep-alive again), store (unless
  * present, then read what is), or delete. */
@@ -209,31 +241,34 @@ static size_t append_rules(sl_plain *p, unit *j)
 
     switch (rq->op) {
     case SL_OP_RULES_GET:
-        APPEND(p, j, "GET %b", key, kl);
+        APPEND(p, j, WANT_BULK_NIL, "GET %b", key, kl);
         if (rq->ttl_ms > 0) {
-            APPEND(p, j, "PEXPIRE %b %lld", key, kl, (long long)rq->ttl_ms);
+            APPEND(p, j, WANT_BOOL, "PEXPIRE %b %lld", key, kl,
+                   (long long)rq->ttl_ms);
             return 2;
         }
         if (rq->ttl_ms < 0) {
-            APPEND(p, j, "PERSIST %b", key, kl);
+            APPEND(p, j, WANT_BOOL, "PERSIST %b", key, kl);
             return 2;
         }
         return 1;
     case SL_OP_RULES_PUT:
         if (rq->ttl_ms > 0 && rq->cost == 1)
-            APPEND(p, j, "SET %b %b PX %lld NX", key, kl, rq->value,
-                   rq->value_len, (long long)rq->ttl_ms);
+            APPEND(p, j, WANT_OK_NIL, "SET %b %b PX %lld NX", key, kl,
+                   rq->value, rq->value_len, (long long)rq->ttl_ms);
         else if (rq->ttl_ms > 0)
-            APPEND(p, j, "SET %b %b PX %lld", key, kl, rq->value, rq->value_len,
-                   (long long)rq->ttl_ms);
+            APPEND(p, j, WANT_OK, "SET %b %b PX %lld", key, kl, rq->value,
+                   rq->value_len, (long long)rq->ttl_ms);
         else if (rq->cost == 1)
-            APPEND(p, j, "SET %b %b NX", key, kl, rq->value, rq->value_len);
+            APPEND(p, j, WANT_OK_NIL, "SET %b %b NX", key, kl, rq->value,
+                   rq->value_len);
         else
-            APPEND(p, j, "SET %b %b", key, kl, rq->value, rq->value_len);
-        APPEND(p, j, "GET %b", key, kl);
+            APPEND(p, j, WANT_OK, "SET %b %b", key, kl, rq->value,
+                   rq->value_len);
+        APPEND(p, j, WANT_BULK_NIL, "GET %b", key, kl);
         return 2;
     default:
-        APPEND(p, j, "DEL %b", key, kl);
+        APPEND(p, j, WANT_COUNT, "DEL %b", key, kl);
         return 1;
     }
 }
@@ -252,14 +287,16 @@ static size_t append_lease(sl_plain *p, unit *j)
     long long t = (long long)rq->now_ms;
 
     if (rq->op == SL_OP_LEASE_RELEASE) {
-        APPEND(p, j, "ZREM %b %b", key, kl, rq->value, rq->value_len);
+        APPEND(p, j, WANT_BOOL, "ZREM %b %b", key, kl, rq->value,
+               rq->value_len);
         return 1;
     }
-    APPEND(p, j, "ZREMRANGEBYSCORE %b -inf %lld", key, kl, t);
-    APPEND(p, j, "ZADD %b %lld %b", key, kl, t + (long long)rq->ttl_ms,
-           rq->value, rq->value_len);
-    APPEND(p, j, "ZRANGEBYSCORE %b (%lld +inf WITHSCORES", key, kl, t);
-    APPEND(p, j, "PEXPIRE %b %lld", key, kl,
+    APPEND(p, j, WANT_COUNT, "ZREMRANGEBYSCORE %b -inf %lld", key, kl, t);
+    APPEND(p, j, WANT_BOOL, "ZADD %b %lld %b", key, kl,
+           t + (long long)rq->ttl_ms, rq->value, rq->value_len);
+    APPEND(p, j, WANT_ARRAY, "ZRANGEBYSCORE %b (%lld +inf WITHSCORES", key, kl,
+           t);
+    APPEND(p, j, WANT_BOOL, "PEXPIRE %b %lld", key, kl,
            (long long)with_floor(p, 2 * rq->ttl_ms));
     return 4;
 }
@@ -317,12 +354,13 @@ static size_t append_lease_follow(sl_plain *p, unit *j)
     size_t n = 0;
 
     if (!j->all) {
-        APPEND(p, j, "ZREM %b %b", key, kl, rq->value, rq->value_len);
+        APPEND(p, j, WANT_BOOL, "ZREM %b %b", key, kl, rq->value,
+               rq->value_len);
         n++;
     }
     if (j->lease_last + rq->ttl_ms > rq->now_ms + 2 * rq->ttl_ms) {
         APPEND(
-            p, j, "PEXPIRE %b %lld", key, kl,
+            p, j, WANT_BOOL, "PEXPIRE %b %lld", key, kl,
             (long long)with_floor(p, j->lease_last + rq->ttl_ms - rq->now_ms));
         n++;
     }
@@ -368,7 +406,7 @@ static size_t append_block(sl_plain *p, unit *j)
     int64_t t = rq->now_ms;
 
     if (j->mode == JOB_RESET) {
-        expect_reply(p, j,
+        expect_reply(p, j, WANT_COUNT,
                      sl_conn_append_reset(&p->conn,
                                           rq->prefix != NULL ? rq->prefix
                                                              : p->url->prefix,
@@ -390,20 +428,20 @@ static size_t append_block(sl_plain *p, unit *j)
             switch (r->algorithm) {
             case SLUICE_SLIDING:
                 pl = rule_key(p, rq, r, true, io->k - 1, prev);
-                APPEND(p, j, "GET %b", prev, pl);
+                APPEND(p, j, WANT_BULK_NIL, "GET %b", prev, pl);
                 n++;
                 /* fall through */
             case SLUICE_FIXED:
-                APPEND(p, j, "GET %b", key, kl);
+                APPEND(p, j, WANT_BULK_NIL, "GET %b", key, kl);
                 n++;
                 break;
             case SLUICE_LOG:
-                APPEND(p, j, "ZRANGE %b 0 -1 WITHSCORES", key, kl);
+                APPEND(p, j, WANT_ARRAY, "ZRANGE %b 0 -1 WITHSCORES", key, kl);
                 n++;
                 break;
             case SLUICE_TOKEN:
             case SLUICE_GCRA:
-                APPEND(p, j, "GET %b", key, kl);
+                APPEND(p, j, WANT_BULK_NIL, "GET %b", key, kl);
                 n++;
                 break;
             }
@@ -416,22 +454,27 @@ static size_t append_block(sl_plain *p, unit *j)
             io->ttl =
                 with_floor(p, io->to_end + per +
                                   (r->algorithm == SLUICE_SLIDING ? per : 0));
-            APPEND(p, j, "SET %b 0 NX PX %lld", key, kl, (long long)io->ttl);
-            APPEND(p, j, "INCRBY %b %lld", key, kl, (long long)rq->cost);
-            APPEND(p, j, "PEXPIRE %b %lld", key, kl, (long long)io->ttl);
+            APPEND(p, j, WANT_OK_NIL, "SET %b 0 NX PX %lld", key, kl,
+                   (long long)io->ttl);
+            APPEND(p, j, WANT_INT, "INCRBY %b %lld", key, kl,
+                   (long long)rq->cost);
+            APPEND(p, j, WANT_BOOL, "PEXPIRE %b %lld", key, kl,
+                   (long long)io->ttl);
             n += 3;
             if (r->algorithm == SLUICE_SLIDING) {
                 pl = rule_key(p, rq, r, true, io->k - 1, prev);
-                APPEND(p, j, "GET %b", prev, pl);
+                APPEND(p, j, WANT_BULK_NIL, "GET %b", prev, pl);
                 n++;
             }
             break;
         case SLUICE_LOG:
             io->ttl = with_floor(p, 2 * per);
             log_member(p, t, rq->cost, io->member, sizeof(io->member));
-            APPEND(p, j, "ZADD %b %lld %s", key, kl, (long long)t, io->member);
-            APPEND(p, j, "ZRANGE %b 0 -1 WITHSCORES", key, kl);
-            APPEND(p, j, "PEXPIRE %b %lld", key, kl, (long long)io->ttl);
+            APPEND(p, j, WANT_BOOL, "ZADD %b %lld %s", key, kl, (long long)t,
+                   io->member);
+            APPEND(p, j, WANT_ARRAY, "ZRANGE %b 0 -1 WITHSCORES", key, kl);
+            APPEND(p, j, WANT_BOOL, "PEXPIRE %b %lld", key, kl,
+                   (long long)io->ttl);
             n += 3;
             break;
         case SLUICE_TOKEN:
@@ -442,24 +485,98 @@ static size_t append_block(sl_plain *p, unit *j)
     return n;
 }
 
-/* An integer from an integer, string or nil reply. */
-static bool reply_int(const redisReply *r, int64_t *v)
+/* Whether r is what Redis answers to a command of want w. */
+static bool reply_fits(want w, const redisReply *r)
 {
-    char *end;
-
-    if (r->type == REDIS_REPLY_INTEGER) {
-        *v = r->integer;
-        return true;
+    switch (w) {
+    case WANT_OK:
+        return r->type == REDIS_REPLY_STATUS && r->len == 2 &&
+               memcmp(r->str, "OK", 2) == 0;
+    case WANT_OK_NIL:
+        return r->type == REDIS_REPLY_NIL || reply_fits(WANT_OK, r);
+    case WANT_QUEUED:
+        return r->type == REDIS_REPLY_STATUS && r->len == 6 &&
+               memcmp(r->str, "QUEUED", 6) == 0;
+    case WANT_BOOL:
+        return r->type == REDIS_REPLY_INTEGER &&
+               (r->integer == 0 || r->integer == 1);
+    case WANT_COUNT:
+        return r->type == REDIS_REPLY_INTEGER && r->integer >= 0;
+    case WANT_INT:
+        return r->type == REDIS_REPLY_INTEGER;
+    case WANT_BULK_NIL:
+        return r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL;
+    case WANT_ARRAY:
+        return r->type == REDIS_REPLY_ARRAY;
+    case WANT_EXEC:
+        return r->type == REDIS_REPLY_ARRAY || r->type == REDIS_REPLY_NIL;
     }
+    return false;
+}
+
+static const char *want_text(want w)
+{
+    switch (w) {
+    case WANT_OK:
+        return "+OK";
+    case WANT_OK_NIL:
+        return "+OK or nil";
+    case WANT_QUEUED:
+        return "+QUEUED";
+    case WANT_BOOL:
+        return "the integer 0 or 1";
+    case WANT_COUNT:
+        return "an integer >= 0";
+    case WANT_INT:
+        return "an integer";
+    case WANT_BULK_NIL:
+        return "a bulk string or nil";
+    case WANT_ARRAY:
+        return "an array";
+    case WANT_EXEC:
+        return "EXEC's array";
+    }
+    return "?";
+}
+
+/* A whole decimal int64, as Redis writes one: "-"? digits, nothing else. */
+static bool strict_i64(const char *s, size_t len, int64_t *v)
+{
+    uint64_t acc = 0, lim;
+    bool neg = len > 0 && s[0] == '-';
+    size_t i = neg ? 1 : 0;
+
+    if (i == len || len - i > 19)
+        return false;
+    lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        acc = acc * 10 + (uint64_t)(s[i] - '0');
+        if (acc > lim)
+            return false;
+    }
+    *v = neg ? (int64_t)(0 - acc) : (int64_t)acc;
+    return true;
+}
+
+/* A count from GET: nil (no key) is 0, else a whole decimal. */
+static bool get_int(const redisReply *r, int64_t *v)
+{
     if (r->type == REDIS_REPLY_NIL) {
         *v = 0;
         return true;
     }
-    if (r->type == REDIS_REPLY_STRING) {
-        *v = strtoll(r->str, &end, 10);
-        return end != r->str && *end == '\0';
-    }
-    return false;
+    return r->type == REDIS_REPLY_STRING && strict_i64(r->str, r->len, v);
+}
+
+/* INCRBY's reply: an integer, only. */
+static bool incr_int(const redisReply *r, int64_t *v)
+{
+    if (r->type != REDIS_REPLY_INTEGER)
+        return false;
+    *v = r->integer;
+    return true;
 }
 
 /* Log entries from ZRANGE ... WITHSCORES, without our own member. */
@@ -483,13 +600,15 @@ static bool read_log(rule_io *io, const redisReply *r, size_t *count)
 
         if (m->type != REDIS_REPLY_STRING || s->type != REDIS_REPLY_STRING)
             return false;
-        if (io->member[0] != '\0' && strcmp(m->str, io->member) == 0)
+        if (io->member[0] != '\0' && m->len == strlen(io->member) &&
+            memcmp(m->str, io->member, m->len) == 0)
             continue;
-        colon = strchr(m->str, ':');
-        if (colon == NULL)
+        colon = memchr(m->str, ':', m->len);
+        if (colon == NULL || !strict_i64(s->str, s->len, &io->entries[n].x) ||
+            !strict_i64(colon + 1,
+                        strcspn(colon + 1, ":"), /* "<t>:<cost>:<nonce>" */
+                        &io->entries[n].cost))
             return false;
-        io->entries[n].x = strtoll(s->str, NULL, 10);
-        io->entries[n].cost = strtoll(colon + 1, NULL, 10);
         /* Stamps are times, costs within the accepted range: sums and
          * differences of them stay exact. */
         if (io->entries[n].x < 0 || io->entries[n].x > SL_MAX_TIME_MS ||
@@ -542,21 +661,27 @@ static sluice_status parse_views(sl_plain *p, unit *j, redisReply **reps,
         case SLUICE_SLIDING:
             if (j->mode == JOB_READ) {
                 if (r->algorithm == SLUICE_SLIDING)
-                    ok = reply_int(*rep++, &s->prev);
-                ok = ok && reply_int(*rep, &s->cur);
+                    ok = get_int(*rep++, &s->prev);
+                ok = ok && get_int(*rep, &s->cur);
                 at += r->algorithm == SLUICE_SLIDING ? 2 : 1;
             } else {
-                ok = reply_int(rep[1], &s->cur) &&
-                     s->cur > INT64_MIN + j->rq->cost;
+                /* SET NX PX, INCRBY, PEXPIRE, GET of the window before. */
+                ok = reply_fits(WANT_OK_NIL, rep[0]) &&
+                     incr_int(rep[1], &s->cur) &&
+                     s->cur > INT64_MIN + j->rq->cost &&
+                     reply_fits(WANT_BOOL, rep[2]);
                 s->cur -= ok ? j->rq->cost : 0;
                 if (r->algorithm == SLUICE_SLIDING)
-                    ok = ok && reply_int(rep[3], &s->prev);
+                    ok = ok && get_int(rep[3], &s->prev);
                 at += r->algorithm == SLUICE_SLIDING ? 4 : 3;
             }
             ok = ok && window_count(&s->cur, r) && window_count(&s->prev, r);
             break;
         case SLUICE_LOG:
-            ok = read_log(io, rep[j->mode == JOB_READ ? 0 : 1], &s->n);
+            /* ZADD, ZRANGE, PEXPIRE. */
+            ok = (j->mode == JOB_READ || (reply_fits(WANT_BOOL, rep[0]) &&
+                                          reply_fits(WANT_BOOL, rep[2]))) &&
+                 read_log(io, rep[j->mode == JOB_READ ? 0 : 1], &s->n);
             s->entries = io->entries;
             at += j->mode == JOB_READ ? 1 : 3;
             break;
@@ -591,7 +716,8 @@ static size_t log_dead(const sl_state_view *s, int64_t upto)
 static size_t append_prune(sl_plain *p, unit *j, const char *key, size_t kl,
                            int64_t upto)
 {
-    APPEND(p, j, "ZREMRANGEBYSCORE %b -inf %lld", key, kl, (long long)upto);
+    APPEND(p, j, WANT_COUNT, "ZREMRANGEBYSCORE %b -inf %lld", key, kl,
+           (long long)upto);
     return 1;
 }
 
@@ -610,13 +736,15 @@ static size_t append_compensation(sl_plain *p, unit *j)
         if (is_window(r)) {
             /* PEXPIRE too: should the key have expired meanwhile, DECRBY
              * would have created it without a TTL. */
-            APPEND(p, j, "DECRBY %b %lld", key, kl, (long long)j->rq->cost);
-            APPEND(p, j, "PEXPIRE %b %lld", key, kl, (long long)io->ttl);
+            APPEND(p, j, WANT_INT, "DECRBY %b %lld", key, kl,
+                   (long long)j->rq->cost);
+            APPEND(p, j, WANT_BOOL, "PEXPIRE %b %lld", key, kl,
+                   (long long)io->ttl);
             n += 2;
         } else if (r->algorithm == SLUICE_LOG) {
             const sl_state_view *s = &j->views[i];
 
-            APPEND(p, j, "ZREM %b %s", key, kl, io->member);
+            APPEND(p, j, WANT_BOOL, "ZREM %b %s", key, kl, io->member);
             n++;
             /* Dead for everyone: below the newest charge minus P. Not
              * below t - P: this request charged nothing. */
@@ -637,8 +765,8 @@ static void append_log_entry(sl_plain *p, unit *j, const char *key, size_t kl,
     char member[64];
 
     log_member(p, x, cost, member, sizeof(member));
-    APPEND(p, j, "ZADD %b %lld %s", key, kl, (long long)x, member);
-    APPEND(p, j, "PEXPIRE %b %lld", key, kl, ttl);
+    APPEND(p, j, WANT_BOOL, "ZADD %b %lld %s", key, kl, (long long)x, member);
+    APPEND(p, j, WANT_BOOL, "PEXPIRE %b %lld", key, kl, ttl);
 }
 
 /* After an admitted charge: a late log entry is stamped with the newest
@@ -660,8 +788,10 @@ static size_t append_restamp(sl_plain *p, unit *j)
 
         if (is_window(r) && excess > 0) {
             kl = rule_key(p, j->rq, r, true, j->io[i].k, key);
-            APPEND(p, j, "DECRBY %b %lld", key, kl, (long long)excess);
-            APPEND(p, j, "PEXPIRE %b %lld", key, kl, (long long)j->io[i].ttl);
+            APPEND(p, j, WANT_INT, "DECRBY %b %lld", key, kl,
+                   (long long)excess);
+            APPEND(p, j, WANT_BOOL, "PEXPIRE %b %lld", key, kl,
+                   (long long)j->io[i].ttl);
             n += 2;
         }
         if (r->algorithm != SLUICE_LOG)
@@ -677,7 +807,7 @@ static size_t append_restamp(sl_plain *p, unit *j)
             append_log_entry(
                 p, j, key, kl, j->ch[i].x, j->charged,
                 (long long)with_floor(p, sl_ttl_after_charge(r, &j->v[i])));
-            APPEND(p, j, "ZREM %b %s", key, kl, j->io[i].member);
+            APPEND(p, j, WANT_BOOL, "ZREM %b %s", key, kl, j->io[i].member);
             n += 3;
         }
         if (dead > 0)
@@ -702,12 +832,13 @@ static size_t append_writes(sl_plain *p, unit *j)
         switch (r->algorithm) {
         case SLUICE_FIXED:
         case SLUICE_SLIDING:
-            APPEND(p, j, "INCRBY %b %lld", key, kl, (long long)j->charged);
-            APPEND(p, j, "PEXPIRE %b %lld", key, kl, ttl);
+            APPEND(p, j, WANT_INT, "INCRBY %b %lld", key, kl,
+                   (long long)j->charged);
+            APPEND(p, j, WANT_BOOL, "PEXPIRE %b %lld", key, kl, ttl);
             n += 2;
             break;
         case SLUICE_LOG:
-            APPEND(p, j, "ZREMRANGEBYSCORE %b -inf %lld", key, kl,
+            APPEND(p, j, WANT_COUNT, "ZREMRANGEBYSCORE %b -inf %lld", key, kl,
                    (long long)(j->ch[i].x - r->period_ms));
             append_log_entry(p, j, key, kl, j->ch[i].x, j->charged, ttl);
             n += 3;
@@ -723,7 +854,8 @@ static size_t append_writes(sl_plain *p, unit *j)
                          j->rq->now_ms + sl_ttl_after_charge(r, &j->v[i]));
 
             sl_bucket_pack(packed, j->ch[i].x, j->ch[i].d, keep);
-            APPEND(p, j, "SET %b %b PX %lld", key, kl, packed, sizeof(packed),
+            APPEND(p, j, WANT_OK, "SET %b %b PX %lld", key, kl, packed,
+                   sizeof(packed),
                    (long long)with_floor(p, keep - j->rq->now_ms));
             n += 1;
             break;
@@ -763,7 +895,8 @@ static size_t append_refund_writes(sl_plain *p, unit *j)
             continue;
         kl = rule_key(p, j->rq, &rs->rules[i], false, 0, key);
         sl_bucket_pack(packed, s->x, s->d, j->io[i].keep);
-        APPEND(p, j, "SET %b %b KEEPTTL", key, kl, packed, sizeof(packed));
+        APPEND(p, j, WANT_OK, "SET %b %b KEEPTTL", key, kl, packed,
+               sizeof(packed));
         n++;
     }
     return n;
@@ -794,7 +927,8 @@ static void append_watch(sl_plain *p, unit *j)
             argc++;
         }
     }
-    expect_reply(p, j, sl_conn_append(&p->conn, argc, argv, lens, NULL, 0));
+    expect_reply(p, j, WANT_OK,
+                 sl_conn_append(&p->conn, argc, argv, lens, NULL, 0));
 }
 
 /* ------------------------------------------------------------ replies */
@@ -828,6 +962,56 @@ static void note_status(sl_plain *p, unit *u, const redisReply *r)
     u->st = st;
 }
 
+/* A reply no Redis sends came for unit u, where one of want w was due
+ * (what, when it is not a whole reply: "element 2 of EXEC's reply"). The
+ * step's first failure gives way: the stream is out of step. */
+static void note_bad(sl_plain *p, unit *u, want w, const redisReply *r,
+                     const char *what)
+{
+    char ep[300], got[400];
+
+    if (u->desync)
+        return;
+    u->desync = true;
+    u->st = SLUICE_EPROTO;
+    sl_reply_describe(got, sizeof(got), r);
+    sl_errf(u->msg, sizeof(u->msg),
+            "%s: %s sent %s%s%s where %s was due, which no Redis sends; the "
+            "connection is closed, and the requests sent on it end with "
+            "this status (their outcome unknown)",
+            p->name, sl_conn_endpoint(&p->conn, ep, sizeof(ep)), got,
+            what != NULL ? " as " : "", what != NULL ? what : "", want_text(w));
+}
+
+/* Checks the reply r to a command of want w: an error reply is the
+ * server's (note_status), anything else must fit. */
+static void check_reply(sl_plain *p, unit *u, want w, const redisReply *r,
+                        const char *what)
+{
+    if (r->type == REDIS_REPLY_ERROR)
+        note_status(p, u, r);
+    else if (!reply_fits(w, r))
+        note_bad(p, u, w, r, what);
+}
+
+/* Checks an EXEC reply's elements against the wants of the commands it
+ * ran (wants[1..n], after MULTI). */
+static void check_exec(sl_plain *p, unit *u, const redisReply *x)
+{
+    char what[64];
+    size_t k, n = u->expect - 2;
+
+    if (x->elements != n) {
+        snprintf(what, sizeof(what), "EXEC's reply to %zu commands", n);
+        note_bad(p, u, WANT_EXEC, x, what);
+        return;
+    }
+    for (k = 0; k < n && !u->desync; k++) {
+        snprintf(what, sizeof(what), "element %zu of EXEC's reply", k + 1);
+        check_reply(p, u, (want)u->wants[k + 1], x->element[k], what);
+    }
+}
+
 /* A wrapped block's EXEC reply: its elements are the block's replies. */
 static void take_exec(sl_plain *p, unit *u)
 {
@@ -840,17 +1024,13 @@ static void take_exec(sl_plain *p, unit *u)
         note_status(p, u, x);
         return;
     }
-    if (x->type != REDIS_REPLY_ARRAY || x->elements != u->ncmds) {
-        sl_errf(u->msg, sizeof(u->msg),
-                "%s: EXEC answered %zu replies for %zu commands", p->name,
-                x->type == REDIS_REPLY_ARRAY ? x->elements : 0, u->ncmds);
-        u->st = SLUICE_EPROTO;
+    if (x->type != REDIS_REPLY_ARRAY) {
+        note_bad(p, u, WANT_ARRAY, x, "EXEC's reply");
         return;
     }
-    for (k = 0; k < u->ncmds; k++) {
+    check_exec(p, u, x);
+    for (k = 0; k < u->ncmds && k < x->elements; k++)
         u->reps[k] = x->element[k];
-        note_status(p, u, u->reps[k]);
-    }
 }
 
 /* -------------------------------------------------- order and holding */
@@ -936,13 +1116,37 @@ static void let_go(sl_plain *p, unit *u)
     p->draining = false;
 }
 
+/* UNWATCH's reply, which no request waits for: anything but +OK (or the
+ * server's error) puts the stream out of step, and ends the connection. */
+static void on_unwatch(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
+                       sluice_status st, bool sent, const char *msg)
+{
+    sl_plain *p = (sl_plain *)(void *)((char *)cn - offsetof(sl_plain, conn));
+    char ep[300], got[400], why[SL_ERR_LEN];
+
+    (void)job;
+    (void)i;
+    (void)st;
+    (void)sent;
+    (void)msg;
+    if (r == NULL || r->type == REDIS_REPLY_ERROR || reply_fits(WANT_OK, r))
+        return;
+    sl_reply_describe(got, sizeof(got), r);
+    sl_errf(why, sizeof(why),
+            "%s: %s sent %s where +OK was due (UNWATCH), which no Redis "
+            "sends; the connection is closed, and the requests sent on it "
+            "end with this status (their outcome unknown)",
+            p->name, sl_conn_endpoint(cn, ep, sizeof(ep)), got);
+    sl_conn_abort(cn, SLUICE_EPROTO, why);
+}
+
 /* Ends a WATCH that will not be followed by EXEC. */
 static void unwatch(sl_plain *p, unit *u)
 {
     sluice_status st = sl_conn_appendf(&p->conn, NULL, 0, "UNWATCH");
 
     if (st == SLUICE_OK)
-        st = sl_conn_expect(&p->conn, NULL, NULL, 0);
+        st = sl_conn_expect(&p->conn, on_unwatch, NULL, 0);
     if (st != SLUICE_OK)
         sl_conn_doom(&p->conn); /* the WATCH ends with the connection */
     let_go(p, u);
@@ -971,10 +1175,10 @@ static void begin(sl_plain *p, unit *u, step s)
         u->wrapped = p->multi && (u->mode == JOB_OPTIMISTIC ||
                                   u->mode == JOB_RULES || u->mode == JOB_LEASE);
         if (u->wrapped)
-            APPEND(p, u, "MULTI");
+            APPEND(p, u, WANT_OK, "MULTI");
         u->ncmds = append_block(p, u);
         if (u->wrapped)
-            APPEND(p, u, "EXEC");
+            APPEND(p, u, WANT_EXEC, "EXEC");
         break;
     case STEP_FOLLOW:
         if ((u->mode == JOB_LEASE ? append_lease_follow(p, u)
@@ -992,12 +1196,12 @@ static void begin(sl_plain *p, unit *u, step s)
         u->ncmds = append_block(p, u);
         break;
     case STEP_EXEC:
-        APPEND(p, u, "MULTI");
+        APPEND(p, u, WANT_OK, "MULTI");
         if (u->rq->op == SL_OP_REFUND)
             append_refund_writes(p, u);
         else
             append_writes(p, u);
-        APPEND(p, u, "EXEC");
+        APPEND(p, u, WANT_EXEC, "EXEC");
         let_go(p, u); /* EXEC ends the WATCH, whatever it answers */
         break;
     }
@@ -1005,6 +1209,29 @@ static void begin(sl_plain *p, unit *u, step s)
         u->broken = true;
         finish(u, u->st, u->msg);
     }
+}
+
+/* A reply no Redis sends came for u (u->msg says which): the stream is
+ * out of step, so every later reply on it may belong to another command.
+ * The connection ends; every request written on it ends with
+ * SLUICE_EPROTO (its outcome unknown, never resent), and what was only
+ * queued goes on the next connection. */
+static void out_of_step(sl_plain *p, unit *u)
+{
+    char msg[SL_ERR_LEN];
+
+    u->desync = true;
+    sl_errf(msg, sizeof(msg), "%s", u->msg);
+    sl_conn_abort(&p->conn, SLUICE_EPROTO, msg);
+}
+
+/* Ends u with the protocol error found in its replies, once they are all
+ * in (u awaits nothing on the connection). */
+static void end_out_of_step(sl_plain *p, unit *u)
+{
+    out_of_step(p, u);
+    let_go(p, u); /* its WATCH, if any, went with the connection */
+    finish(u, SLUICE_EPROTO, u->msg);
 }
 
 /* The connection failed under a step. A request none of whose commands
@@ -1050,25 +1277,28 @@ static void block_done(sl_plain *p, unit *u)
 
     if (u->wrapped)
         take_exec(p, u);
-    if (u->st == SLUICE_OK && u->mode == JOB_RULES) {
+    if (u->st == SLUICE_OK && u->mode == JOB_RULES)
         u->st = parse_rules_reply(p, u);
-        release_replies(u);
+    else if (u->st == SLUICE_OK && u->mode == JOB_LEASE)
+        u->st = parse_lease(p, u);
+    else if (u->st == SLUICE_OK && u->mode != JOB_RESET)
+        u->st = parse_views(p, u, u->reps, u->msg, sizeof(u->msg));
+    release_replies(u);
+    if (u->st == SLUICE_EPROTO) {
+        end_out_of_step(p, u);
+        return;
+    }
+    if (u->mode == JOB_RULES) {
         finish(u, u->st, u->msg);
         return;
     }
     if (u->mode == JOB_LEASE) {
-        if (u->st == SLUICE_OK)
-            u->st = parse_lease(p, u);
-        release_replies(u);
         if (u->st != SLUICE_OK || u->rq->op == SL_OP_LEASE_RELEASE)
             finish(u, u->st, u->msg);
         else
             begin(p, u, STEP_FOLLOW);
         return;
     }
-    if (u->st == SLUICE_OK && u->mode != JOB_RESET)
-        u->st = parse_views(p, u, u->reps, u->msg, sizeof(u->msg));
-    release_replies(u);
     if (u->st != SLUICE_OK || u->mode == JOB_RESET) {
         finish(u, u->st, u->msg);
         return;
@@ -1090,6 +1320,10 @@ static void watch_done(sl_plain *p, unit *u)
     if (u->st == SLUICE_OK)
         u->st = parse_views(p, u, u->reps, u->msg, sizeof(u->msg));
     release_replies(u);
+    if (u->st == SLUICE_EPROTO) {
+        end_out_of_step(p, u);
+        return;
+    }
     if (u->st != SLUICE_OK) {
         unwatch(p, u);
         finish(u, u->st, u->msg);
@@ -1148,45 +1382,75 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
     sl_plain *p = job->eng->state;
     unit *u = &((unit *)job->data)[i];
     size_t k = u->got++;
+    want w = k < STEP_MAX ? (want)u->wants[k] : WANT_OK;
+    bool exec = k + 1 == u->expect &&
+                (u->step == STEP_EXEC || (u->step == STEP_BLOCK && u->wrapped));
 
     if (r == NULL) {
-        if (!u->broken) {
+        if (!u->broken && !u->desync) {
             u->broken = true;
             u->st = st;
             sl_errf(u->msg, sizeof(u->msg), "%s", msg != NULL ? msg : "");
         }
+        u->broken = true;
         u->sent = u->sent || sent;
-    } else if (!u->broken) {
+    } else if (!u->broken && !u->desync) {
+        /* Inside MULTI, each command is answered +QUEUED, and EXEC
+         * answers for them all. */
+        if (k > 0 && !exec &&
+            (u->step == STEP_EXEC || (u->step == STEP_BLOCK && u->wrapped)))
+            w = WANT_QUEUED;
         switch (u->step) {
         case STEP_BLOCK:
             if (!u->wrapped) {
-                note_status(p, u, r);
+                check_reply(p, u, w, r, NULL);
                 keep_rep(cn, u, k, r);
-            } else if (k == u->ncmds + 1) { /* EXEC, after +OK, +QUEUED */
-                u->exec = r;
+            } else if (exec && r->type == REDIS_REPLY_ARRAY) {
+                u->exec = r; /* checked by take_exec */
                 sl_conn_keep_reply(cn);
+            } else if (exec) {
+                check_reply(p, u, WANT_ARRAY, r, "EXEC's reply");
             } else {
-                note_status(p, u, r);
+                check_reply(p, u, w, r, NULL);
             }
             break;
         case STEP_WATCH:
-            note_status(p, u, r);
+            check_reply(p, u, w, r, NULL);
             if (k > 0)
                 keep_rep(cn, u, k - 1, r);
             break;
         case STEP_FOLLOW:
-            note_status(p, u, r);
+            check_reply(p, u, w, r, NULL);
             break;
         case STEP_EXEC:
-            if (k + 1 == u->expect && r->type == REDIS_REPLY_NIL)
+            if (exec && r->type == REDIS_REPLY_NIL)
                 u->exec_nil = true;
-            else if (k + 1 < u->expect || r->type != REDIS_REPLY_ARRAY)
-                note_status(p, u, r);
+            else if (exec && r->type == REDIS_REPLY_ARRAY)
+                check_exec(p, u, r);
+            else if (exec)
+                check_reply(p, u, WANT_EXEC, r, "EXEC's reply");
+            else
+                check_reply(p, u, w, r, NULL);
             break;
+        }
+        if (u->desync) {
+            /* End the connection now: the replies still to come on it
+             * are out of step. u's own come back failed, through this
+             * function, which ends u once they are all in. */
+            bool last = u->got == u->expect;
+
+            out_of_step(p, u);
+            if (!last)
+                return;
         }
     }
     if (u->got < u->expect)
         return;
+    if (u->desync) {
+        let_go(p, u);
+        finish(u, SLUICE_EPROTO, u->msg);
+        return;
+    }
     if (u->broken) {
         step_failed(p, u);
         return;

@@ -31,11 +31,16 @@ void sl_slotmap_init(sl_slotmap *m);
 int sl_slotmap_node(sl_slotmap *m, const char *host, int port);
 /* Applies a CLUSTER SLOTS reply obtained from asked_host (an empty or "?"
  * endpoint means that host). Returns the number of slots it assigned, or
- * -1 when the reply is not a slot map. */
+ * -1 when the reply is not a slot map: not one entry a range of slots
+ * with its owner, or two entries over the same slot. Costs at most one
+ * pass over the slots, whatever the reply. */
 long sl_slotmap_load(sl_slotmap *m, const redisReply *r,
                      const char *asked_host);
 /* Reads an error reply "MOVED 3999 host:port" or "ASK 3999 host:port" sent
- * by from_host; sets *slot and *node (the target's index). */
+ * by from_host; sets *slot and *node: the target's index when the map
+ * knows the node (a seed, or a node a slot map named), which a MOVED makes
+ * the slot's owner; else -1, and the map is unchanged: a redirection to a
+ * node no map named is followed only once a map names it. */
 sl_redirect sl_slotmap_redirect(sl_slotmap *m, const char *msg,
                                 const char *from_host, unsigned *slot,
                                 int *node);

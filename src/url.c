@@ -46,13 +46,21 @@ void sl_url_redact(const char *url, char *dst, size_t dst_len)
         snprintf(dst, dst_len, "%.*s***%s", (int)(start - url), url, at);
 }
 
+#define URL_SHOWN 160 /* bytes of a URL a message shows */
+
 static sluice_status bad(char *err, size_t err_len, const char *url,
                          const char *what)
 {
     char shown[SL_ERR_LEN];
 
     sl_url_redact(url, shown, sizeof(shown));
-    sl_errf(err, err_len, "url \"%s\": %s", shown, what);
+    /* A long URL (a 5,000-byte host name) is cut, so that the message
+     * keeps what is wrong with it. */
+    if (strlen(shown) > URL_SHOWN)
+        sl_errf(err, err_len, "url \"%.*s...\" (%zu bytes): %s", URL_SHOWN,
+                shown, strlen(url), what);
+    else
+        sl_errf(err, err_len, "url \"%s\": %s", shown, what);
     return SLUICE_EURL;
 }
 
@@ -224,6 +232,13 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
                        "option deny_cache: expected the number of denials "
                        "to keep, 0..1000000 (0: off)");
         u->opts.deny_cache = (uint32_t)num;
+    } else if (KEY_IS("max_reply_bytes")) {
+        if (!read_uint(v, vlen, 1024, 1073741824, &num))
+            return bad(err, err_len, url,
+                       "option max_reply_bytes: expected the largest reply "
+                       "read from a server, 1024..1073741824 bytes "
+                       "(default 8388608)");
+        u->ep.reply_max_bytes = (size_t)num;
     } else if (KEY_IS("prefix")) {
         if (!decode(u->prefix, sizeof(u->prefix), v, vlen))
             return bad(err, err_len, url,
@@ -234,7 +249,8 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
                  "unknown option \"%.*s\" (known: "
                  "timeout_ms, connect_timeout_ms, clock, fail, prefix, "
                  "ttl_floor_ms, deny_cache, metrics, shadow, "
-                 "fallback_instances, rules_cache_ms, socket, tls, "
+                 "fallback_instances, rules_cache_ms, max_reply_bytes, "
+                 "socket, tls, "
                  "tls_verify, "
                  "tls_ca_file, tls_ca_dir, tls_cert, tls_key, "
                  "tls_server_name)",

@@ -127,6 +127,33 @@ static void numbers_print_like_printf(void **state)
     }
 }
 
+/* Issue 20, item 6: a state sluice writes is read back, whatever its
+ * numbers, and nothing past them is. */
+static void a_bucket_state_reads_back_up_to_the_latest_keep(void **state)
+{
+    char b[SL_BUCKET_LEN];
+    int64_t x, d, keep;
+
+    (void)state;
+    /* A full burst of B*P = 2^53 - 1 taken at t = 2^53 - 1 - 3001 with
+     * P = 441650591: keep = t + (2^53 - 1) + P. */
+    sl_bucket_pack(b, 9007199254737990LL, 9007199254740991LL,
+                   9007199254737990LL + 9007199254740991LL + 441650591LL);
+    assert_true(sl_bucket_unpack(b, sizeof(b), &x, &d, &keep));
+    assert_int_equal(keep, 18014398951129572LL);
+    sl_bucket_pack(b, SL_MAX_TIME_MS, SL_EXACT_BOUND - 1, SL_MAX_KEEP_MS);
+    assert_true(sl_bucket_unpack(b, sizeof(b), &x, &d, &keep));
+    sl_bucket_pack(b, SL_MAX_TIME_MS, SL_EXACT_BOUND - 1, SL_MAX_KEEP_MS + 1);
+    assert_false(sl_bucket_unpack(b, sizeof(b), &x, &d, &keep));
+    sl_bucket_pack(b, SL_MAX_TIME_MS + 1, 0, 0);
+    assert_false(sl_bucket_unpack(b, sizeof(b), &x, &d, &keep));
+    sl_bucket_pack(b, 0, SL_EXACT_BOUND, 0);
+    assert_false(sl_bucket_unpack(b, sizeof(b), &x, &d, &keep));
+    sl_bucket_pack(b, 0, 0, -1);
+    assert_false(sl_bucket_unpack(b, sizeof(b), &x, &d, &keep));
+    assert_false(sl_bucket_unpack(b, sizeof(b) - 1, &x, &d, &keep));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -137,6 +164,7 @@ int main(void)
         cmocka_unit_test(costs_and_times_outside_the_ranges_are_refused),
         cmocka_unit_test(messages_quote_binary_values_printably),
         cmocka_unit_test(numbers_print_like_printf),
+        cmocka_unit_test(a_bucket_state_reads_back_up_to_the_latest_keep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

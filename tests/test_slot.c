@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -117,39 +118,57 @@ static void moved_updates_the_map_and_ask_does_not(void **state)
 {
     sl_slotmap m;
     unsigned s = 0;
-    int node = -1, first;
+    int node = -1, first, second, third;
 
     (void)state;
     sl_slotmap_init(&m);
     first = sl_slotmap_node(&m, "127.0.0.1", 7000);
+    second = sl_slotmap_node(&m, "127.0.0.1", 7002);
+    third = sl_slotmap_node(&m, "127.0.0.1", 7003);
     m.slots[3999] = (int16_t)first;
     assert_int_equal(sl_slotmap_redirect(&m, "MOVED 3999 127.0.0.1:7002",
                                          "127.0.0.1", &s, &node),
                      SL_REDIRECT_MOVED);
     assert_int_equal(s, 3999);
-    assert_int_equal(m.nodes[node].port, 7002);
-    assert_int_equal(m.slots[3999], node);
+    assert_int_equal(node, second);
+    assert_int_equal(m.slots[3999], second);
     assert_int_equal(sl_slotmap_redirect(&m, "ASK 100 127.0.0.1:7003",
                                          "127.0.0.1", &s, &node),
                      SL_REDIRECT_ASK);
     assert_int_equal(s, 100);
-    assert_int_equal(m.nodes[node].port, 7003);
+    assert_int_equal(node, third);
     assert_int_equal(m.slots[100], -1);
     /* An empty or unknown host means the node that answered. */
+    sl_slotmap_node(&m, "192.0.2.7", 30003);
     assert_int_equal(
         sl_slotmap_redirect(&m, "MOVED 12182 :30003", "192.0.2.7", &s, &node),
         SL_REDIRECT_MOVED);
     assert_string_equal(m.nodes[node].host, "192.0.2.7");
     assert_int_equal(m.nodes[node].port, 30003);
+    sl_slotmap_node(&m, "192.0.2.8", 30001);
     assert_int_equal(
         sl_slotmap_redirect(&m, "MOVED 5061 ?:30001", "192.0.2.8", &s, &node),
         SL_REDIRECT_MOVED);
     assert_string_equal(m.nodes[node].host, "192.0.2.8");
     /* IPv6 hosts keep their colons. */
+    sl_slotmap_node(&m, "::1", 7010);
     assert_int_equal(
         sl_slotmap_redirect(&m, "MOVED 1 ::1:7010", "x", &s, &node),
         SL_REDIRECT_MOVED);
     assert_string_equal(m.nodes[node].host, "::1");
+    /* Issue 20: a node no map named is not added, nor made the owner; the
+     * cluster reads the map again before it goes anywhere. */
+    assert_int_equal(sl_slotmap_redirect(&m, "MOVED 3999 192.0.2.1:6379",
+                                         "127.0.0.1", &s, &node),
+                     SL_REDIRECT_MOVED);
+    assert_int_equal(node, -1);
+    assert_int_equal(s, 3999);
+    assert_int_equal(m.slots[3999], second);
+    assert_int_equal(sl_slotmap_redirect(&m, "ASK 3999 192.0.2.1:6379",
+                                         "127.0.0.1", &s, &node),
+                     SL_REDIRECT_ASK);
+    assert_int_equal(node, -1);
+    assert_int_equal(m.nnodes, 6);
     /* Anything else is not a redirection. */
     assert_int_equal(
         sl_slotmap_redirect(&m, "TRYAGAIN Multiple keys", "x", &s, &node),
@@ -160,6 +179,44 @@ static void moved_updates_the_map_and_ask_does_not(void **state)
                      SL_REDIRECT_NONE);
     assert_int_equal(sl_slotmap_redirect(&m, "MOVED x", "x", &s, &node),
                      SL_REDIRECT_NONE);
+}
+
+/* Issue 20: a map with two entries over one slot is refused, and any
+ * reply costs at most one pass over the slots. */
+static void overlapping_and_absurd_maps_are_refused(void **state)
+{
+    static const char entry[] =
+        "*3\r\n:0\r\n:16383\r\n*2\r\n$1\r\nh\r\n:7000\r\n";
+    sl_slotmap m;
+    redisReply *r;
+    char *text;
+    size_t n = 20000, k, len = strlen(entry);
+
+    (void)state;
+    sl_slotmap_init(&m);
+    r = resp("*2\r\n*3\r\n:0\r\n:100\r\n*2\r\n$1\r\nh\r\n:7000\r\n"
+             "*3\r\n:100\r\n:200\r\n*2\r\n$1\r\ni\r\n:7001\r\n");
+    assert_int_equal(sl_slotmap_load(&m, r, "h"), -1);
+    freeReplyObject(r);
+    assert_int_equal(m.nnodes, 0);
+    assert_int_equal(m.slots[100], -1);
+    /* 20,000 entries, each over every slot. */
+    text = malloc(32 + n * len);
+    assert_non_null(text);
+    k = (size_t)sprintf(text, "*%zu\r\n", n);
+    for (size_t i = 0; i < n; i++, k += len)
+        memcpy(text + k, entry, len);
+    text[k] = '\0';
+    r = resp(text);
+    free(text);
+    assert_int_equal(sl_slotmap_load(&m, r, "h"), -1);
+    freeReplyObject(r);
+    assert_int_equal(m.nnodes, 0);
+    /* Adjacent ranges are a map. */
+    r = resp("*2\r\n*3\r\n:0\r\n:99\r\n*2\r\n$1\r\nh\r\n:7000\r\n"
+             "*3\r\n:100\r\n:16383\r\n*2\r\n$1\r\ni\r\n:7001\r\n");
+    assert_int_equal(sl_slotmap_load(&m, r, "h"), 16384);
+    freeReplyObject(r);
 }
 
 static void a_full_node_table_is_reported(void **state)
@@ -212,6 +269,7 @@ int main(void)
         cmocka_unit_test(hash_tags_pick_the_first_non_empty_braces),
         cmocka_unit_test(the_map_follows_cluster_slots),
         cmocka_unit_test(moved_updates_the_map_and_ask_does_not),
+        cmocka_unit_test(overlapping_and_absurd_maps_are_refused),
         cmocka_unit_test(a_full_node_table_is_reported),
         cmocka_unit_test(cluster_urls_take_several_seeds),
     };

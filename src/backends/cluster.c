@@ -57,6 +57,9 @@ typedef struct route {
     bool as_eval; /* the node lacked the script */
     bool waiting; /* to be sent */
     int redirects;
+    /* Redirected to a node no slot map named: the map was read again
+     * before it went anywhere; a second such redirection fails. */
+    bool unknown_target;
     int64_t not_before; /* a TRYAGAIN's retry, not before then */
 } route;
 
@@ -191,11 +194,14 @@ static void on_slots(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
     } else if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
         node_failed(n);
         if (current) {
+            char said[SL_ESCAPE_SHOWN * 4 + 32] = "empty";
+
+            if (r->type == REDIS_REPLY_ERROR)
+                sl_escape(said, sizeof(said), r->str, r->len);
             sl_errf(c->last_msg, sizeof(c->last_msg),
                     "cluster: %s:%d gave no slot map (%s); is it a cluster "
                     "node?",
-                    n->ep.host, n->ep.port,
-                    r->type == REDIS_REPLY_ERROR ? r->str : "empty");
+                    n->ep.host, n->ep.port, said);
         }
     } else if (!current) {
         n->failures = 0; /* a late answer: the round ended without it */
@@ -203,7 +209,8 @@ static void on_slots(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
     } else if (sl_slotmap_load(&c->map, r, n->ep.host) < 0 || !sync_nodes(c)) {
         node_failed(n);
         sl_errf(c->last_msg, sizeof(c->last_msg),
-                "cluster: %s:%d gave a slot map that could not be read",
+                "cluster: %s:%d gave a slot map that could not be read "
+                "(not one entry a range of slots, with its owner)",
                 n->ep.host, n->ep.port);
     } else {
         size_t k;
@@ -392,6 +399,29 @@ static sluice_status request_slot(const cluster *c, const sl_request *rq,
 static void on_reply(sl_conn *cn, sl_job *job, size_t k, redisReply *r,
                      sluice_status st, bool sent, const char *msg);
 
+/* ASKING's reply, which no request waits for: anything but +OK (or the
+ * node's error) puts the stream out of step, and ends the connection. */
+static void on_asking(sl_conn *cn, sl_job *job, size_t k, redisReply *r,
+                      sluice_status st, bool sent, const char *msg)
+{
+    char ep[300], got[400], why[SL_ERR_LEN];
+
+    (void)job;
+    (void)k;
+    (void)st;
+    (void)sent;
+    (void)msg;
+    if (r == NULL || r->type == REDIS_REPLY_ERROR ||
+        (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0))
+        return;
+    sl_reply_describe(got, sizeof(got), r);
+    sl_errf(why, sizeof(why),
+            "cluster: %s sent %s where +OK was due (ASKING), which no Redis "
+            "sends; the connection is closed",
+            sl_conn_endpoint(cn, ep, sizeof(ep)), got);
+    sl_conn_abort(cn, SLUICE_EPROTO, why);
+}
+
 /* Queues request k on its node, ASKING first after an ASK. */
 static void send_request(cluster *c, sl_job *job, size_t k)
 {
@@ -407,7 +437,7 @@ static void send_request(cluster *c, sl_job *job, size_t k)
          * when the job expires before the connect is done. */
         if ((st = sl_conn_append(&nd->conn, 1, argv, NULL, err, sizeof(err))) ==
             SLUICE_OK)
-            st = sl_conn_expect(&nd->conn, NULL, job, k);
+            st = sl_conn_expect(&nd->conn, on_asking, job, k);
         rt->asking = false;
     }
     if (st == SLUICE_OK)
@@ -493,11 +523,35 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t k, redisReply *r,
     if (r->type == REDIS_REPLY_ERROR &&
         (kind = sl_slotmap_redirect(&c->map, r->str, nd->ep.host, &slot,
                                     &to)) != SL_REDIRECT_NONE) {
-        if (!sync_nodes(c) || ++rt->redirects > MAX_REDIRECTS) {
+        char said[SL_ESCAPE_SHOWN * 4 + 32];
+
+        sl_escape(said, sizeof(said), r->str, r->len);
+        if (++rt->redirects > MAX_REDIRECTS) {
             sl_errf(err, sizeof(err),
                     "cluster: too many redirections for slot %u (last: %s)",
-                    rt->slot, r->str);
+                    rt->slot, said);
             sl_engine_answer(job, k, SLUICE_EPROTO, err);
+            return;
+        }
+        if (to < 0 && rt->unknown_target) {
+            sl_errf(err, sizeof(err),
+                    "cluster: %s:%d redirected slot %u to a node that no "
+                    "slot map names, also after the map was read again "
+                    "(%s); not followed",
+                    nd->ep.host, nd->ep.port, rt->slot, said);
+            sl_engine_answer(job, k, SLUICE_EPROTO, err);
+            return;
+        }
+        if (to < 0) {
+            /* Any address could be in a redirection: follow only a node
+             * a slot map names. Read the map again from the nodes known;
+             * the request then goes where it says (a node added by
+             * resharding is named there). */
+            rt->unknown_target = true;
+            rt->node = -1;
+            rt->waiting = true;
+            want_refresh(c);
+            pump(c, job);
             return;
         }
         /* MOVED updated the map (more may have moved: refresh); ASK holds
@@ -514,8 +568,11 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t k, redisReply *r,
         (strncmp(r->str, "TRYAGAIN", 8) == 0 ||
          strncmp(r->str, "CLUSTERDOWN", 11) == 0)) {
         /* A slot being moved, or a failover under way: nothing ran. */
+        char said[SL_ESCAPE_SHOWN * 4 + 32];
+
+        sl_escape(said, sizeof(said), r->str, r->len);
         sl_errf(c->last_msg, sizeof(c->last_msg), "cluster: %s:%d answered: %s",
-                nd->ep.host, nd->ep.port, r->str);
+                nd->ep.host, nd->ep.port, said);
         if (r->str[0] == 'C')
             want_refresh(c);
         rt->waiting = true;

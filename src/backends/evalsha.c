@@ -350,20 +350,26 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
     int64_t t = rq->now_ms, echo = -1, cost = rq->cost, g = 0;
     wire w;
     size_t i;
+    char got[400];
 
+    if (rep->type == REDIS_REPLY_STRING)
+        snprintf(got, sizeof(got), "a bulk string of %zu bytes", rep->len);
+    else
+        sl_reply_describe(got, sizeof(got), rep);
     if (rq->op == SL_OP_RESET && rq->now_ms >= 0) {
-        if (rep->type == REDIS_REPLY_INTEGER)
+        if (rep->type == REDIS_REPLY_INTEGER && rep->integer >= 0)
             return SLUICE_OK; /* DEL's count */
-        sl_errf(err, err_len, "evalsha: DEL answered type %d", rep->type);
+        sl_errf(err, err_len,
+                "evalsha: DEL answered %s where an integer >= 0 was due", got);
         return SLUICE_EPROTO;
     }
     if (rep->type != REDIS_REPLY_STRING || rep->len < 16 ||
         (rep->len % 8 != 0 && !is_rules_op(rq->op))) {
         sl_errf(err, err_len,
-                "evalsha: unexpected script reply (type %d, %zu bytes); is "
-                "another program using the key prefix, or a script of "
-                "another version loaded?",
-                rep->type, rep->type == REDIS_REPLY_STRING ? rep->len : 0);
+                "evalsha: unexpected script reply (%s); is another program "
+                "using the key prefix, or a script of another version "
+                "loaded?",
+                got);
         return SLUICE_EPROTO;
     }
     /* A rules reply is a value of any length, then two numbers: read from

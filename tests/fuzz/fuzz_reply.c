@@ -129,8 +129,14 @@ static void decode_cluster(const redisReply *rep)
     kind = sl_slotmap_redirect(&map, rep->str, ASKED_HOST, &slot, &node);
     if (kind == SL_REDIRECT_NONE)
         return;
-    if (slot >= SL_NSLOTS || node < 0 || node >= (int)map.nnodes)
+    if (slot >= SL_NSLOTS || node < -1 || node >= (int)map.nnodes)
         broken("a redirection to no slot or no node", rep->str);
+    /* A node no map named (-1) is the cluster's to look up again: the map
+     * must be as it was. */
+    if (node < 0) {
+        check_map(&map);
+        return;
+    }
     if (map.nodes[node].port < 1 || map.nodes[node].port > 65535 ||
         map.nodes[node].host[0] == '\0')
         broken("a redirection to a bad endpoint", rep->str);
