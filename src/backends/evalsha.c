@@ -22,6 +22,11 @@ typedef struct state {
     sl_engine *eng;
     const sl_url *url;
     uint64_t tag; /* of the next request; the script echoes it */
+    /* A request went as EVAL on this connection and its reply has not
+     * come: the server has the script again by the time it reads anything
+     * queued after it, so the requests that got NOSCRIPT before go again
+     * as EVALSHA, not each as EVAL with the whole script. */
+    bool eval_pending;
 } state;
 
 static sluice_status evalsha_open(const sl_url *url, sl_engine *eng, void **out,
@@ -469,8 +474,10 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
     return SLUICE_OK;
 }
 
-/* A request marked so went as EVAL: the server lacked the script. */
-#define MARK_EVAL 2u
+/* A request marked so goes as EVAL: the server lacked the script. */
+#define MARK_EVAL     2u
+/* A request marked so got NOSCRIPT once. */
+#define MARK_NOSCRIPT 4u
 
 static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
                      sluice_status st, bool sent, const char *msg);
@@ -483,6 +490,12 @@ static void send_request(state *s, sl_job *job, size_t i)
 
     if (!sl_conn_is_ready(&s->conn))
         sl_engine_extend(job); /* it waits for a connect first */
+    /* One EVAL a connection loads the script: the first request that
+     * lacked it goes as EVAL, the others by EVALSHA behind it. */
+    if ((job->marks[i] & MARK_NOSCRIPT) != 0 && !s->eval_pending)
+        job->marks[i] |= MARK_EVAL;
+    if ((job->marks[i] & MARK_EVAL) != 0)
+        s->eval_pending = true;
     st = sl_evalsha_append(&s->conn, s->url, &job->reqs[i],
                            (job->marks[i] & MARK_EVAL) != 0, job->tag + i, err,
                            sizeof(err));
@@ -499,6 +512,9 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
     state *s = job->eng->state;
     char err[SL_ERR_LEN] = "";
 
+    /* An EVAL answered, or the connection that carried it closed. */
+    if (r == NULL || (job->marks[i] & MARK_EVAL) != 0)
+        s->eval_pending = false;
     if (sl_engine_answered(job, i))
         return;
     if (r == NULL) {
@@ -514,7 +530,12 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
         return;
     }
     if (sl_evalsha_noscript(r, (job->marks[i] & MARK_EVAL) != 0)) {
-        job->marks[i] |= MARK_EVAL;
+        /* Again after an EVAL went before it (the cache emptied once
+         * more, or the EVAL failed): this one goes as EVAL itself, so
+         * that a request is sent at most three times. */
+        if ((job->marks[i] & MARK_NOSCRIPT) != 0)
+            job->marks[i] |= MARK_EVAL;
+        job->marks[i] |= MARK_NOSCRIPT;
         send_request(s, job, i);
         return;
     }
