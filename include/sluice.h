@@ -277,7 +277,8 @@ SLUICE_API sluice_status sluice_acquire_at_most(
     sluice *sl, const void *key, size_t key_len, const sluice_ruleset *rules,
     int64_t max_cost, int64_t *granted, sluice_result *out);
 
-/* Gives back up to amount (1..10^9) of what the key's rules still count,
+/* Gives back up to amount (0..10^9; 0 gives back nothing and succeeds, with
+ * out the state as it is) of what the key's rules still count,
  * never more than a rule counts (a refund creates no capacity that was not
  * charged); docs/SEMANTICS.md, "refund", says where it goes on each
  * algorithm. out is the state it leaves, nothing charged: allowed, the

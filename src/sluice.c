@@ -495,7 +495,7 @@ static sluice_status prepare(sluice *sl, sl_op op, const void *key,
         return st;
     if ((st = sluice_ruleset_check(rules, err, SL_ERR_LEN)) != SLUICE_OK)
         return st;
-    if (op != SL_OP_RESET &&
+    if (op != SL_OP_RESET && (op != SL_OP_REFUND || cost != 0) &&
         (st = sl_cost_check(cost, err, SL_ERR_LEN)) != SLUICE_OK)
         return st;
     /* The server's clock is read by the script; ours is checked here. */
