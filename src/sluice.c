@@ -480,6 +480,8 @@ static void policy_result(const sluice *sl, const sl_request *rq,
     /* A closed denial suggests retrying after a reconnect could succeed. */
     out->retry_after_ms = open ? -1 : (int64_t)sl->url.opts.connect_timeout_ms;
     out->reset_after_ms = 0;
+    out->rule = 0;
+    out->rule_reset_code = 0;
 }
 
 /* Checks one request and fills r; messages go to the handle. */
