@@ -251,9 +251,12 @@ SLUICE_API sluice_status sluice_ruleset_check(const sluice_ruleset *rs,
  *   redis+multi://[user:password@]host:port[/db]   MULTI/EXEC, no scripts
  *   twemproxy://[password@]host:port   plain pipelines a proxy can parse
  *   redis-cluster://[user:password@]host:port[,host:port...]   slot-routed
- * Query options: ?timeout_ms=&connect_timeout_ms=&clock=local|server
+ * Query options, each once (a scheme in any case):
+ *   ?timeout_ms=&connect_timeout_ms=&clock=local|server
  *   &fail=error|open|closed|fallback&prefix=&ttl_floor_ms=
- *   &deny_cache=&metrics=&shadow=&fallback_instances=
+ *   &deny_cache=&metrics=&shadow=&fallback_instances=&rules_cache_ms=
+ *   &socket=&tls=&tls_verify=&tls_ca_file=&tls_ca_dir=&tls_cert=&tls_key=
+ *   &tls_server_name=
  * opts may be NULL. On SLUICE_OK stores a handle in *out; else *out is NULL
  * and err (may be NULL) holds the reason. Free with sluice_close(). */
 SLUICE_API sluice_status sluice_open(const char *url,
