@@ -281,8 +281,6 @@ static void send_request(cluster *c, sl_job *job, size_t k)
     /* One EVAL a connection loads the script (evalsha.c). */
     if (rt->noscript && !nd->eval_pending)
         rt->as_eval = true;
-    if (rt->as_eval)
-        nd->eval_pending = true;
     if (st == SLUICE_OK)
         st = sl_evalsha_append(&nd->conn, c->url, &job->reqs[k], rt->as_eval,
                                job->tag + k, err, sizeof(err));
@@ -291,6 +289,8 @@ static void send_request(cluster *c, sl_job *job, size_t k)
     rt->waiting = false;
     if (st != SLUICE_OK)
         sl_engine_answer(job, k, st, err);
+    else if (rt->as_eval)
+        nd->eval_pending = true; /* until its reply, or the close, comes */
 }
 
 /* Sends every request of the job that can go now; the others wait for

@@ -494,8 +494,6 @@ static void send_request(state *s, sl_job *job, size_t i)
      * lacked it goes as EVAL, the others by EVALSHA behind it. */
     if ((job->marks[i] & MARK_NOSCRIPT) != 0 && !s->eval_pending)
         job->marks[i] |= MARK_EVAL;
-    if ((job->marks[i] & MARK_EVAL) != 0)
-        s->eval_pending = true;
     st = sl_evalsha_append(&s->conn, s->url, &job->reqs[i],
                            (job->marks[i] & MARK_EVAL) != 0, job->tag + i, err,
                            sizeof(err));
@@ -504,6 +502,8 @@ static void send_request(state *s, sl_job *job, size_t i)
         sl_errf(err, sizeof(err), "evalsha: out of memory");
     if (st != SLUICE_OK)
         sl_engine_answer(job, i, st, err);
+    else if ((job->marks[i] & MARK_EVAL) != 0)
+        s->eval_pending = true; /* until its reply, or the close, comes */
 }
 
 static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
