@@ -35,15 +35,20 @@ static int64_t test_clock(void *ctx)
     return now_ms;
 }
 
-static sluice *open_mem(void)
+static sluice *open_mem_at(const char *url)
 {
     sluice_options o;
     sluice *sl = NULL;
 
     sluice_options_init(&o);
     o.clock = test_clock;
-    assert_int_equal(sluice_open("mem://", &o, &sl, NULL, 0), SLUICE_OK);
+    assert_int_equal(sluice_open(url, &o, &sl, NULL, 0), SLUICE_OK);
     return sl;
+}
+
+static sluice *open_mem(void)
+{
+    return open_mem_at("mem://");
 }
 
 /* 2023-11-14T00:00:00Z, a UTC midnight, as ms. */
@@ -119,6 +124,34 @@ static void a_denial_names_the_rule_that_denies_longest(void **s)
     sluice_http_headers(&rs, &r, "api", buf, sizeof(buf));
     assert_non_null(strstr(buf, "RateLimit: \"api-2\";r=0;t=2999\r\n"
                                 "Retry-After: 2999\r\n"));
+    sluice_close(sl);
+}
+
+/* The deny cache answers a denial again later: the binding rule and its
+ * reset count down with it. */
+static void a_cached_denial_keeps_the_binding_rule(void **s)
+{
+    sluice_ruleset rs = rules("fixed:50/1d+fixed:5/1h");
+    sluice *sl = open_mem_at("mem://?deny_cache=10");
+    sluice_result r;
+
+    (void)s;
+    now_ms = MIDNIGHT + 600000; /* the hour ends in 3000 s, the day later */
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 5, &r), SLUICE_OK);
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_int_equal(r.rule, 1); /* the hour denies; the day has 45 */
+    assert_in_range(sluice_result_rule_reset_ms(&r), 3000000,
+                    3000000 + 3000000 / 1024);
+    assert_int_equal(r.reset_after_ms, 85800000);
+    now_ms += 600000;
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_CACHED);
+    assert_int_equal(r.rule, 1);
+    assert_int_equal(r.retry_after_ms, 2400000);
+    /* 2400000 in the 16-bit form: within 1/1024, never early. */
+    assert_in_range(sluice_result_rule_reset_ms(&r), 2400000,
+                    2400000 + 2400000 / 1024);
     sluice_close(sl);
 }
 
@@ -240,6 +273,7 @@ int main(void)
         cmocka_unit_test(an_admission),
         cmocka_unit_test(a_composite_names_the_binding_rule_with_its_own_reset),
         cmocka_unit_test(a_denial_names_the_rule_that_denies_longest),
+        cmocka_unit_test(a_cached_denial_keeps_the_binding_rule),
         cmocka_unit_test(a_bucket_quota_is_its_burst),
         cmocka_unit_test(a_denial_that_never_fits_has_no_retry_after),
         cmocka_unit_test(names_are_structured_field_strings),
