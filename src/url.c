@@ -18,8 +18,10 @@ static bool secret_span(const char *url, const char **start, const char **at)
     const char *s = strstr(url, "//");
 
     *at = strrchr(url, '@');
+    if (*at == NULL)
+        return false;
     *start = s != NULL && s < *at ? s + 2 : url;
-    return *at != NULL;
+    return true;
 }
 
 /* Whether p points into the span a password may hold. */
