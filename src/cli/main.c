@@ -79,12 +79,11 @@ static const char usage_text[] =
     "and writes one JSON result a line, flushed at once; an answer that is "
     "not a\n"
     "plain decision (fail policy, deny cache, shadow) has \"status\".\n"
-    "Every error message starts\n"
-    "with a name: input (a malformed line or argument), or the status "
-    "without its E\n"
-    "in lower case: rule, key, cost, time, url, connect, timeout, io, server,"
-    "\n"
-    "unsupported, ... (\"invalid\" for EINVAL), as in\n"
+    "Every error message starts with a name: input (a malformed line or "
+    "argument),\n"
+    "or the status without its E in lower case: rule, key, cost, time, url,\n"
+    "connect, timeout, io, server, unsupported, ... (\"invalid\" for EINVAL), "
+    "as in\n"
     "  {\"error\": \"cost: cost 0 is out of range 1..1000000000\"}\n";
 
 /* Writes "NAME: msg" into dst, unless msg already starts with "NAME: ". */
