@@ -475,9 +475,11 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
 }
 
 /* A request marked so goes as EVAL: the server lacked the script. */
-#define MARK_EVAL     2u
-/* A request marked so got NOSCRIPT once. */
-#define MARK_NOSCRIPT 4u
+#define MARK_EVAL       2u
+/* How many times the request got NOSCRIPT (0..3), in two bits. */
+#define NOSCRIPTS(m)    (((m) >> 2) & 3u)
+#define NOSCRIPT_ONE    4u
+#define NOSCRIPT_ROUNDS 3u
 
 static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
                      sluice_status st, bool sent, const char *msg);
@@ -492,7 +494,7 @@ static void send_request(state *s, sl_job *job, size_t i)
         sl_engine_extend(job); /* it waits for a connect first */
     /* One EVAL a connection loads the script: the first request that
      * lacked it goes as EVAL, the others by EVALSHA behind it. */
-    if ((job->marks[i] & MARK_NOSCRIPT) != 0 && !s->eval_pending)
+    if (NOSCRIPTS(job->marks[i]) > 0 && !s->eval_pending)
         job->marks[i] |= MARK_EVAL;
     st = sl_evalsha_append(&s->conn, s->url, &job->reqs[i],
                            (job->marks[i] & MARK_EVAL) != 0, job->tag + i, err,
@@ -530,12 +532,13 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
         return;
     }
     if (sl_evalsha_noscript(r, (job->marks[i] & MARK_EVAL) != 0)) {
-        /* Again after an EVAL went before it (the cache emptied once
-         * more, or the EVAL failed): this one goes as EVAL itself, so
-         * that a request is sent at most three times. */
-        if ((job->marks[i] & MARK_NOSCRIPT) != 0)
+        /* Again after an EVAL went before it: through a proxy, the EVAL
+         * loaded another server (one EVAL a server, a round each), or the
+         * cache emptied once more. The third time it goes as EVAL itself,
+         * so that a request is sent at most four times. */
+        job->marks[i] = (unsigned char)(job->marks[i] + NOSCRIPT_ONE);
+        if (NOSCRIPTS(job->marks[i]) >= NOSCRIPT_ROUNDS)
             job->marks[i] |= MARK_EVAL;
-        job->marks[i] |= MARK_NOSCRIPT;
         send_request(s, job, i);
         return;
     }
