@@ -167,12 +167,27 @@ typedef struct sluice_options {
  * SLUICE_CACHED when the deny cache answered (a denial, retry_after_ms
  * counting down to the time it fits, remaining as at the denial);
  * SLUICE_SHADOWED when shadow mode admitted what the rules denied (the
- * other fields are the denial's). */
+ * other fields are the denial's).
+ *
+ * The rule that binds (rule): of the rules with the least remaining, on a
+ * denial the one that waits longest (one that never fits first), else the
+ * first. remaining is its remaining; limit is the capacity of the first
+ * rule with the least remaining, which is the same rule but on a denial
+ * where another rule has the same remaining. rule and rule_reset_code
+ * were added after 0.1.0 in what was padding: the size and every offset
+ * are unchanged (docs/ABI.md). A library before them leaves those bytes as
+ * the caller had them: zero the struct before the call to read 0 there
+ * (rule 0, its reset read as reset_after_ms). */
 typedef struct sluice_result {
     sluice_status status;
     bool allowed;
-    int64_t limit;          /* capacity of the rule that binds */
-    int64_t remaining;      /* cost-1 requests still admitted now */
+    uint8_t rule; /* index in the ruleset of the rule that binds; 0 when no
+                     rule decided (a fail policy's answer, a lease) */
+    /* That rule's own reset, encoded to fit the padding: read it with
+     * sluice_result_rule_reset_ms(). 0 means reset_after_ms. */
+    uint16_t rule_reset_code;
+    int64_t limit;     /* capacity of the first rule with the least remaining */
+    int64_t remaining; /* cost-1 requests still admitted now */
     int64_t retry_after_ms; /* -1 if allowed, or if the cost never fits */
     int64_t reset_after_ms; /* until back to full capacity; 0 if full */
 } sluice_result;
@@ -195,6 +210,13 @@ SLUICE_API unsigned sluice_version_number(void);
 
 /* Zeroes *opts (every field its default) and stamps struct_size. */
 SLUICE_API void sluice_options_init(sluice_options *opts);
+
+/* How long until the rule that binds (res->rule) is back to full
+ * capacity, in ms: exact up to 2047 ms, and above that rounded up by less
+ * than 0.1 % (never early), as the padding it lives in holds 16 bits;
+ * reset_after_ms, the whole key's, when that is the same or when no rule
+ * decided. For a single rule it is always reset_after_ms. NULL: 0. */
+SLUICE_API int64_t sluice_result_rule_reset_ms(const sluice_result *res);
 
 /* Static text for a status; never NULL, never to be freed. */
 SLUICE_API const char *sluice_strerror(sluice_status st);
@@ -229,9 +251,12 @@ SLUICE_API sluice_status sluice_ruleset_check(const sluice_ruleset *rs,
  *   redis+multi://[user:password@]host:port[/db]   MULTI/EXEC, no scripts
  *   twemproxy://[password@]host:port   plain pipelines a proxy can parse
  *   redis-cluster://[user:password@]host:port[,host:port...]   slot-routed
- * Query options: ?timeout_ms=&connect_timeout_ms=&clock=local|server
+ * Query options, each once (a scheme in any case):
+ *   ?timeout_ms=&connect_timeout_ms=&clock=local|server
  *   &fail=error|open|closed|fallback&prefix=&ttl_floor_ms=
- *   &deny_cache=&metrics=&shadow=&fallback_instances=
+ *   &deny_cache=&metrics=&shadow=&fallback_instances=&rules_cache_ms=
+ *   &socket=&tls=&tls_verify=&tls_ca_file=&tls_ca_dir=&tls_cert=&tls_key=
+ *   &tls_server_name=
  * opts may be NULL. On SLUICE_OK stores a handle in *out; else *out is NULL
  * and err (may be NULL) holds the reason. Free with sluice_close().
  * Checks the URL, the options and the TLS files; a server that is down,
@@ -283,7 +308,8 @@ SLUICE_API sluice_status sluice_acquire_at_most(
     sluice *sl, const void *key, size_t key_len, const sluice_ruleset *rules,
     int64_t max_cost, int64_t *granted, sluice_result *out);
 
-/* Gives back up to amount (1..10^9) of what the key's rules still count,
+/* Gives back up to amount (0..10^9; 0 gives back nothing and succeeds, with
+ * out the state as it is) of what the key's rules still count,
  * never more than a rule counts (a refund creates no capacity that was not
  * charged); docs/SEMANTICS.md, "refund", says where it goes on each
  * algorithm. out is the state it leaves, nothing charged: allowed, the
@@ -351,9 +377,12 @@ typedef struct sluice_loop {
 /* A decision started on the loop has ended. st is what the blocking call
  * would have returned (the fail policy applied), res the n results (n is
  * 1 for acquire, peek and reset, whose result holds only the status), valid
- * during the call; the message is sluice_errmsg(sl) during the call. After
- * sluice_close() on a handle with decisions in flight, each gets
- * SLUICE_EIO: its outcome is unknown. */
+ * during the call; the message is sluice_errmsg(sl) during the call.
+ * sluice_close() runs the callback of each decision still in flight: on
+ * mem://, which decides when the call starts, with that decision (charged);
+ * on the Redis backends with SLUICE_EIO: a request still queued was never
+ * sent and charged nothing, one written may have been decided and charged
+ * (its outcome is unknown). */
 typedef void (*sluice_done_fn)(sluice *sl, void *arg, sluice_status st,
                                const sluice_result *res, size_t n);
 
@@ -568,10 +597,15 @@ SLUICE_API size_t sluice_stats_prometheus(const sluice_stats *st, size_t size,
  * Writes a decision as HTTP response header fields, per the IETF draft
  * "RateLimit header fields for HTTP" (draft-ietf-httpapi-ratelimit-headers
  * -11), each line ending in CRLF:
- *   RateLimit-Policy: "NAME";q=LIMIT;w=PERIOD_S   (one item a rule; a
- *                     composite's are "NAME-1", "NAME-2", ...)
- *   RateLimit: "NAME";r=REMAINING;t=RESET_S      (the rule that binds)
- *   Retry-After: SECONDS                         (a denial that can fit)
+ *   RateLimit-Policy: "NAME";q=QUOTA;w=WINDOW_S  (one item a rule; a
+ *                     composite's are "NAME-1", "NAME-2", ...; q is what
+ *                     remaining counts against, a bucket's burst, and w
+ *                     the time it takes to come back whole: a window's
+ *                     period, a bucket's burst * period / limit)
+ *   RateLimit: "NAME";r=REMAINING;t=RESET_S      (res->rule, the rule
+ *                     that binds, and sluice_result_rule_reset_ms)
+ *   Retry-After: SECONDS                         (a denial that can fit:
+ *                     retry_after_ms, the wait of the rule that denies)
  * Seconds are rounded up. name NULL: "sluice". Returns the length the
  * whole text needs, as snprintf does (0 for NULL or empty rules). */
 SLUICE_API size_t sluice_http_headers(const sluice_ruleset *rules,

@@ -156,12 +156,49 @@ int64_t sl_ttl_after_charge(const sluice_rule *r, const sl_verdict *v)
     return v->reset_ms + r->period_ms;
 }
 
+/* The binding rule's reset fits the 16 bits of padding in sluice_result
+ * as a small float of ms, code - 1 = e << 11 | m for m << e ms: exact below
+ * 2048 ms, and m >= 1024 above, so rounding up adds less than 1/1024. */
+#define RESET_MANT_BITS 11
+
+void sl_result_set_rule_reset(sluice_result *out, int64_t ms)
+{
+    uint64_t m = ms > 0 ? (uint64_t)ms : 0;
+    unsigned e = 0;
+
+    out->rule_reset_code = 0;
+    if (ms == out->reset_after_ms)
+        return;
+    while (m >= (1u << RESET_MANT_BITS)) {
+        /* Halve, rounding up: never early. */
+        m = (m >> 1) + (m & 1);
+        e++;
+    }
+    /* Past what 16 bits hold (years): the key's reset, which is longer. */
+    if (e > 30 || ((e << RESET_MANT_BITS) | m) >= UINT16_MAX)
+        return;
+    out->rule_reset_code = (uint16_t)(((e << RESET_MANT_BITS) | m) + 1);
+}
+
+int64_t sluice_result_rule_reset_ms(const sluice_result *res)
+{
+    unsigned c;
+
+    if (res == NULL)
+        return 0;
+    if (res->rule_reset_code == 0)
+        return res->reset_after_ms;
+    c = (unsigned)res->rule_reset_code - 1;
+    return (int64_t)(c & ((1u << RESET_MANT_BITS) - 1))
+           << (c >> RESET_MANT_BITS);
+}
+
 void sl_combine(const sluice_ruleset *rs, const sl_verdict *v,
                 sluice_result *out)
 {
     bool admit = true, never = false;
     int64_t retry = -1, reset = 0;
-    size_t i, least = 0;
+    size_t i, least = 0, binding;
 
     for (i = 0; i < rs->count; i++) {
         if (!v[i].admit) {
@@ -181,6 +218,21 @@ void sl_combine(const sluice_ruleset *rs, const sl_verdict *v,
     out->remaining = v[least].remaining;
     out->retry_after_ms = admit || never ? -1 : retry;
     out->reset_after_ms = reset;
+    /* The rule that binds: of those with the least remaining, on a denial
+     * the one that waits longest (one that never fits first), so that a
+     * RateLimit header names the rule its Retry-After comes from. */
+    binding = least;
+    for (i = least + 1; !admit && i < rs->count; i++) {
+        const sl_verdict *b = &v[binding], *c = &v[i];
+
+        if (c->remaining != v[least].remaining || c->admit)
+            continue;
+        if (b->admit || (c->never_fits && !b->never_fits) ||
+            (!b->never_fits && !c->never_fits && c->retry_ms > b->retry_ms))
+            binding = i;
+    }
+    out->rule = (uint8_t)binding;
+    sl_result_set_rule_reset(out, v[binding].reset_ms);
 }
 
 static void decide_rule(const sluice_rule *r, const sl_state_view *s, int64_t t,
@@ -267,6 +319,8 @@ bool sl_lease_decide(int64_t t, int64_t max, int64_t lease_ms, int64_t n,
     out->remaining = admit ? max - n - 1 : 0;
     out->retry_after_ms = admit ? -1 : first_end - t;
     out->reset_after_ms = last > t ? last - t : 0;
+    out->rule = 0;
+    out->rule_reset_code = 0;
     return admit;
 }
 

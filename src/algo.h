@@ -102,7 +102,13 @@ void sl_refund_log(const sluice_rule *r, int64_t t, const sl_log_entry *e,
 /* TTL in ms that a charged key needs from t (before the floor). */
 int64_t sl_ttl_after_charge(const sluice_rule *r, const sl_verdict *v);
 
-/* Combines per-rule verdicts into the composite's result. */
+/* Stores ms as the binding rule's reset in out (sluice_result_rule_reset_ms
+ * reads it back, rounded up by less than 0.1 %): code 0 when it is
+ * out->reset_after_ms, which must be set first. */
+void sl_result_set_rule_reset(sluice_result *out, int64_t ms);
+
+/* Combines per-rule verdicts into the composite's result, with the rule
+ * that binds and its own reset. */
 void sl_combine(const sluice_ruleset *rs, const sl_verdict *v,
                 sluice_result *out);
 

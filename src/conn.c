@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -458,8 +459,23 @@ sluice_status sl_tls_check(const sl_url *url, char *err, size_t err_len)
 {
     SSL_CTX *ctx;
 
+    struct stat sb;
+    const char *dir = url->ep.tls_ca_dir;
+
     if (!url->ep.tls)
         return SLUICE_OK;
+    /* OpenSSL reads a CA directory only when it verifies a certificate,
+     * so a directory it cannot read would fail every connect instead. */
+    if (dir[0] != '\0' && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode) ||
+                           access(dir, R_OK | X_OK) != 0)) {
+        int e = errno;
+
+        sl_errf(err, err_len,
+                "TLS: cannot read the CA directory tls_ca_dir=%s: %s", dir,
+                stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode) ? "not a directory"
+                                                            : strerror(e));
+        return SLUICE_EURL;
+    }
     if ((ctx = tls_context(&url->ep, err, err_len)) == NULL)
         return SLUICE_EURL;
     SSL_CTX_free(ctx);

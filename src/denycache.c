@@ -2,6 +2,8 @@
 /* denycache.c - the local deny cache (denycache.h). */
 #include "denycache.h"
 
+#include "algo.h"
+
 #include <string.h>
 
 sluice_status sl_deny_init(sl_deny_cache *c, uint32_t entries)
@@ -110,6 +112,9 @@ bool sl_deny_lookup(sl_deny_cache *c, const sl_request *rq, int64_t now,
         out->reset_after_ms = e->res.reset_after_ms > now - e->at
                                   ? e->res.reset_after_ms - (now - e->at)
                                   : 0;
+        sl_result_set_rule_reset(
+            out,
+            sl_max64(0, sluice_result_rule_reset_ms(&e->res) - (now - e->at)));
         hit = true;
         break;
     }

@@ -37,12 +37,31 @@ static long long seconds_up(int64_t ms)
     return ms <= 0 ? 0 : (long long)((ms + 999) / 1000);
 }
 
+/* A rule's quota policy: q, the capacity its remaining counts against
+ * (a bucket's burst), over w, the time it takes to come back whole (a
+ * bucket refills capacity at limit per period: capacity * period / limit;
+ * a window's is its period). */
+static void policy_of(const sluice_rule *r, long long *q, long long *w)
+{
+    int64_t cap = sl_rule_capacity(r), p = r->period_ms, l = r->limit;
+
+    *q = (long long)cap;
+    if ((r->algorithm != SLUICE_TOKEN && r->algorithm != SLUICE_GCRA) ||
+        cap == l)
+        *w = seconds_up(p);
+    else if (cap <= (INT64_MAX - l) / p)
+        *w = seconds_up((cap * p + l - 1) / l);
+    else /* past 2^63 ms: whole seconds are all a header shows */
+        *w = (long long)((double)cap / (double)l * ((double)p / 1000.0)) + 1;
+}
+
 size_t sluice_http_headers(const sluice_ruleset *rules,
                            const sluice_result *res, const char *name,
                            char *buf, size_t len)
 {
     sl_text t = {buf, buf != NULL ? len : 0, 0};
-    size_t i, binding = 0;
+    size_t i, binding;
+    long long q, w;
 
     if (t.len > 0)
         t.buf[0] = '\0';
@@ -51,6 +70,8 @@ size_t sluice_http_headers(const sluice_ruleset *rules,
         return 0;
     if (name == NULL || name[0] == '\0')
         name = "sluice";
+    /* The rule that binds, as the decision named it. */
+    binding = res->rule < rules->count ? res->rule : 0;
     /* The policies: each rule's limit over its period. */
     sl_textf(&t, "RateLimit-Policy: ");
     for (i = 0; i < rules->count; i++) {
@@ -58,20 +79,17 @@ size_t sluice_http_headers(const sluice_ruleset *rules,
 
         sl_textf(&t, "%s", i > 0 ? ", " : "");
         put_name(&t, name, i, rules->count);
-        sl_textf(&t, ";q=%lld;w=%lld", (long long)r->limit,
-                 seconds_up(r->period_ms));
-        /* The rule that binds: the first whose capacity the result names. */
-        if (sl_rule_capacity(r) == res->limit &&
-            sl_rule_capacity(&rules->rules[binding]) != res->limit)
-            binding = i;
+        policy_of(r, &q, &w);
+        sl_textf(&t, ";q=%lld;w=%lld", q, w);
     }
     sl_textf(&t, "\r\n");
-    /* Where the binding one stands. */
+    /* Where the binding one stands: the remaining (the least over the
+     * rules, the binding one's) and its own reset. */
     sl_textf(&t, "RateLimit: ");
     put_name(&t, name, binding, rules->count);
     sl_textf(&t, ";r=%lld;t=%lld\r\n",
              (long long)(res->remaining > 0 ? res->remaining : 0),
-             seconds_up(res->reset_after_ms));
+             seconds_up(sluice_result_rule_reset_ms(res)));
     if (!res->allowed && res->retry_after_ms >= 0)
         sl_textf(&t, "Retry-After: %lld\r\n",
                  seconds_up(res->retry_after_ms) > 0

@@ -159,6 +159,9 @@ typedef struct sl_url {
 /* Copies url into dst with its password shown as "***"; every message
  * that shows a URL passes through here. */
 void sl_url_redact(const char *url, char *dst, size_t dst_len);
+/* The name of query option i, in the order --help lists them; NULL past
+ * the last. The one list the parser, its messages and the docs test read. */
+const char *sl_url_option(size_t i);
 
 /* Parses url; opts (may be NULL) gives the defaults that the query
  * overrides, and credentials where the URL has none. */

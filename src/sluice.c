@@ -510,6 +510,8 @@ static void policy_result(const sluice *sl, const sl_request *rq,
     /* A closed denial suggests retrying after a reconnect could succeed. */
     out->retry_after_ms = open ? -1 : (int64_t)sl->url.opts.connect_timeout_ms;
     out->reset_after_ms = 0;
+    out->rule = 0;
+    out->rule_reset_code = 0;
 }
 
 /* Checks one request and fills r; messages go to the handle. */
@@ -525,7 +527,7 @@ static sluice_status prepare(sluice *sl, sl_op op, const void *key,
         return st;
     if ((st = sluice_ruleset_check(rules, err, SL_ERR_LEN)) != SLUICE_OK)
         return st;
-    if (op != SL_OP_RESET &&
+    if (op != SL_OP_RESET && (op != SL_OP_REFUND || cost != 0) &&
         (st = sl_cost_check(cost, err, SL_ERR_LEN)) != SLUICE_OK)
         return st;
     /* The server's clock is read by the script; ours is checked here. */

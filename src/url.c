@@ -6,27 +6,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-/* The userinfo of a URL: from after "://" to its last '@' before any
- * '?'. False when there is none. */
-static bool find_userinfo(const char *url, const char **start, const char **at)
+/* Where a password may stand, for any input: from after the first "//" (or
+ * the start, when there is none) to the last '@'. A password may hold '/',
+ * '?', '#' or '@' that the user did not escape, so the authority a parser
+ * sees can end before the password does: everything up to the last '@' is
+ * hidden, the user name too. False when there is no '@'. */
+static bool secret_span(const char *url, const char **start, const char **at)
 {
-    const char *s = strstr(url, "://"), *p;
+    const char *s = strstr(url, "//");
 
-    if (s == NULL)
+    *at = strrchr(url, '@');
+    if (*at == NULL)
         return false;
-    s += 3;
-    *at = NULL;
-    for (p = s; *p != '\0' && *p != '?'; p++)
-        if (*p == '@')
-            *at = p;
-    *start = s;
-    return *at != NULL;
+    *start = s != NULL && s < *at ? s + 2 : url;
+    return true;
+}
+
+/* Whether p points into the span a password may hold. */
+static bool in_secret(const char *url, const char *p)
+{
+    const char *start, *at;
+
+    return secret_span(url, &start, &at) && p >= start && p < at;
 }
 
 void sl_url_redact(const char *url, char *dst, size_t dst_len)
 {
-    const char *start, *at, *colon;
+    const char *start, *at;
 
     if (dst_len == 0)
         return;
@@ -34,16 +42,30 @@ void sl_url_redact(const char *url, char *dst, size_t dst_len)
         snprintf(dst, dst_len, "(null)");
         return;
     }
-    if (!find_userinfo(url, &start, &at)) {
+    if (!secret_span(url, &start, &at)) {
         snprintf(dst, dst_len, "%s", url);
         return;
     }
-    /* "user:password@" keeps the user; "password@" keeps nothing. */
-    colon = memchr(start, ':', (size_t)(at - start));
-    if (colon != NULL)
-        snprintf(dst, dst_len, "%.*s:***%s", (int)(colon - url), url, at);
-    else
-        snprintf(dst, dst_len, "%.*s***%s", (int)(start - url), url, at);
+    snprintf(dst, dst_len, "%.*s***%s", (int)(start - url), url, at);
+}
+
+/* The query options, in the order the messages and --help list them. */
+static const char *const options[] = {"timeout_ms",     "connect_timeout_ms",
+                                      "clock",          "fail",
+                                      "prefix",         "ttl_floor_ms",
+                                      "deny_cache",     "metrics",
+                                      "shadow",         "fallback_instances",
+                                      "rules_cache_ms", "max_reply_bytes",
+                                      "socket",         "tls",
+                                      "tls_verify",     "tls_ca_file",
+                                      "tls_ca_dir",     "tls_cert",
+                                      "tls_key",        "tls_server_name"};
+
+#define NOPTIONS (sizeof(options) / sizeof(options[0]))
+
+const char *sl_url_option(size_t i)
+{
+    return i < NOPTIONS ? options[i] : NULL;
 }
 
 #define URL_SHOWN 160 /* bytes of a URL a message shows */
@@ -115,15 +137,60 @@ static bool read_uint(const char *s, size_t n, long long lo, long long hi,
     return true;
 }
 
+/* "known: a, b, ..." from the table. */
+static void known_options(char *dst, size_t dst_len)
+{
+    size_t i, at = 0;
+
+    dst[0] = '\0';
+    for (i = 0; i < NOPTIONS && at < dst_len; i++) {
+        int k = snprintf(dst + at, dst_len - at, "%s%s", i > 0 ? ", " : "",
+                         options[i]);
+
+        if (k < 0)
+            break;
+        at += (size_t)k;
+    }
+}
+
+/* Applies one option; seen has a bit for each option of the table given
+ * already, so that a second one is refused rather than one of them
+ * silently ignored. */
 static sluice_status apply_option(const char *url, const char *kv, size_t n,
-                                  sl_url *u, char *err, size_t err_len)
+                                  uint32_t *seen, sl_url *u, char *err,
+                                  size_t err_len)
 {
     const char *eq = memchr(kv, '=', n);
     size_t klen = eq ? (size_t)(eq - kv) : n;
     const char *v = eq ? eq + 1 : kv + n;
     size_t vlen = eq ? n - klen - 1 : 0;
+    /* A value where a password may stand is not quoted. */
+    const char *vshown = in_secret(url, v) ? "***" : v;
+    int vshown_len = in_secret(url, v) ? 3 : (int)(vlen > 40 ? 40 : vlen);
     long long num;
-    char msg[320];
+    char msg[600];
+    size_t i;
+
+    for (i = 0; i < NOPTIONS; i++)
+        if (klen == strlen(options[i]) && memcmp(kv, options[i], klen) == 0)
+            break;
+    if (i == NOPTIONS) {
+        char known[400];
+
+        known_options(known, sizeof(known));
+        if (in_secret(url, kv))
+            snprintf(msg, sizeof(msg), "unknown option (known: %s)", known);
+        else
+            snprintf(msg, sizeof(msg), "unknown option \"%.*s\" (known: %s)",
+                     (int)(klen > 40 ? 40 : klen), kv, known);
+        return bad(err, err_len, url, msg);
+    }
+    if ((*seen & (UINT32_C(1) << i)) != 0) {
+        snprintf(msg, sizeof(msg),
+                 "option %s given twice; give each option once", options[i]);
+        return bad(err, err_len, url, msg);
+    }
+    *seen |= UINT32_C(1) << i;
 
 #define KEY_IS(s) (klen == strlen(s) && memcmp(kv, s, klen) == 0)
 #define VAL_IS(s) (vlen == strlen(s) && memcmp(v, s, vlen) == 0)
@@ -133,7 +200,7 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
             snprintf(msg, sizeof(msg),
                      "option %.*s=%.*s: expected a whole "
                      "number of ms in 1..86400000",
-                     (int)klen, kv, (int)vlen, v);
+                     (int)klen, kv, vshown_len, vshown);
             return bad(err, err_len, url, msg);
         }
         if (KEY_IS("timeout_ms"))
@@ -244,18 +311,6 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
             return bad(err, err_len, url,
                        "option prefix: bad escape or longer than 63 bytes");
         u->opts.key_prefix = u->prefix;
-    } else {
-        snprintf(msg, sizeof(msg),
-                 "unknown option \"%.*s\" (known: "
-                 "timeout_ms, connect_timeout_ms, clock, fail, prefix, "
-                 "ttl_floor_ms, deny_cache, metrics, shadow, "
-                 "fallback_instances, rules_cache_ms, max_reply_bytes, "
-                 "socket, tls, "
-                 "tls_verify, "
-                 "tls_ca_file, tls_ca_dir, tls_cert, tls_key, "
-                 "tls_server_name)",
-                 (int)(klen > 40 ? 40 : klen), kv);
-        return bad(err, err_len, url, msg);
     }
 #undef KEY_IS
 #undef VAL_IS
@@ -265,12 +320,14 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
 static sluice_status parse_query(const char *url, const char *q, sl_url *u,
                                  char *err, size_t err_len)
 {
+    uint32_t seen = 0;
+
     while (*q != '\0') {
         size_t n = strcspn(q, "&");
         sluice_status st;
 
         if (n > 0 &&
-            (st = apply_option(url, q, n, u, err, err_len)) != SLUICE_OK)
+            (st = apply_option(url, q, n, &seen, u, err, err_len)) != SLUICE_OK)
             return st;
         q += n;
         if (*q == '&')
@@ -356,8 +413,12 @@ static sluice_status parse_redis(const char *url, const char *rest, size_t n,
             !read_uint(p + 1, (size_t)(slash - p - 1), 1, 65535, &num)) {
             char msg[96];
 
-            snprintf(msg, sizeof(msg), "bad port \"%.*s\"; expected 1..65535",
-                     (int)(slash - p > 20 ? 20 : slash - p), p);
+            if (in_secret(url, p))
+                snprintf(msg, sizeof(msg), "bad port; expected 1..65535");
+            else
+                snprintf(msg, sizeof(msg),
+                         "bad port \"%.*s\"; expected 1..65535",
+                         (int)(slash - p > 20 ? 20 : slash - p), p);
             return bad(err, err_len, url, msg);
         }
         u->ep.port = (int)num;
@@ -390,7 +451,6 @@ static sluice_status parse_cluster(const char *url, const char *rest, size_t n,
     while (p < end) {
         const char *comma = memchr(p, ',', (size_t)(end - p));
         size_t len = comma != NULL ? (size_t)(comma - p) : (size_t)(end - p);
-        char one[600];
         sl_url tmp;
 
         if (u->nseeds == SL_MAX_SEEDS)
@@ -398,12 +458,10 @@ static sluice_status parse_cluster(const char *url, const char *rest, size_t n,
         if (len == 0)
             return bad(err, err_len, url, "empty seed between commas");
         /* Each seed is parsed as a URL of its own, credentials aside. */
-        snprintf(one, sizeof(one), "%.*s", (int)len, p);
         memset(&tmp, 0, sizeof(tmp));
-        if ((st = parse_redis(url, one, strlen(one), &tmp, err, err_len)) !=
-            SLUICE_OK)
+        if ((st = parse_redis(url, p, len, &tmp, err, err_len)) != SLUICE_OK)
             return st;
-        if (tmp.ep.db != 0 || memchr(one, '/', strlen(one)) != NULL)
+        if (tmp.ep.db != 0 || memchr(p, '/', len) != NULL)
             return bad(err, err_len, url,
                        "a cluster has no databases: drop the /db");
         snprintf(u->seeds[u->nseeds].host, sizeof(u->seeds[0].host), "%s",
@@ -516,7 +574,8 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
     for (i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
         size_t plen = strlen(schemes[i].prefix);
 
-        if (strncmp(url, schemes[i].prefix, plen) == 0) {
+        /* Schemes are case-insensitive (RFC 3986, 3.1). */
+        if (strncasecmp(url, schemes[i].prefix, plen) == 0) {
             out->scheme = schemes[i].scheme;
             out->ep.tls = strcmp(schemes[i].prefix, "rediss://") == 0;
             rest = url + plen;

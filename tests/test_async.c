@@ -352,7 +352,7 @@ static void grants_refunds_and_leases_on_the_loop(void **state)
     assert_int_equal(
         sluice_acquire_at_most_async(sl, "pg", 2, &rs, 1, NULL, &g),
         SLUICE_EINVAL);
-    assert_int_equal(sluice_refund_async(sl, "pg", 2, &rs, 0, on_done, &a),
+    assert_int_equal(sluice_refund_async(sl, "pg", 2, &rs, -1, on_done, &a),
                      SLUICE_ECOST);
     /* The blocking forms refuse an attached handle. */
     assert_int_equal(sluice_lease_acquire(sl, "lk", 2, 2, 1000, &l1, &a.res),

@@ -29,7 +29,9 @@ static sluice *open_fallback(const char *u, const char *tag, unsigned share)
     static char prefix[64];
     sluice_options o;
     sluice *sl = NULL;
-    char err[512], full[2048];
+    char err[512], full[2200], base[2048];
+    const char *own = strstr(u, "connect_timeout_ms="), *sep;
+    size_t n;
     bool tls = strncmp(u, "rediss://", 9) == 0 || strstr(u, "tls=1") != NULL;
 
     sluice_options_init(&o);
@@ -38,10 +40,23 @@ static sluice *open_fallback(const char *u, const char *tag, unsigned share)
     o.command_timeout_ms = 100;
     /* A TLS handshake under valgrind takes far longer than 100 ms: there
      * the connect waits, and fewer requests fall back while frozen. The
-     * URL's own connect_timeout_ms would win over the options', so the
-     * timeout goes at its end (the last of an option wins). */
-    snprintf(full, sizeof(full), "%s%cconnect_timeout_ms=%d", u,
-             strchr(u, '?') != NULL ? '&' : '?', tls ? 1500 : 100);
+     * URL's own connect_timeout_ms (the TLS fixtures' under valgrind)
+     * would win over the options', and an option may be given once: the
+     * URL's goes, this one takes its place. */
+    if (own == NULL) {
+        snprintf(base, sizeof(base), "%s", u);
+    } else {
+        const char *after = own + strcspn(own, "&");
+
+        snprintf(base, sizeof(base), "%.*s%s", (int)(own - u), u,
+                 *after == '&' ? after + 1 : after);
+    }
+    n = strlen(base);
+    sep = n > 0 && (base[n - 1] == '?' || base[n - 1] == '&') ? ""
+          : strchr(base, '?') != NULL                         ? "&"
+                                                              : "?";
+    snprintf(full, sizeof(full), "%s%sconnect_timeout_ms=%d", base, sep,
+             tls ? 1500 : 100);
     snprintf(prefix, sizeof(prefix), "fb%ld-%s:", (long)getpid(), tag);
     o.key_prefix = prefix;
     if (sluice_open(full, &o, &sl, err, sizeof(err)) != SLUICE_OK)

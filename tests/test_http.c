@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_http.c - sluice_http_headers: the RateLimit-Policy and RateLimit
  * fields of draft-ietf-httpapi-ratelimit-headers-11 and Retry-After, for
- * a single rule and a composite (the binding rule named), names escaped
- * as Structured Field Strings, seconds rounded up, and snprintf's
- * contract. */
+ * a single rule and composites decided on mem:// (the rule that binds
+ * named, with its own reset; Retry-After from the rule that denies), a
+ * bucket's quota (its burst), names escaped as Structured Field Strings,
+ * seconds rounded up, snprintf's contract, and the binding rule's reset
+ * as it fits the result's padding. */
 #include "sluice.h"
+
+#include "algo.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -22,10 +27,42 @@ static sluice_ruleset rules(const char *text)
     return rs;
 }
 
+static int64_t now_ms;
+
+static int64_t test_clock(void *ctx)
+{
+    (void)ctx;
+    return now_ms;
+}
+
+static sluice *open_mem_at(const char *url)
+{
+    sluice_options o;
+    sluice *sl = NULL;
+
+    sluice_options_init(&o);
+    o.clock = test_clock;
+    assert_int_equal(sluice_open(url, &o, &sl, NULL, 0), SLUICE_OK);
+    return sl;
+}
+
+static sluice *open_mem(void)
+{
+    return open_mem_at("mem://");
+}
+
+/* 2023-11-14T00:00:00Z, a UTC midnight, as ms. */
+#define MIDNIGHT 1699920000000LL
+
 static void an_admission(void **state)
 {
     sluice_ruleset rs = rules("fixed:100/1m");
-    sluice_result r = {SLUICE_OK, true, 100, 42, -1, 30500};
+    sluice_result r = {.status = SLUICE_OK,
+                       .allowed = true,
+                       .limit = 100,
+                       .remaining = 42,
+                       .retry_after_ms = -1,
+                       .reset_after_ms = 30500};
     char buf[512];
     size_t n;
 
@@ -36,25 +73,118 @@ static void an_admission(void **state)
                              "RateLimit: \"api\";r=42;t=31\r\n");
 }
 
-static void a_denial_of_a_composite(void **state)
+/* The issue's case: a second's quota and a day's. The second binds (9
+ * left of 10): its own reset, not the day's, goes with it. */
+static void a_composite_names_the_binding_rule_with_its_own_reset(void **s)
 {
-    sluice_ruleset rs = rules("fixed:1000/1d+fixed:10/1500ms");
-    /* The second rule binds: its capacity is the result's limit. */
-    sluice_result r = {SLUICE_OK, false, 10, 0, 1200, 1499};
+    sluice_ruleset rs = rules("fixed:10/1s+fixed:1000/1d");
+    sluice *sl = open_mem();
+    sluice_result r;
     char buf[512];
 
-    (void)state;
-    sluice_http_headers(&rs, &r, NULL, buf, sizeof(buf));
-    assert_string_equal(buf, "RateLimit-Policy: \"sluice-1\";q=1000;w=86400, "
-                             "\"sluice-2\";q=10;w=2\r\n"
-                             "RateLimit: \"sluice-2\";r=0;t=2\r\n"
-                             "Retry-After: 2\r\n");
+    (void)s;
+    now_ms = MIDNIGHT + 15636400; /* 04:20:36.400: day ends in 70763.6 s */
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_int_equal(r.rule, 0);
+    assert_int_equal(r.reset_after_ms, 70763600);
+    assert_int_equal(sluice_result_rule_reset_ms(&r), 600);
+    sluice_http_headers(&rs, &r, "api", buf, sizeof(buf));
+    assert_string_equal(buf, "RateLimit-Policy: \"api-1\";q=10;w=1, "
+                             "\"api-2\";q=1000;w=86400\r\n"
+                             "RateLimit: \"api-1\";r=9;t=1\r\n");
+    sluice_close(sl);
+}
+
+/* fixed:5/1s+fixed:5/1h, both spent: the hour denies longest, so it binds
+ * and Retry-After is its wait; a second later only the hour denies. */
+static void a_denial_names_the_rule_that_denies_longest(void **s)
+{
+    sluice_ruleset rs = rules("fixed:5/1s+fixed:5/1h");
+    sluice *sl = open_mem();
+    sluice_result r;
+    char buf[512];
+
+    (void)s;
+    now_ms = MIDNIGHT + 600000; /* 00:10:00: the hour ends in 3000 s */
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 5, &r), SLUICE_OK);
+    assert_true(r.allowed);
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_false(r.allowed);
+    assert_int_equal(r.rule, 1);
+    assert_int_equal(r.retry_after_ms, 3000000);
+    sluice_http_headers(&rs, &r, "api", buf, sizeof(buf));
+    assert_string_equal(buf, "RateLimit-Policy: \"api-1\";q=5;w=1, "
+                             "\"api-2\";q=5;w=3600\r\n"
+                             "RateLimit: \"api-2\";r=0;t=3000\r\n"
+                             "Retry-After: 3000\r\n");
+    now_ms += 1000;
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_false(r.allowed);
+    assert_int_equal(r.rule, 1);
+    sluice_http_headers(&rs, &r, "api", buf, sizeof(buf));
+    assert_non_null(strstr(buf, "RateLimit: \"api-2\";r=0;t=2999\r\n"
+                                "Retry-After: 2999\r\n"));
+    sluice_close(sl);
+}
+
+/* The deny cache answers a denial again later: the binding rule and its
+ * reset count down with it. */
+static void a_cached_denial_keeps_the_binding_rule(void **s)
+{
+    sluice_ruleset rs = rules("fixed:50/1d+fixed:5/1h");
+    sluice *sl = open_mem_at("mem://?deny_cache=10");
+    sluice_result r;
+
+    (void)s;
+    now_ms = MIDNIGHT + 600000; /* the hour ends in 3000 s, the day later */
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 5, &r), SLUICE_OK);
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_int_equal(r.rule, 1); /* the hour denies; the day has 45 */
+    assert_in_range(sluice_result_rule_reset_ms(&r), 3000000,
+                    3000000 + 3000000 / 1024);
+    assert_int_equal(r.reset_after_ms, 85800000);
+    now_ms += 600000;
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_CACHED);
+    assert_int_equal(r.rule, 1);
+    assert_int_equal(r.retry_after_ms, 2400000);
+    /* 2400000 in the 16-bit form: within 1/1024, never early. */
+    assert_in_range(sluice_result_rule_reset_ms(&r), 2400000,
+                    2400000 + 2400000 / 1024);
+    sluice_close(sl);
+}
+
+/* A bucket of burst 20 refilled at 10 a second: r counts against the
+ * burst, so q is 20, over the 2 s it takes to refill. */
+static void a_bucket_quota_is_its_burst(void **s)
+{
+    sluice_ruleset rs = rules("token:10/1s,burst=20");
+    sluice *sl = open_mem();
+    sluice_result r;
+    char buf[512];
+
+    (void)s;
+    now_ms = MIDNIGHT;
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    sluice_http_headers(&rs, &r, "api", buf, sizeof(buf));
+    assert_string_equal(buf, "RateLimit-Policy: \"api\";q=20;w=2\r\n"
+                             "RateLimit: \"api\";r=19;t=1\r\n");
+    rs = rules("gcra:1/1d,burst=100000");
+    sluice_http_headers(&rs, &r, "g", buf, sizeof(buf));
+    assert_non_null(strstr(buf, "\"g\";q=100000;w=8640000000\r\n"));
+    sluice_close(sl);
 }
 
 static void a_denial_that_never_fits_has_no_retry_after(void **state)
 {
     sluice_ruleset rs = rules("token:5/1s");
-    sluice_result r = {SLUICE_OK, false, 5, 5, -1, 0};
+    sluice_result r = {.status = SLUICE_OK,
+                       .allowed = false,
+                       .limit = 5,
+                       .remaining = 5,
+                       .retry_after_ms = -1,
+                       .reset_after_ms = 0};
     char buf[512];
 
     (void)state;
@@ -66,7 +196,12 @@ static void a_denial_that_never_fits_has_no_retry_after(void **state)
 static void names_are_structured_field_strings(void **state)
 {
     sluice_ruleset rs = rules("fixed:1/1s");
-    sluice_result r = {SLUICE_OK, true, 1, 0, -1, 1000};
+    sluice_result r = {.status = SLUICE_OK,
+                       .allowed = true,
+                       .limit = 1,
+                       .remaining = 0,
+                       .retry_after_ms = -1,
+                       .reset_after_ms = 1000};
     char buf[512];
 
     (void)state;
@@ -77,7 +212,12 @@ static void names_are_structured_field_strings(void **state)
 static void the_snprintf_contract(void **state)
 {
     sluice_ruleset rs = rules("fixed:100/1m");
-    sluice_result r = {SLUICE_OK, true, 100, 42, -1, 30500};
+    sluice_result r = {.status = SLUICE_OK,
+                       .allowed = true,
+                       .limit = 100,
+                       .remaining = 42,
+                       .retry_after_ms = -1,
+                       .reset_after_ms = 30500};
     char small[10], big[512];
     size_t need;
 
@@ -93,14 +233,52 @@ static void the_snprintf_contract(void **state)
     assert_string_equal(big, "");
 }
 
+/* The binding rule's reset in 16 bits: exact below 2048 ms, never early,
+ * late by less than 1/1024; 0 (the key's reset) when it is the same, and
+ * a zeroed struct (an older library's) reads as the key's reset. */
+static void the_rule_reset_fits_the_padding(void **state)
+{
+    sluice_result r;
+    int64_t ms, got;
+
+    (void)state;
+    assert_int_equal(offsetof(sluice_result, rule), 5);
+    assert_int_equal(offsetof(sluice_result, rule_reset_code), 6);
+    assert_int_equal(offsetof(sluice_result, limit), 8);
+    assert_int_equal(sizeof(sluice_result), 40);
+    memset(&r, 0, sizeof(r));
+    r.reset_after_ms = 12345;
+    assert_int_equal(sluice_result_rule_reset_ms(&r), 12345);
+    assert_int_equal(sluice_result_rule_reset_ms(NULL), 0);
+    /* Up to 2000 << 30 ms, 68 years; past that, the key's reset. */
+    for (ms = 0; ms < INT64_C(2000) << 30; ms = ms * 3 / 2 + 1) {
+        r.reset_after_ms = INT64_MAX;
+        sl_result_set_rule_reset(&r, ms);
+        got = sluice_result_rule_reset_ms(&r);
+        if (got < ms || (ms < 2048 && got != ms) || got - ms > ms / 1024)
+            fail_msg("reset %lld ms reads back as %lld", (long long)ms,
+                     (long long)got);
+        r.reset_after_ms = ms;
+        sl_result_set_rule_reset(&r, ms);
+        assert_int_equal(r.rule_reset_code, 0);
+    }
+    r.reset_after_ms = INT64_MAX;
+    sl_result_set_rule_reset(&r, INT64_C(1) << 50);
+    assert_int_equal(sluice_result_rule_reset_ms(&r), INT64_MAX);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(an_admission),
-        cmocka_unit_test(a_denial_of_a_composite),
+        cmocka_unit_test(a_composite_names_the_binding_rule_with_its_own_reset),
+        cmocka_unit_test(a_denial_names_the_rule_that_denies_longest),
+        cmocka_unit_test(a_cached_denial_keeps_the_binding_rule),
+        cmocka_unit_test(a_bucket_quota_is_its_burst),
         cmocka_unit_test(a_denial_that_never_fits_has_no_retry_after),
         cmocka_unit_test(names_are_structured_field_strings),
         cmocka_unit_test(the_snprintf_contract),
+        cmocka_unit_test(the_rule_reset_fits_the_padding),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

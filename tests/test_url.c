@@ -121,6 +121,56 @@ static void bad_urls_are_refused_with_the_reason(void **state)
     parse_bad("redis://h:1?prefix=a%7Bb", "may not hold");
     parse_bad("redis://u:%zz@h:1", "bad user or password");
     parse_bad("mem://a/b", "store names");
+    parse_bad("redis://h:1?timeout_ms=5&timeout_ms=6",
+              "option timeout_ms given twice");
+    parse_bad("redis://h:1?fail=open&prefix=a:&fail=closed",
+              "option fail given twice");
+    parse_bad("rediss://h:1?tls_ca_file=/a&tls_ca_file=/b",
+              "option tls_ca_file given twice");
+}
+
+/* RFC 3986: "schemes are case-insensitive". */
+static void schemes_are_case_insensitive(void **state)
+{
+    sl_url u;
+
+    (void)state;
+    u = parse_ok("REDIS://h:1");
+    assert_int_equal(u.scheme, SL_SCHEME_REDIS);
+    assert_false(u.ep.tls);
+    u = parse_ok("Rediss://h:1");
+    assert_true(u.ep.tls);
+    u = parse_ok("REDIS+MULTI://h:1");
+    assert_int_equal(u.scheme, SL_SCHEME_MULTI);
+    u = parse_ok("TwemProxy://h:1");
+    assert_int_equal(u.scheme, SL_SCHEME_TWEMPROXY);
+    u = parse_ok("Redis-Cluster://h:1,h:2");
+    assert_int_equal(u.scheme, SL_SCHEME_CLUSTER);
+    u = parse_ok("MEM://");
+    assert_int_equal(u.scheme, SL_SCHEME_MEM);
+}
+
+/* The one table of options: every name in it is accepted, the message
+ * for an unknown one lists them all. */
+static void the_option_table_drives_the_parser_and_its_message(void **state)
+{
+    sl_url u;
+    char err[1024] = "";
+    size_t i;
+
+    (void)state;
+    assert_int_equal(
+        sl_url_parse("redis://h:1?nosuch=1", NULL, &u, err, sizeof(err)),
+        SLUICE_EURL);
+    for (i = 0; sl_url_option(i) != NULL; i++) {
+        char want[64];
+
+        snprintf(want, sizeof(want), " %s%s", sl_url_option(i),
+                 sl_url_option(i + 1) != NULL ? "," : ")");
+        if (strstr(err, want) == NULL)
+            fail_msg("the message does not name %s: %s", sl_url_option(i), err);
+    }
+    assert_int_equal(i, 19);
 }
 
 /* Every form, with and without a query: the query never leaks into the
@@ -209,6 +259,12 @@ static void messages_hide_passwords(void **state)
         "redis://svc:Top@Secret123@127.0.0.1:6379?fail=x",
         "redis://svc:TopSecret123@127.0.0.1:6379/x",
         "redis-cluster://svc:TopSecret123@127.0.0.1:1/0",
+        "redis://u2:Top@Secret123:/?#@127.0.0.1:17105",
+        "redis://u2:Top@ss/?Secret123=1#@127.0.0.1:17105",
+        "redis://u2:Top@ss/?timeout_ms=Secret123#@127.0.0.1:17105",
+        "redis://u2:Top@ss:Secret123/?#@127.0.0.1:17105",
+        "redis-cluster://h:Secret123?x=@1",
+        "REDIS://u:Top/Secret123@h:1?fail=x",
     };
     char err[512], shown[256];
     size_t i;
@@ -222,12 +278,19 @@ static void messages_hide_passwords(void **state)
         if (strstr(err, "Secret") != NULL || strstr(err, "***") == NULL)
             fail_msg("message for \"%s\" shows the password: %s", urls[i], err);
     }
+    /* Everything from "//" to the last '@' is hidden, the user too: a
+     * password with '@', '/', '?' or '#' unescaped ends after where a
+     * parser's authority does. */
     sl_url_redact("redis://svc:pw@h:1/2?x=1", shown, sizeof(shown));
-    assert_string_equal(shown, "redis://svc:***@h:1/2?x=1");
+    assert_string_equal(shown, "redis://***@h:1/2?x=1");
     sl_url_redact("twemproxy://pw@h:1", shown, sizeof(shown));
     assert_string_equal(shown, "twemproxy://***@h:1");
+    sl_url_redact("redis://u2:p@ss:/?#@127.0.0.1:17105", shown, sizeof(shown));
+    assert_string_equal(shown, "redis://***@127.0.0.1:17105");
+    sl_url_redact("redis:u:pw@h", shown, sizeof(shown));
+    assert_string_equal(shown, "***@h");
     sl_url_redact("redis://h:1?prefix=a@b", shown, sizeof(shown));
-    assert_string_equal(shown, "redis://h:1?prefix=a@b");
+    assert_string_equal(shown, "redis://***@b");
     sl_url_redact("redis://h:1", shown, sizeof(shown));
     assert_string_equal(shown, "redis://h:1");
 }
@@ -440,6 +503,17 @@ static void open_reports_bad_urls_and_unreachable_servers(void **state)
         assert_non_null(strstr(sluice_errmsg(sl), "127.0.0.1:1"));
     }
     sluice_close(sl);
+    /* A CA directory that cannot be read is the URL's fault, found at
+     * open as tls_ca_file's is, not a failure of every connect. */
+    assert_int_equal(sluice_open("rediss://127.0.0.1:1?tls_ca_dir=/nonexistent",
+                                 NULL, &sl, err, sizeof(err)),
+                     SLUICE_EURL);
+    assert_null(sl);
+    assert_non_null(strstr(err, "tls_ca_dir=/nonexistent"));
+    assert_int_equal(sluice_open("rediss://127.0.0.1:1?tls_ca_dir=/etc/passwd",
+                                 NULL, &sl, err, sizeof(err)),
+                     SLUICE_EURL);
+    assert_non_null(strstr(err, "not a directory"));
     /* With a fail policy the handle opens and the policy answers. */
     assert_true(policy_answer(SLUICE_FAIL_OPEN));
     assert_false(policy_answer(SLUICE_FAIL_CLOSED));
@@ -453,6 +527,8 @@ int main(void)
         cmocka_unit_test(defaults_are_filled_and_query_overrides_them),
         cmocka_unit_test(bad_urls_are_refused_with_the_reason),
         cmocka_unit_test(null_url_is_misuse),
+        cmocka_unit_test(schemes_are_case_insensitive),
+        cmocka_unit_test(the_option_table_drives_the_parser_and_its_message),
         cmocka_unit_test(tls_and_unix_socket_options),
         cmocka_unit_test(connects_back_off_after_failures),
         cmocka_unit_test(every_url_form_parses_alike_with_and_without_a_query),

@@ -27,6 +27,9 @@ typedef struct node {
      * the time (monotonic ms) before which it is not asked again. */
     unsigned failures;
     int64_t retry_at;
+    /* A request went to this node as EVAL and its reply has not come:
+     * requests that got NOSCRIPT go by EVALSHA behind it (evalsha.c). */
+    bool eval_pending;
 } node;
 
 typedef struct cluster {
@@ -52,10 +55,11 @@ typedef struct cluster {
 /* Where one request stands. */
 typedef struct route {
     unsigned slot;
-    int node;     /* where it goes next; -1 unknown */
-    bool asking;  /* send ASKING first (one-shot ASK redirect) */
-    bool as_eval; /* the node lacked the script */
-    bool waiting; /* to be sent */
+    int node;      /* where it goes next; -1 unknown */
+    bool asking;   /* send ASKING first (one-shot ASK redirect) */
+    bool as_eval;  /* goes as EVAL: the node lacked the script */
+    bool noscript; /* got NOSCRIPT once */
+    bool waiting;  /* to be sent */
     int redirects;
     /* Redirected to a node no slot map named: the map was read again
      * before it went anywhere; a second such redirection fails. */
@@ -440,6 +444,9 @@ static void send_request(cluster *c, sl_job *job, size_t k)
             st = sl_conn_expect(&nd->conn, on_asking, job, k);
         rt->asking = false;
     }
+    /* One EVAL a connection loads the script (evalsha.c). */
+    if (rt->noscript && !nd->eval_pending)
+        rt->as_eval = true;
     if (st == SLUICE_OK)
         st = sl_evalsha_append(&nd->conn, c->url, &job->reqs[k], rt->as_eval,
                                job->tag + k, err, sizeof(err));
@@ -448,6 +455,8 @@ static void send_request(cluster *c, sl_job *job, size_t k)
     rt->waiting = false;
     if (st != SLUICE_OK)
         sl_engine_answer(job, k, st, err);
+    else if (rt->as_eval)
+        nd->eval_pending = true; /* until its reply, or the close, comes */
 }
 
 /* Sends every request of the job that can go now; the others wait for
@@ -488,6 +497,9 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t k, redisReply *r,
     unsigned slot;
     int to;
 
+    /* An EVAL answered, or the connection that carried it closed. */
+    if (r == NULL || rt->as_eval)
+        nd->eval_pending = false;
     if (sl_engine_answered(job, k))
         return;
     if (r == NULL) {
@@ -581,7 +593,10 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t k, redisReply *r,
         return;
     }
     if (sl_evalsha_noscript(r, rt->as_eval)) {
-        rt->as_eval = true;
+        /* Again after an EVAL went before it: as EVAL itself. */
+        if (rt->noscript)
+            rt->as_eval = true;
+        rt->noscript = true;
         rt->waiting = true;
         pump(c, job);
         return;

@@ -22,6 +22,11 @@ typedef struct state {
     sl_engine *eng;
     const sl_url *url;
     uint64_t tag; /* of the next request; the script echoes it */
+    /* A request went as EVAL on this connection and its reply has not
+     * come: the server has the script again by the time it reads anything
+     * queued after it, so the requests that got NOSCRIPT before go again
+     * as EVALSHA, not each as EVAL with the whole script. */
+    bool eval_pending;
 } state;
 
 static sluice_status evalsha_open(const sl_url *url, sl_engine *eng, void **out,
@@ -478,8 +483,12 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
     return SLUICE_OK;
 }
 
-/* A request marked so went as EVAL: the server lacked the script. */
-#define MARK_EVAL 2u
+/* A request marked so goes as EVAL: the server lacked the script. */
+#define MARK_EVAL       2u
+/* How many times the request got NOSCRIPT (0..3), in two bits. */
+#define NOSCRIPTS(m)    (((m) >> 2) & 3u)
+#define NOSCRIPT_ONE    4u
+#define NOSCRIPT_ROUNDS 3u
 
 static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
                      sluice_status st, bool sent, const char *msg);
@@ -490,6 +499,10 @@ static void send_request(state *s, sl_job *job, size_t i)
     char err[SL_ERR_LEN];
     sluice_status st;
 
+    /* One EVAL a connection loads the script: the first request that
+     * lacked it goes as EVAL, the others by EVALSHA behind it. */
+    if (NOSCRIPTS(job->marks[i]) > 0 && !s->eval_pending)
+        job->marks[i] |= MARK_EVAL;
     st = sl_evalsha_append(&s->conn, s->url, &job->reqs[i],
                            (job->marks[i] & MARK_EVAL) != 0, job->tag + i, err,
                            sizeof(err));
@@ -498,6 +511,8 @@ static void send_request(state *s, sl_job *job, size_t i)
         sl_errf(err, sizeof(err), "evalsha: out of memory");
     if (st != SLUICE_OK)
         sl_engine_answer(job, i, st, err);
+    else if ((job->marks[i] & MARK_EVAL) != 0)
+        s->eval_pending = true; /* until its reply, or the close, comes */
 }
 
 static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
@@ -506,6 +521,9 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
     state *s = job->eng->state;
     char err[SL_ERR_LEN] = "";
 
+    /* An EVAL answered, or the connection that carried it closed. */
+    if (r == NULL || (job->marks[i] & MARK_EVAL) != 0)
+        s->eval_pending = false;
     if (sl_engine_answered(job, i))
         return;
     if (r == NULL) {
@@ -521,7 +539,13 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
         return;
     }
     if (sl_evalsha_noscript(r, (job->marks[i] & MARK_EVAL) != 0)) {
-        job->marks[i] |= MARK_EVAL;
+        /* Again after an EVAL went before it: through a proxy, the EVAL
+         * loaded another server (one EVAL a server, a round each), or the
+         * cache emptied once more. The third time it goes as EVAL itself,
+         * so that a request is sent at most four times. */
+        job->marks[i] = (unsigned char)(job->marks[i] + NOSCRIPT_ONE);
+        if (NOSCRIPTS(job->marks[i]) >= NOSCRIPT_ROUNDS)
+            job->marks[i] |= MARK_EVAL;
         send_request(s, job, i);
         return;
     }

@@ -393,14 +393,17 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
         return -1;
     /* A reset ignores cost entirely, whatever it holds. */
     if (jcost != NULL && ev->op != JSONL_RESET) {
+        /* A refund of 0 gives back nothing (sluice_refund). */
+        long long lo = ev->op == JSONL_REFUND ? 0 : 1;
+
         if (!json_is_integer(jcost))
             return fail(ev, err, err_len, "input",
                         "\"cost\" must be a JSON integer");
-        if (json_integer_value(jcost) < 1 ||
+        if (json_integer_value(jcost) < lo ||
             json_integer_value(jcost) > MAX_COST) {
             int_text(q, sizeof(q), json_integer_value(jcost), tamed, line, len);
             return fail(ev, err, err_len, "cost",
-                        "cost %s is out of range 1..1000000000", q);
+                        "cost %s is out of range %lld..1000000000", q, lo);
         }
         ev->cost = json_integer_value(jcost);
     }

@@ -39,11 +39,19 @@ static const char usage_text[] =
     "redis-cluster://[user:password@]host:port[,...]\n"
     "      rediss://... (Lua over TLS; tls=1 for redis+multi:// and "
     "redis-cluster://)\n"
-    "      options: ?timeout_ms=N&connect_timeout_ms=N&clock=local|server"
-    "&fail=error|open|closed&prefix=P\n"
-    "      &socket=PATH (a Unix-domain socket) &tls_ca_file=F&tls_ca_dir=D"
-    "&tls_cert=F&tls_key=F\n"
-    "      &tls_server_name=NAME&tls_verify=0|1\n"
+    "      options (each once; the scheme in any case):\n"
+    "      ?timeout_ms=N&connect_timeout_ms=N&clock=local|server&prefix=P"
+    "&ttl_floor_ms=N\n"
+    "      &fail=error|open|closed|fallback&fallback_instances=N (fallback's "
+    "share)\n"
+    "      &deny_cache=N (denials kept)&shadow=0|1 (admit, report denials)"
+    "&metrics=0|1\n"
+    "      &rules_cache_ms=N (named limiters)&max_reply_bytes=N (largest "
+    "reply)\n"
+    "      &socket=PATH (a Unix-domain socket)\n"
+    "      &tls=1&tls_ca_file=F&tls_ca_dir=D&tls_cert=F&tls_key=F"
+    "&tls_server_name=NAME\n"
+    "      &tls_verify=0|1\n"
     "RULE  ALGO:LIMIT/PERIOD[,burst=N][,tz=+HH:MM], ALGO one of fixed, "
     "sliding,\n"
     "      log, token, gcra; PERIOD like 250ms, 1s, 1m, 1h, 1d; join rules "
@@ -64,14 +72,19 @@ static const char usage_text[] =
     "be denied\". replay reads one JSON event a line:\n"
     "  {\"t\": 1400, \"key\": \"user:1\", \"rule\": \"fixed:10/1s\", "
     "\"cost\": 1, \"op\": \"acquire\"}\n"
-    "(op: acquire, peek, reset, acquire_at_most or refund)\n"
-    "and writes one JSON result a line, flushed at once. Every error message "
-    "starts\n"
-    "with a name: input (a malformed line or argument), or the status "
-    "without its E\n"
-    "in lower case: rule, key, cost, time, url, connect, timeout, io, server,"
-    "\n"
-    "unsupported, ... (\"invalid\" for EINVAL), as in\n"
+    "(op: acquire, peek, reset, acquire_at_most or refund; a \"limiter\" "
+    "and\n"
+    "\"client\" instead of \"rule\" decide by name; op lease takes "
+    "\"max\" and \"lease_ms\",\n"
+    "op release the \"lease\" a lease answered)\n"
+    "and writes one JSON result a line, flushed at once; an answer that is "
+    "not a\n"
+    "plain decision (fail policy, deny cache, shadow) has \"status\".\n"
+    "Every error message starts with a name: input (a malformed line or "
+    "argument),\n"
+    "or the status without its E in lower case: rule, key, cost, time, url,\n"
+    "connect, timeout, io, server, unsupported, ... (\"invalid\" for EINVAL), "
+    "as in\n"
     "  {\"error\": \"cost: cost 0 is out of range 1..1000000000\"}\n";
 
 /* Writes "NAME: msg" into dst, unless msg already starts with "NAME: ". */
@@ -140,15 +153,68 @@ static int backend_exit(sluice_status st)
     return st == SLUICE_EURL || st == SLUICE_EINVAL ? EXIT_USAGE : EXIT_BACKEND;
 }
 
-/* open: the object starts here (else its first fields are written). */
+/* open: the object starts here (else its first fields are written). An
+ * answer that is not a plain decision (a fail policy's, the deny cache's,
+ * shadow mode's) says so in "status", by the status's name. */
 static void print_result_json(FILE *f, const sluice_result *r, bool open)
 {
     fprintf(f,
             "%s\"allowed\": %s, \"limit\": %lld, \"remaining\": %lld, "
-            "\"retry_after_ms\": %lld, \"reset_after_ms\": %lld}\n",
+            "\"retry_after_ms\": %lld, \"reset_after_ms\": %lld",
             open ? "{" : "", r->allowed ? "true" : "false", (long long)r->limit,
             (long long)r->remaining, (long long)r->retry_after_ms,
             (long long)r->reset_after_ms);
+    if (r->status != SLUICE_OK)
+        fprintf(f, ", \"status\": \"%s\"", sluice_status_name(r->status));
+    fputs("}\n", f);
+}
+
+/* Why an answer is not a plain decision, for the human output. */
+static void report_status(sluice *sl, const sluice_result *res)
+{
+    char msg[700];
+
+    switch (res->status) {
+    case SLUICE_OK:
+        return;
+    case SLUICE_SHADOWED:
+        if (res->retry_after_ms >= 0)
+            snprintf(msg, sizeof(msg),
+                     "admitted in shadow mode: the rules denied it (it "
+                     "would fit in %lld ms)",
+                     (long long)res->retry_after_ms);
+        else
+            snprintf(msg, sizeof(msg),
+                     "admitted in shadow mode: the rules denied it (its "
+                     "cost never fits)");
+        break;
+    case SLUICE_CACHED:
+        snprintf(msg, sizeof(msg),
+                 "denied by the local deny cache, without a round trip");
+        break;
+    default:
+        snprintf(msg, sizeof(msg), "decided by the fail policy: %s",
+                 sluice_errmsg(sl)[0] != '\0' ? sluice_errmsg(sl)
+                                              : sluice_strerror(res->status));
+        break;
+    }
+    report(sluice_status_name(res->status), msg);
+}
+
+/* A composite's rule that binds, and its own reset (sluice_result). */
+static void print_binding(const sluice_ruleset *rs, const sluice_result *res)
+{
+    sluice_ruleset one;
+    char text[160];
+
+    if (rs == NULL || rs->count < 2 || res->rule >= rs->count)
+        return;
+    one.count = 1;
+    one.rules[0] = rs->rules[res->rule];
+    sluice_ruleset_format(&one, text, sizeof(text));
+    printf("rule %u of %zu binds (%s): full again in %lld ms\n",
+           (unsigned)res->rule + 1, rs->count, text,
+           (long long)sluice_result_rule_reset_ms(res));
 }
 
 /* {"error": "NAME: msg"}, valid JSON whatever bytes msg holds; name NULL:
@@ -364,13 +430,9 @@ decided:
                (long long)res.retry_after_ms, (long long)res.remaining,
                (long long)res.limit);
     }
-    if (res.status != SLUICE_OK) {
-        char msg[700];
-
-        snprintf(msg, sizeof(msg), "decided by the fail policy: %s",
-                 sluice_errmsg(sl));
-        report(sluice_status_name(res.status), msg);
-    }
+    if (!a.json && a.limiter == NULL)
+        print_binding(&rs, &res);
+    report_status(sl, &res);
     sluice_close(sl);
     return res.allowed ? EXIT_ALLOWED : EXIT_DENIED;
 }
@@ -606,9 +668,16 @@ static int cmd_limiter(int argc, char **argv)
                            "get|delete NAME");
     sub = argv[1];
     name = argv[2];
+    /* An option where a name or a rule goes: that one is missing (no
+     * name or rule starts with "--"). */
+    if (strncmp(name, "--", 2) == 0)
+        return usage_error("input", "limiter %s: missing NAME", sub);
     if (strcmp(sub, "define") == 0 || strcmp(sub, "set") == 0) {
-        if (argc < 4)
-            return usage_error("input", "limiter %s: expected NAME RULE", sub);
+        if (argc < 4 || strncmp(argv[3], "--", 2) == 0)
+            return usage_error("input",
+                               "limiter %s %s: missing RULE (e.g. "
+                               "fixed:100/1m)",
+                               sub, name);
         rule = argv[3];
         skip = 4;
     } else if (strcmp(sub, "get") != 0 && strcmp(sub, "delete") != 0) {

@@ -14,6 +14,11 @@ _Static_assert(sizeof(sluice_rule) == 40, "sluice_rule is frozen");
 _Static_assert(sizeof(sluice_ruleset) == 328, "sluice_ruleset is frozen");
 _Static_assert(sizeof(sluice_result) == 40, "sluice_result is frozen");
 _Static_assert(sizeof(sluice_request) == 32, "sluice_request is frozen");
+/* Fields added after 0.1.0 live in what was padding: no offset moved. */
+_Static_assert(offsetof(sluice_result, rule) == 5 &&
+                   offsetof(sluice_result, rule_reset_code) == 6 &&
+                   offsetof(sluice_result, limit) == 8,
+               "sluice_result's offsets are frozen");
 _Static_assert(offsetof(sluice_options, struct_size) == 64,
                "sluice_options grows only after struct_size");
 #endif
@@ -55,6 +60,13 @@ int main(int argc, char **argv)
         if (sluice_acquire(sl, "user:1", 6, &rules, 1, &r) != SLUICE_OK ||
             r.allowed != want[i]) {
             printf(" request %d wrong: %s\n", i + 1, sluice_errmsg(sl));
+            sluice_close(sl);
+            return 1;
+        }
+        if (r.rule != 0 ||
+            sluice_result_rule_reset_ms(&r) != r.reset_after_ms) {
+            printf(" request %d: a single rule binds with the key's reset\n",
+                   i + 1);
             sluice_close(sl);
             return 1;
         }

@@ -78,6 +78,15 @@ if [[ -z $pc || -z $config ]]; then
 fi
 export PKG_CONFIG_PATH=${pc%/sluice.pc}
 libdir=$(pkg-config --variable=libdir sluice)
+# sluice.h needs nothing but its own directory: no flag of hiredis's or
+# OpenSSL's (-I/usr/include/hiredis -D_FILE_OFFSET_BITS=64 once leaked).
+cflags=$(pkg-config --cflags sluice)
+if [[ $(echo $cflags) != "-I$(pkg-config --variable=includedir sluice)" ]]; then
+    fail "pkg-config --cflags sluice: \"$cflags\", want only -I of its include dir"
+else
+    echo "ok   pkg-config --cflags sluice: $cflags"
+    passed=$((passed + 1))
+fi
 echo "pkg-config --cflags --libs sluice: $(pkg-config --cflags --libs sluice)"
 echo "pkg-config --static --libs sluice: $(pkg-config --static --libs sluice)"
 

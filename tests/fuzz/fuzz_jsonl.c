@@ -97,7 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (ev.lease != NULL)
             check_quote(ev.lease, ev.lease_len, 6 * ev.lease_len + 16, true,
                         data, size);
-        if (ev.cost < 1 || ev.cost > 1000000000 ||
+        if (ev.cost < (ev.op == JSONL_REFUND ? 0 : 1) || ev.cost > 1000000000 ||
             (ev.op == JSONL_RESET && ev.cost != 1))
             broken("cost out of range", data, size, "");
         if (ev.limiter == NULL &&

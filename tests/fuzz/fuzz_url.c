@@ -3,7 +3,7 @@
  * options that carry credentials and a prefix: what it accepts names a
  * host and a port in range for every Redis scheme and a prefix without
  * braces; what it refuses gets a message, and no message shows a
- * password. */
+ * password; a redacted URL hides everything where a password may stand. */
 #include "sluice.h"
 
 #include "internal.h"
@@ -93,37 +93,44 @@ static void check_accepted(const char *url, const sl_url *u,
         u->opts.ttl_floor_ms == 0)
         broken("a default left at zero", url, "");
     if (u->opts.fail != SLUICE_FAIL_ERROR && u->opts.fail != SLUICE_FAIL_OPEN &&
-        u->opts.fail != SLUICE_FAIL_CLOSED)
+        u->opts.fail != SLUICE_FAIL_CLOSED &&
+        u->opts.fail != SLUICE_FAIL_FALLBACK)
         broken("a fail policy out of range", url, "");
     /* Credentials given in options fill only what the URL left empty. */
     if (opts != NULL && u->scheme != SL_SCHEME_MEM && u->ep.password[0] == '\0')
         broken("the options' password was dropped", url, "");
 }
 
-/* True when CANARY stands where a password goes: in the userinfo (from
- * "://" to the last '@' before any '?') after its first ':', or anywhere in
- * it when it has no ':'. Every Redis scheme reads its password from there
- * (a cluster's from the first seed's part of it). */
-static bool canary_is_password(const char *url)
+/* True when CANARY stands where a password may go, for any input: between
+ * the first "//" (or the start) and the last '@' of the whole text (a
+ * password may hold '/', '?', '#' or '@' unescaped, so the authority a
+ * parser sees can end before it does). */
+static bool canary_is_secret(const char *url)
 {
-    static const char *const schemes[] = {"redis://", "redis+multi://",
-                                          "twemproxy://", "redis-cluster://"};
-    const char *s = NULL, *at = NULL, *colon, *c, *p;
-    size_t i;
+    const char *s = strstr(url, "//"), *at = strrchr(url, '@'), *c;
 
-    for (i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
-        if (strncmp(url, schemes[i], strlen(schemes[i])) == 0)
-            s = url + strlen(schemes[i]);
-    if (s == NULL || (c = strstr(s, CANARY)) == NULL ||
+    if (at == NULL || (c = strstr(url, CANARY)) == NULL ||
         strstr(c + 1, CANARY) != NULL)
         return false;
-    for (p = s; *p != '\0' && *p != '?'; p++)
-        if (*p == '@')
-            at = p;
-    if (at == NULL || c + strlen(CANARY) > at)
-        return false;
-    colon = memchr(s, ':', (size_t)(at - s));
-    return colon == NULL || colon < c;
+    if (s == NULL || s > at)
+        s = url;
+    return c >= s && c + strlen(CANARY) <= at;
+}
+
+/* The redacted text keeps what is before the first "//" (with it) and
+ * from the last '@' on, and shows "***" for what is between. */
+static void check_redacted(const char *url)
+{
+    char shown[SL_ERR_LEN];
+
+    sl_url_redact(url, shown, sizeof(shown));
+    if (!terminated(shown, sizeof(shown)))
+        broken("a redacted URL is not terminated", url, "");
+    if (canary_is_secret(url) && strstr(shown, CANARY) != NULL)
+        broken("the redacted URL shows what may be a password", url, shown);
+    if (strchr(url, '@') != NULL && strstr(shown, "***@") == NULL &&
+        strlen(url) < sizeof(shown) - 8)
+        broken("a URL with '@' redacted without \"***@\"", url, shown);
 }
 
 static void parse_once(const char *url, const sluice_options *opts)
@@ -146,7 +153,7 @@ static void parse_once(const char *url, const sluice_options *opts)
     if (strstr(url, OPTS_PASSWORD) == NULL &&
         strstr(err, OPTS_PASSWORD) != NULL)
         broken("a message shows the options' password", url, err);
-    if (canary_is_password(url) && strstr(err, CANARY) != NULL)
+    if (canary_is_secret(url) && strstr(err, CANARY) != NULL)
         broken("a message shows the URL's password", url, err);
 }
 
@@ -159,6 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(url, data, size);
     url[size] = '\0';
+    check_redacted(url);
     parse_once(url, NULL);
     memset(&opts, 0, sizeof(opts));
     opts.user = "svc";
