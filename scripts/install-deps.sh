@@ -7,8 +7,23 @@ set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libhiredis-dev libssl-dev libjansson-dev)
 if [[ ${1:-} == --test ]]; then
-    # libevent and libuv: the event-loop adapters' tests and the bench.
-    pkgs+=(libcmocka-dev redis-server redis-tools nutcracker openssl valgrind clang-format clang libfuzzer-14-dev libevent-dev libuv1-dev python3-prometheus-client curl)
+    # Every package that scripts/test.sh and the tests use, named: a
+    # fresh Debian 12 has none of them, and --no-install-recommends brings
+    # nothing more. clang alone lacks the sanitizer and libFuzzer runtimes
+    # (libclang_rt.*.a, in libclang-rt-14-dev, only recommended by clang);
+    # scripts/preflight.sh checks each of these before any build.
+    pkgs+=(
+        libcmocka-dev                    # the unit and integration tests
+        redis-server redis-tools         # the servers, redis-cli
+        nutcracker                       # twemproxy
+        openssl                          # the TLS tests' certificates
+        valgrind                         # the valgrind pass
+        clang clang-format               # the clang pass, the format check
+        libclang-rt-14-dev               # clang's -fsanitize=fuzzer,address,...
+        libevent-dev libuv1-dev          # the event-loop adapters' tests
+        python3 python3-prometheus-client # the model, the metrics check
+        curl                             # the example HTTP service's test
+    )
 fi
 
 missing=()

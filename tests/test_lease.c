@@ -124,8 +124,6 @@ static void killed_holder_frees_its_slot(void **state)
     int i;
 
     (void)state;
-    if (memory)
-        skip(); /* a process of its own holds no mem:// store */
     assert_int_equal(pipe(fds), 0);
     if ((child = fork()) == 0) {
         sluice *c = open_on(NULL, "killed", getppid());
@@ -279,14 +277,22 @@ static void bad_arguments(void **state)
     sluice_close(sl);
 }
 
+/* Whether a case applies to the URL under test: a process of its own
+ * holds no mem:// store. */
+static bool applies(CMUnitTestFunction f)
+{
+    return f != killed_holder_frees_its_slot || !memory;
+}
+
 int main(int argc, char **argv)
 {
-    const struct CMUnitTest tests[] = {
+    struct CMUnitTest tests[] = {
         cmocka_unit_test(decided_as_defined),
         cmocka_unit_test(killed_holder_frees_its_slot),
         cmocka_unit_test(holders_never_exceed_the_limit),
         cmocka_unit_test(bad_arguments),
     };
+    size_t k, n = 0;
     int i;
 
     if (argc < 2) {
@@ -301,5 +307,10 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--servers") == 0)
             snprintf(servers, sizeof(servers), "%s", tu_url(argv[i + 1]));
     printf("leases on %s\n", url);
-    return cmocka_run_group_tests_name(url, tests, NULL, NULL);
+    /* A case that does not apply is left out, not skipped: a skip says
+     * that a case which should have run did not. */
+    for (k = 0; k < sizeof(tests) / sizeof(tests[0]); k++)
+        if (applies(tests[k].test_func))
+            tests[n++] = tests[k];
+    return _cmocka_run_group_tests(url, tests, n, NULL, NULL);
 }

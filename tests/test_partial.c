@@ -188,8 +188,6 @@ static void concurrent_log(void **state)
 static void concurrent_token(void **state)
 {
     (void)state;
-    if (!buckets)
-        skip();
     concurrent("token:100/1h", "token", true);
 }
 
@@ -209,8 +207,6 @@ static void refund_ends_cached_denials(void **state)
     sluice *sl;
 
     (void)state;
-    if (refunds == REFUND_NONE)
-        skip();
     sl = open_with("deny_cache=16", &clk, "cache");
     if (refunds == REFUND_BUCKETS)
         rs = rules("token:2/1h");
@@ -318,9 +314,19 @@ static void bad_arguments(void **state)
     sluice_close(sl);
 }
 
+/* Whether a case applies to the backend under test. */
+static bool applies(CMUnitTestFunction f)
+{
+    if (f == concurrent_token)
+        return buckets;
+    if (f == refund_ends_cached_denials)
+        return refunds != REFUND_NONE;
+    return true;
+}
+
 int main(int argc, char **argv)
 {
-    const struct CMUnitTest tests[] = {
+    struct CMUnitTest tests[] = {
         cmocka_unit_test(concurrent_fixed),
         cmocka_unit_test(concurrent_log),
         cmocka_unit_test(concurrent_token),
@@ -330,6 +336,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(counted),
         cmocka_unit_test(bad_arguments),
     };
+    size_t k, n = 0;
     int i;
 
     if (argc < 2) {
@@ -349,5 +356,10 @@ int main(int argc, char **argv)
         }
     }
     printf("partial grants and refunds on %s\n", url);
-    return cmocka_run_group_tests_name(url, tests, NULL, NULL);
+    /* A case that does not apply is left out, not skipped: a skip says
+     * that a case which should have run did not. */
+    for (k = 0; k < sizeof(tests) / sizeof(tests[0]); k++)
+        if (applies(tests[k].test_func))
+            tests[n++] = tests[k];
+    return _cmocka_run_group_tests(url, tests, n, NULL, NULL);
 }

@@ -145,8 +145,6 @@ static void failures_and_the_policy_answers(void **state)
     const char *scheme;
 
     (void)state;
-    if (strncmp(url, "mem:", 4) == 0)
-        skip();
     assert_int_equal(sluice_ruleset_parse("fixed:1/1m", &rs, NULL, 0),
                      SLUICE_OK);
     scheme = strncmp(url, "twemproxy:", 10) == 0     ? "twemproxy"
@@ -281,9 +279,15 @@ static void the_prometheus_text(void **state)
     sluice_close(sl);
 }
 
+/* Whether a case applies to the URL under test: mem:// never fails. */
+static bool applies(CMUnitTestFunction f)
+{
+    return f != failures_and_the_policy_answers || strncmp(url, "mem:", 4) != 0;
+}
+
 int main(int argc, char **argv)
 {
-    const struct CMUnitTest tests[] = {
+    struct CMUnitTest tests[] = {
         cmocka_unit_test(every_request_counts_once_by_outcome),
         cmocka_unit_test(deny_cache_hits_count_as_denials),
         cmocka_unit_test(failures_and_the_policy_answers),
@@ -291,6 +295,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(metrics_off_keeps_none),
         cmocka_unit_test(the_prometheus_text),
     };
+    size_t k, n = 0;
 
     if (argc != 3) {
         fprintf(stderr, "usage: %s URL|@file PROM_FILE\n", argv[0]);
@@ -298,5 +303,10 @@ int main(int argc, char **argv)
     }
     url = tu_url(argv[1]);
     prom_file = argv[2];
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* A case that does not apply is left out, not skipped: a skip says
+     * that a case which should have run did not. */
+    for (k = 0; k < sizeof(tests) / sizeof(tests[0]); k++)
+        if (applies(tests[k].test_func))
+            tests[n++] = tests[k];
+    return _cmocka_run_group_tests("test_stats", tests, n, NULL, NULL);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_wait.c - sluice_acquire_wait on a real backend, with the real
- * clock: a denied request that fits before the deadline is admitted once
- * its retry_after has passed (slept, not polled: a backend call or two);
- * one that fits only after the deadline, or never, is answered at once.
+ * clock once a window is full (the clock stands still while it fills): a
+ * denied request that fits before the deadline is admitted once its
+ * retry_after has passed (slept, not polled: a backend call or two); one
+ * that fits only after the deadline, or never, is answered at once.
  *   test_wait URL|@file [--no-buckets] */
 #include "testutil.h"
 
@@ -17,7 +18,8 @@ uint64_t sl_handle_batches(sluice *sl);
 static const char *url;
 static bool no_buckets;
 
-static sluice *open_real(const char *tag)
+/* clk NULL: the real clock. */
+static sluice *open_real(const char *tag, tu_held_clock *clk)
 {
     static char prefix[64];
     sluice_options o;
@@ -25,6 +27,10 @@ static sluice *open_real(const char *tag)
     char err[512];
 
     sluice_options_init(&o);
+    if (clk != NULL) {
+        o.clock = tu_held_clock_now;
+        o.clock_ctx = clk;
+    }
     snprintf(prefix, sizeof(prefix), "w%ld-%s:", (long)getpid(), tag);
     o.key_prefix = prefix;
     if (sluice_open(url, &o, &sl, err, sizeof(err)) != SLUICE_OK)
@@ -37,23 +43,30 @@ static int64_t mono(void)
     return tu_clock_ms(CLOCK_MONOTONIC);
 }
 
-/* Takes the whole of rs on key, then waits for one more. */
+/* Takes the whole of rs on key at one instant (the clock held, so that no
+ * window ends meanwhile, however slow the run), then, the clock running,
+ * waits for one more. */
 static void waits_for(const char *text, int64_t limit)
 {
-    sluice *sl = open_real("fits");
+    tu_held_clock clk;
+    sluice *sl;
     sluice_ruleset rs;
     sluice_result r;
     int64_t i, t0, tp, took, retry;
     uint64_t calls;
 
+    tu_held_clock_init(&clk);
+    sl = open_real("fits", &clk);
     assert_int_equal(sluice_ruleset_parse(text, &rs, NULL, 0), SLUICE_OK);
-    for (i = 0; i < limit; i++)
+    for (i = 0; i < limit; i++) {
         assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
-    tp = mono();
+        assert_true(r.allowed);
+    }
     assert_int_equal(sluice_peek(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
-    if (r.allowed) /* a window ended meanwhile: too close to call */
-        skip();
+    assert_false(r.allowed);
     retry = r.retry_after_ms;
+    tp = mono();
+    tu_held_clock_release(&clk);
     calls = sl_handle_batches(sl);
     t0 = mono();
     assert_int_equal(sluice_acquire_wait(sl, "k", 1, &rs, 1, 2000, &r),
@@ -65,7 +78,7 @@ static void waits_for(const char *text, int64_t limit)
            (unsigned long long)(sl_handle_batches(sl) - calls));
     assert_true(r.allowed);
     assert_int_equal(r.status, SLUICE_OK);
-    /* It fits no sooner than retry after the peek began. */
+    /* It fits no sooner than retry after the clock was released. */
     assert_true(mono() - tp >= retry - 5 && took <= retry + 600);
     assert_true(sl_handle_batches(sl) - calls <= 4);
     sluice_close(sl);
@@ -86,7 +99,7 @@ static void a_bucket_refills_while_it_waits(void **state)
 
 static void a_wait_past_the_deadline_answers_at_once(void **state)
 {
-    sluice *sl = open_real("late");
+    sluice *sl = open_real("late", NULL);
     sluice_ruleset rs;
     sluice_result r;
     int64_t t0;

@@ -79,6 +79,35 @@ static inline int64_t tu_clock_now(void *ctx)
     return ((tu_clock *)ctx)->t;
 }
 
+/* A clock that stands still until released, then runs with the real one:
+ * a test fills a window at one instant, however slow the machine (under
+ * valgrind, a window of the real clock could end in the middle and admit
+ * what should be denied), and then waits for it in real time. It starts
+ * halfway through a second of the real clock. */
+typedef struct tu_held_clock {
+    int64_t at;       /* ms since the epoch while held */
+    int64_t released; /* CLOCK_MONOTONIC ms when released; 0: held */
+} tu_held_clock;
+
+static inline void tu_held_clock_init(tu_held_clock *c)
+{
+    c->at = tu_clock_ms(CLOCK_REALTIME) / 1000 * 1000 + 500;
+    c->released = 0;
+}
+
+static inline void tu_held_clock_release(tu_held_clock *c)
+{
+    c->released = tu_clock_ms(CLOCK_MONOTONIC);
+}
+
+static inline int64_t tu_held_clock_now(void *ctx)
+{
+    const tu_held_clock *c = ctx;
+
+    return c->at +
+           (c->released != 0 ? tu_clock_ms(CLOCK_MONOTONIC) - c->released : 0);
+}
+
 /* Opens url with a virtual clock and a prefix unique to this process and
  * tag, so runs never see each other's keys. */
 static inline sluice *tu_open(const char *url, tu_clock *clk, const char *tag)
