@@ -131,7 +131,11 @@ run sanitize "-E ^(model|concurrency|differential|cli)\.[a-z]+_unix\$" \
 # four times slower than over TCP (185 s for the two single-server
 # backends), and the single-server TLS path runs in every other test.
 # CI's budget: the whole run under 45 minutes (one CI machine took 38 min
-# to the end of this pass).
+# to the end of this pass when the tests ran one at a time). With ctest
+# -j2 (the tests with short timeouts, threads or processes on one key run
+# alone under valgrind and TSan: RUN_SERIAL in tests/CMakeLists.txt) this
+# pass took 10 min with its build on a 2-core machine shared with other
+# builds, its tests' times summing to 17 min.
 run valgrind "-E (concurrency|partial|lease)\.[a-z]+_tls\$|\.[a-z_]+_unix\$|^cli\.(multi|twemproxy|evalsha_proxy|cluster)|^cli\.[a-z]+_tls\$|^concurrency\.(multi|twemproxy)\$|^(conformance|differential|invariants)\.(evalsha|multi)_tls\$" \
     -DCMAKE_BUILD_TYPE=Debug -DSLUICE_VALGRIND=ON
 # ThreadSanitizer over the tests that run threads: handles of one
