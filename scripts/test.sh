@@ -131,7 +131,12 @@ run sanitize "-E ^(model|concurrency|differential|cli)\.[a-z]+_unix\$" \
 # four times slower than over TCP (185 s for the two single-server
 # backends), and the single-server TLS path runs in every other test.
 # CI's budget: the whole run under 45 minutes (one CI machine took 38 min
-# to the end of this pass). The frozen-server deadline tests run here on
+# to the end of this pass when the tests ran one at a time). With ctest
+# -j2 (the tests with short timeouts, threads or processes on one key run
+# alone under valgrind and TSan: RUN_SERIAL in tests/CMakeLists.txt) this
+# pass took 10 min with its build on a 2-core machine shared with other
+# builds, its tests' times summing to 17 min.
+# The frozen-server deadline tests run here on
 # redis://, twemproxy:// (the plain backends' path) and the TLS cluster
 # (TLS and the cluster's); the other five differ from those in nothing the
 # deadline touches, and each costs 6-15 s here plus its servers.
