@@ -434,46 +434,11 @@ static void one_extra_reply_never_admits_past_the_limit(void **state)
 
 /* ---------------------------------------------- the async path, on poll */
 
-#define LOOP_FDS 16
-
 typedef struct loop {
-    int fds[LOOP_FDS];
-    int events[LOOP_FDS];
-    size_t n;
-    int64_t timer_at; /* monotonic ms, -1 none */
+    tu_poll poll;
     int done, admitted, failed;
     sluice_status first;
 } loop;
-
-static void loop_watch(void *data, int fd, int events)
-{
-    loop *l = data;
-    size_t i;
-
-    for (i = 0; i < l->n && l->fds[i] != fd; i++)
-        ;
-    if (events == 0) {
-        if (i < l->n) {
-            l->fds[i] = l->fds[l->n - 1];
-            l->events[i] = l->events[l->n - 1];
-            l->n--;
-        }
-        return;
-    }
-    if (i == l->n) {
-        assert_true(l->n < LOOP_FDS);
-        l->fds[l->n++] = fd;
-    }
-    l->events[i] = events;
-}
-
-static void loop_timer(void *data, int64_t timeout_ms)
-{
-    loop *l = data;
-
-    l->timer_at =
-        timeout_ms < 0 ? -1 : tu_clock_ms(CLOCK_MONOTONIC) + timeout_ms;
-}
 
 static void loop_done(sluice *sl, void *arg, sluice_status st,
                       const sluice_result *res, size_t n)
@@ -495,33 +460,8 @@ static void loop_run(sluice *sl, loop *l, int want, int64_t bound_ms)
 {
     int64_t end = tu_clock_ms(CLOCK_MONOTONIC) + bound_ms;
 
-    while (l->done < want && tu_clock_ms(CLOCK_MONOTONIC) < end) {
-        struct pollfd p[LOOP_FDS];
-        int64_t now = tu_clock_ms(CLOCK_MONOTONIC), wait = end - now;
-        size_t i, n = l->n;
-
-        if (l->timer_at >= 0 && l->timer_at - now < wait)
-            wait = l->timer_at > now ? l->timer_at - now : 0;
-        for (i = 0; i < n; i++)
-            p[i] = (struct pollfd){
-                l->fds[i],
-                (short)(((l->events[i] & SLUICE_WATCH_IN) ? POLLIN : 0) |
-                        ((l->events[i] & SLUICE_WATCH_OUT) ? POLLOUT : 0)),
-                0};
-        (void)poll(p, n, (int)wait);
-        for (i = 0; i < n; i++)
-            if (p[i].revents != 0)
-                sluice_socket_action(
-                    sl, p[i].fd,
-                    ((p[i].revents & (POLLIN | POLLERR | POLLHUP))
-                         ? SLUICE_WATCH_IN
-                         : 0) |
-                        ((p[i].revents & POLLOUT) ? SLUICE_WATCH_OUT : 0));
-        if (l->timer_at >= 0 && tu_clock_ms(CLOCK_MONOTONIC) >= l->timer_at) {
-            l->timer_at = -1;
-            sluice_socket_action(sl, SLUICE_SOCKET_TIMEOUT, 0);
-        }
-    }
+    while (l->done < want && tu_clock_ms(CLOCK_MONOTONIC) < end)
+        tu_poll_turn(sl, &l->poll, end - tu_clock_ms(CLOCK_MONOTONIC));
 }
 
 /* The issue's case on the loop: 8 decisions in flight on one key with
@@ -537,8 +477,8 @@ static void async_decisions_admit_nothing_a_reply_does_not_give(void **state)
             char u[512], key[64];
             sluice_ruleset rs;
             sluice *sl;
-            loop l = {.timer_at = -1};
-            sluice_loop lp = {&l, loop_watch, loop_timer, NULL};
+            loop l = {.first = SLUICE_OK};
+            sluice_loop lp;
             int k;
 
             make_url(u, sizeof(u), plain_schemes[s], modes[m], "");
@@ -546,6 +486,8 @@ static void async_decisions_admit_nothing_a_reply_does_not_give(void **state)
             assert_int_equal(sluice_ruleset_parse("fixed:3/1h", &rs, NULL, 0),
                              SLUICE_OK);
             assert_int_equal(sluice_open(u, NULL, &sl, NULL, 0), SLUICE_OK);
+            tu_poll_init(&l.poll);
+            lp = tu_poll_loop(&l.poll);
             assert_int_equal(sluice_attach(sl, &lp), SLUICE_OK);
             for (k = 0; k < 8; k++)
                 assert_int_equal(sluice_acquire_async(sl, key, strlen(key), &rs,

@@ -13,81 +13,7 @@
 #include <poll.h>
 
 #define N        1000
-#define MAX_FDS  16
 #define MAX_SRVS 16
-
-typedef struct loop {
-    int fds[MAX_FDS];
-    short events[MAX_FDS];
-    size_t nfds;
-    int64_t timer_at; /* monotonic ms; -1 none */
-} loop;
-
-static void on_watch(void *data, int fd, int events)
-{
-    loop *l = data;
-    size_t i;
-
-    for (i = 0; i < l->nfds && l->fds[i] != fd; i++)
-        ;
-    if (events == 0) {
-        if (i < l->nfds) {
-            l->fds[i] = l->fds[l->nfds - 1];
-            l->events[i] = l->events[l->nfds - 1];
-            l->nfds--;
-        }
-        return;
-    }
-    if (i == l->nfds) {
-        if (l->nfds == MAX_FDS) {
-            fprintf(stderr, "more than %d sockets\n", MAX_FDS);
-            exit(1);
-        }
-        l->nfds++;
-        l->fds[i] = fd;
-    }
-    l->events[i] = (short)(((events & SLUICE_WATCH_IN) ? POLLIN : 0) |
-                           ((events & SLUICE_WATCH_OUT) ? POLLOUT : 0));
-}
-
-static void on_timer(void *data, int64_t timeout_ms)
-{
-    loop *l = data;
-
-    l->timer_at =
-        timeout_ms < 0 ? -1 : tu_clock_ms(CLOCK_MONOTONIC) + timeout_ms;
-}
-
-/* One turn of the loop: waits for a socket or the timer, runs sluice. */
-static void turn(sluice *sl, loop *l)
-{
-    struct pollfd p[MAX_FDS];
-    int wait = 100, k;
-    size_t i, n = l->nfds;
-
-    for (i = 0; i < n; i++)
-        p[i] = (struct pollfd){l->fds[i], l->events[i], 0};
-    if (l->timer_at >= 0) {
-        int64_t left = l->timer_at - tu_clock_ms(CLOCK_MONOTONIC);
-
-        wait = left < 0 ? 0 : (int)(left < 100 ? left : 100);
-    }
-    k = poll(p, n, wait);
-    for (i = 0; k > 0 && i < n; i++) {
-        int ev = 0;
-
-        if (p[i].revents & (POLLIN | POLLERR | POLLHUP))
-            ev |= SLUICE_WATCH_IN;
-        if (p[i].revents & POLLOUT)
-            ev |= SLUICE_WATCH_OUT;
-        if (ev != 0)
-            sluice_socket_action(sl, p[i].fd, ev);
-    }
-    if (l->timer_at >= 0 && tu_clock_ms(CLOCK_MONOTONIC) >= l->timer_at) {
-        l->timer_at = -1;
-        sluice_socket_action(sl, SLUICE_SOCKET_TIMEOUT, 0);
-    }
-}
 
 typedef struct tally {
     size_t done, ok, timeouts, other;
@@ -191,7 +117,7 @@ int main(int argc, char **argv)
     sluice_options o;
     sluice_loop lp;
     sluice_result res;
-    loop l = {.timer_at = -1};
+    tu_poll l;
     tally t = {0};
     sluice *sl = NULL;
     pid_t own = 0;
@@ -238,7 +164,8 @@ int main(int argc, char **argv)
         (before = on_servers(hosts, ports, nsrv, "INFO commandstats", true)) <
             0)
         goto out;
-    lp = (sluice_loop){.data = &l, .watch = on_watch, .timer = on_timer};
+    tu_poll_init(&l);
+    lp = tu_poll_loop(&l);
     if (sluice_attach(sl, &lp) != SLUICE_OK) {
         fprintf(stderr, "attach: %s\n", sluice_errmsg(sl));
         goto out;
@@ -254,7 +181,7 @@ int main(int argc, char **argv)
         }
     }
     while (t.done < N && tu_clock_ms(CLOCK_MONOTONIC) - t0 < 60000)
-        turn(sl, &l);
+        tu_poll_turn(sl, &l, 100);
     ms = tu_clock_ms(CLOCK_MONOTONIC) - t0;
     if ((evals = on_servers(hosts, ports, nsrv, "INFO commandstats", true)) < 0)
         goto out;

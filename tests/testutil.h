@@ -10,6 +10,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -314,6 +315,95 @@ static inline void tu_kill(pid_t *pid)
     kill(*pid, SIGKILL);
     waitpid(*pid, NULL, 0);
     *pid = 0;
+}
+
+/* A poll(2) loop for the async API, for tests that need no event library:
+ * the sockets sluice watches and its one timer. */
+#define TU_POLL_FDS 16
+
+typedef struct tu_poll {
+    int fds[TU_POLL_FDS];
+    int events[TU_POLL_FDS]; /* SLUICE_WATCH_IN | SLUICE_WATCH_OUT */
+    size_t n;
+    int64_t timer_at; /* monotonic ms; -1 none */
+} tu_poll;
+
+static inline void tu_poll_init(tu_poll *l)
+{
+    memset(l, 0, sizeof(*l));
+    l->timer_at = -1;
+}
+
+static inline void tu_poll_watch(void *data, int fd, int events)
+{
+    tu_poll *l = data;
+    size_t i;
+
+    for (i = 0; i < l->n && l->fds[i] != fd; i++)
+        ;
+    if (events == 0) {
+        if (i < l->n) {
+            l->fds[i] = l->fds[l->n - 1];
+            l->events[i] = l->events[l->n - 1];
+            l->n--;
+        }
+        return;
+    }
+    if (i == l->n) {
+        if (l->n == TU_POLL_FDS) {
+            fprintf(stderr, "tu_poll: more than %d sockets\n", TU_POLL_FDS);
+            exit(1);
+        }
+        l->fds[l->n++] = fd;
+    }
+    l->events[i] = events;
+}
+
+static inline void tu_poll_timer(void *data, int64_t timeout_ms)
+{
+    tu_poll *l = data;
+
+    l->timer_at =
+        timeout_ms < 0 ? -1 : tu_clock_ms(CLOCK_MONOTONIC) + timeout_ms;
+}
+
+/* The loop for sluice_attach: {l, tu_poll_watch, tu_poll_timer, NULL}. */
+static inline sluice_loop tu_poll_loop(tu_poll *l)
+{
+    sluice_loop lp = {l, tu_poll_watch, tu_poll_timer, NULL};
+
+    return lp;
+}
+
+/* One turn: waits up to max_ms for a socket or the timer, runs sluice. */
+static inline void tu_poll_turn(sluice *sl, tu_poll *l, int64_t max_ms)
+{
+    struct pollfd p[TU_POLL_FDS];
+    int64_t now = tu_clock_ms(CLOCK_MONOTONIC), wait = max_ms < 0 ? 0 : max_ms;
+    size_t i, n = l->n;
+
+    if (l->timer_at >= 0 && l->timer_at - now < wait)
+        wait = l->timer_at > now ? l->timer_at - now : 0;
+    for (i = 0; i < n; i++)
+        p[i] = (struct pollfd){
+            l->fds[i],
+            (short)(((l->events[i] & SLUICE_WATCH_IN) ? POLLIN : 0) |
+                    ((l->events[i] & SLUICE_WATCH_OUT) ? POLLOUT : 0)),
+            0};
+    if (poll(p, n, (int)wait) > 0)
+        for (i = 0; i < n; i++) {
+            int ev =
+                ((p[i].revents & (POLLIN | POLLERR | POLLHUP)) ? SLUICE_WATCH_IN
+                                                               : 0) |
+                ((p[i].revents & POLLOUT) ? SLUICE_WATCH_OUT : 0);
+
+            if (ev != 0)
+                sluice_socket_action(sl, p[i].fd, ev);
+        }
+    if (l->timer_at >= 0 && tu_clock_ms(CLOCK_MONOTONIC) >= l->timer_at) {
+        l->timer_at = -1;
+        sluice_socket_action(sl, SLUICE_SOCKET_TIMEOUT, 0);
+    }
 }
 
 #endif /* SL_TESTUTIL_H */
