@@ -1061,6 +1061,18 @@ void sl_conn_kick(sl_conn *cn)
         start_connect(cn);
 }
 
+void sl_conn_warm(sl_conn *cn)
+{
+    if (cn->phase == SL_PHASE_CLOSED &&
+        (cn->failures == 0 || sl_mono_ms() >= cn->retry_at))
+        start_connect(cn);
+}
+
+bool sl_conn_is_connecting(const sl_conn *cn)
+{
+    return cn->phase != SL_PHASE_CLOSED && cn->phase != SL_PHASE_READY;
+}
+
 /* connect() finished, well or not. */
 static void connect_done(sl_conn *cn)
 {
