@@ -261,8 +261,10 @@ SLUICE_API sluice_status sluice_ruleset_check(const sluice_ruleset *rs,
  * and err (may be NULL) holds the reason. Free with sluice_close().
  * Checks the URL, the options and the TLS files; a server that is down,
  * slow or refusing never fails the open: it tries one connect for at most
- * connect_timeout_ms (a cluster: the slot map, for connect_timeout_ms plus
- * command_timeout_ms), and the first decisions answer by the fail policy
+ * connect_timeout_ms (a cluster: the slot map, then connects to the
+ * masters it names, in parallel, for connect_timeout_ms plus
+ * command_timeout_ms in all), and the first decisions answer by the fail
+ * policy
  * (SLUICE_ECONNECT under fail=error). Every call then ends within
  * command_timeout_ms, a reconnect included. */
 SLUICE_API sluice_status sluice_open(const char *url,

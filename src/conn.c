@@ -1061,6 +1061,18 @@ void sl_conn_kick(sl_conn *cn)
         start_connect(cn);
 }
 
+void sl_conn_warm(sl_conn *cn)
+{
+    if (cn->phase == SL_PHASE_CLOSED &&
+        (cn->failures == 0 || sl_mono_ms() >= cn->retry_at))
+        start_connect(cn);
+}
+
+bool sl_conn_is_connecting(const sl_conn *cn)
+{
+    return cn->phase != SL_PHASE_CLOSED && cn->phase != SL_PHASE_READY;
+}
+
 /* connect() finished, well or not. */
 static void connect_done(sl_conn *cn)
 {
@@ -1625,13 +1637,18 @@ void sl_conn_close(sl_conn *cn)
 
 /* ------------------------------------------------------------ replies */
 
-/* twemproxy answers with its own errors for a server it cannot reach. */
+/* twemproxy answers with its own errors for a server it cannot reach:
+ * "ERR " and strerror() of the failure, or "ERR unknown" when it had no
+ * errno (nutcracker 0.5.0's msg_get_error): the server closed the
+ * connection with requests in flight. That one exactly: Redis's own
+ * "ERR unknown command ..." is an error of the server. */
 static bool proxy_failure(const char *s)
 {
     return strncmp(s, "ERR Connection refused", 22) == 0 ||
            strncmp(s, "ERR Connection reset by peer", 28) == 0 ||
            strncmp(s, "ERR Connection timed out", 24) == 0 ||
-           strncmp(s, "ERR Invalid argument", 20) == 0;
+           strncmp(s, "ERR Invalid argument", 20) == 0 ||
+           strcmp(s, "ERR unknown") == 0;
 }
 
 const char *sl_conn_endpoint(const sl_conn *cn, char *buf, size_t len)

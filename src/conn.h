@@ -167,6 +167,13 @@ void sl_conn_io(sl_conn *cn, short revents);
 /* Starts a connect when replies are awaited on a closed connection; fails
  * them in a backoff. Called by the engine before it waits. */
 void sl_conn_kick(sl_conn *cn);
+/* Starts a connect on a closed connection with nothing queued, unless a
+ * backoff holds: the engine drives it, so that the first command finds it
+ * ready (a cluster's masters, once a slot map names them). */
+void sl_conn_warm(sl_conn *cn);
+/* Whether a connect is under way: a lookup, connect(), the TLS handshake
+ * or the setup. */
+bool sl_conn_is_connecting(const sl_conn *cn);
 /* Fails a connect that passed its deadline. */
 void sl_conn_check_deadline(sl_conn *cn, int64_t now);
 

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -344,7 +345,18 @@ size_t sl_engine_pending(const sl_engine *e)
     return n;
 }
 
+static bool flag_set(void *flag)
+{
+    return *(const bool *)flag;
+}
+
 void sl_engine_wait(sl_engine *e, const bool *flag, int64_t deadline)
+{
+    sl_engine_wait_until(e, flag_set, (void *)(uintptr_t)flag, deadline);
+}
+
+void sl_engine_wait_until(sl_engine *e, bool (*done)(void *arg), void *arg,
+                          int64_t deadline)
 {
     struct pollfd fds[SL_ENGINE_CONNS];
     sl_conn *of[SL_ENGINE_CONNS];
@@ -355,7 +367,7 @@ void sl_engine_wait(sl_engine *e, const bool *flag, int64_t deadline)
         int rc;
 
         kick_all(e);
-        if (*flag)
+        if (done(arg))
             return;
         now = sl_mono_ms();
         if (deadline >= 0 && now >= deadline)

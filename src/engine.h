@@ -100,6 +100,9 @@ sluice_status sl_engine_decide(sl_engine *e, const struct sl_request *reqs,
 /* Drives the engine with poll() until *flag or the deadline (monotonic
  * ms). */
 void sl_engine_wait(sl_engine *e, const bool *flag, int64_t deadline);
+/* The same until done(arg) says so, or the deadline. */
+void sl_engine_wait_until(sl_engine *e, bool (*done)(void *arg), void *arg,
+                          int64_t deadline);
 
 /* The async calls: starts job (its done set, its requests owned by the
  * caller until done runs). */

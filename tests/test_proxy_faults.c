@@ -2,10 +2,13 @@
 /* test_proxy_faults.c - one Redis behind twemproxy is killed during a run
  * of decisions, then started again: calls on its keys return a clear error
  * within the timeout (no hang, no crash), calls on the other server's keys
- * go on, and all succeed again once it is back:
+ * go on, and all succeed again once it is back. And a server that closes
+ * the proxy's connection with a request in flight, which the proxy answers
+ * "ERR unknown": the proxy's failure, not the server's error:
  *   test_proxy_faults URL SERVERS_SCRIPT DIR */
 #include "testutil.h"
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -149,6 +152,152 @@ static void a_killed_server_fails_fast_and_recovers(void **state)
     assert_true(slowest < 3000);
 }
 
+/* The address of server n (1 or 2) from DIR/servers. */
+static void server_addr(int n, char *host, size_t host_len, int *port)
+{
+    char path[512], line[128], h[64];
+    FILE *f;
+    int i = 0;
+
+    snprintf(path, sizeof(path), "%s/servers", dir);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (++i == n && sscanf(line, "%63[^:]:%d", h, port) == 2) {
+            snprintf(host, host_len, "%s", h);
+            fclose(f);
+            return;
+        }
+    fclose(f);
+    fail_msg("no server %d in %s", n, path);
+}
+
+typedef struct closer {
+    const char *host;
+    int port;
+    bool closed; /* it saw the request held and closed its client */
+} closer;
+
+/* The id of the client whose request the server holds (flags=b in
+ * CLIENT LIST), 0 when none. */
+static long long held_client(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "CLIENT LIST");
+    long long id = 0;
+    const char *line;
+
+    if (r != NULL && r->type == REDIS_REPLY_STRING)
+        for (line = r->str; line != NULL && id == 0;
+             line = strchr(line + 1, '\n')) {
+            const char *end = strchr(line + 1, '\n');
+            const char *b = strstr(line, " flags=b ");
+
+            if (b != NULL && (end == NULL || b < end) &&
+                sscanf(line + (*line == '\n'), "id=%lld", &id) != 1)
+                id = 0;
+        }
+    if (r != NULL)
+        freeReplyObject(r);
+    return id;
+}
+
+/* Waits until the server holds a client's request (CLIENT PAUSE WRITE
+ * blocks it after reading it), then closes that client: the proxy's
+ * connection ends with the request read and unanswered, by a FIN, so that
+ * nutcracker answers "ERR unknown" (its message for a failure with no
+ * errno). */
+static void *close_when_held(void *arg)
+{
+    closer *k = arg;
+    redisContext *c = redisConnect(k->host, k->port);
+    int i;
+
+    for (i = 0; c != NULL && !c->err && i < 1000; i++) {
+        long long id = held_client(c);
+
+        if (id > 0) {
+            redisReply *r = redisCommand(c, "CLIENT KILL ID %lld", id);
+
+            k->closed =
+                r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+            if (r != NULL)
+                freeReplyObject(r);
+            break;
+        }
+        tu_sleep_ms(2);
+    }
+    if (c != NULL)
+        redisFree(c);
+    return NULL;
+}
+
+/* nutcracker answers "-ERR unknown" for the requests in flight on a server
+ * connection that ended without an errno (the server closed it, as a
+ * server being killed or restarted may): that is the proxy failing to
+ * reach the server (SLUICE_EIO, so the fail policy answers), not an error
+ * of Redis's own, which would be SLUICE_ESERVER. */
+static void a_request_the_proxy_lost_is_not_a_server_error(void **state)
+{
+    char u[700], prefix[64], keys[3][32], host[64];
+    sluice_ruleset rs;
+    sluice_result r;
+    sluice_status st;
+    redisContext *c;
+    redisReply *rep;
+    pthread_t th;
+    closer k = {NULL, 0, false};
+    sluice *sl;
+    int i, found = 0, port = 0;
+
+    (void)state;
+    snprintf(prefix, sizeof(prefix), "pl%ld:", (long)getpid());
+    snprintf(u, sizeof(u), "%s?timeout_ms=5000&prefix=%s", url, prefix);
+    assert_int_equal(sluice_ruleset_parse("fixed:1000000/1d", &rs, NULL, 0),
+                     SLUICE_OK);
+    assert_int_equal(sluice_open(u, NULL, &sl, NULL, 0), SLUICE_OK);
+    memset(keys, 0, sizeof(keys));
+    for (i = 0; i < 100 && keys[2][0] == '\0'; i++) {
+        char key[32];
+
+        snprintf(key, sizeof(key), "%c%d", 'a' + i % 26, i);
+        assert_int_equal(sluice_acquire(sl, key, strlen(key), &rs, 1, &r),
+                         SLUICE_OK);
+        if (server_of(prefix, key) == 2) {
+            snprintf(keys[2], sizeof(keys[2]), "%s", key);
+            found++;
+        }
+    }
+    assert_int_equal(found, 1);
+    server_addr(2, host, sizeof(host), &port);
+    c = redisConnect(host, port);
+    assert_true(c != NULL && !c->err);
+    /* Held for 3 s at most, should the test end early. */
+    rep = redisCommand(c, "CLIENT PAUSE 3000 WRITE");
+    assert_true(rep != NULL && rep->type == REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    k.host = host;
+    k.port = port;
+    assert_int_equal(pthread_create(&th, NULL, close_when_held, &k), 0);
+    st = sluice_acquire(sl, keys[2], strlen(keys[2]), &rs, 1, &r);
+    pthread_join(th, NULL);
+    rep = redisCommand(c, "CLIENT UNPAUSE");
+    if (rep != NULL)
+        freeReplyObject(rep);
+    redisFree(c);
+    printf("# the server closed the proxy's connection mid-request: %s: %s\n",
+           sluice_strerror(st), sluice_errmsg(sl));
+    assert_true(k.closed);
+    if (st != SLUICE_EIO)
+        fail_msg("expected SLUICE_EIO, got %s: %s", sluice_strerror(st),
+                 sluice_errmsg(sl));
+    assert_non_null(strstr(sluice_errmsg(sl), "cannot reach"));
+    assert_non_null(strstr(sluice_errmsg(sl), "ERR unknown"));
+    /* The proxy connects again: the next decision is made. */
+    assert_int_equal(sluice_acquire(sl, keys[2], strlen(keys[2]), &rs, 1, &r),
+                     SLUICE_OK);
+    sluice_close(sl);
+}
+
 /* Whatever happened, leave server 2 running for the tests after us. */
 static int revive_if_dead(void **state)
 {
@@ -168,6 +317,7 @@ static int revive_if_dead(void **state)
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_request_the_proxy_lost_is_not_a_server_error),
         cmocka_unit_test_teardown(a_killed_server_fails_fast_and_recovers,
                                   revive_if_dead),
     };

@@ -30,6 +30,7 @@ typedef struct node {
     /* A request went to this node as EVAL and its reply has not come:
      * requests that got NOSCRIPT go by EVALSHA behind it (evalsha.c). */
     bool eval_pending;
+    bool owner; /* the last slot map gave it slots: a master */
 } node;
 
 typedef struct cluster {
@@ -156,6 +157,44 @@ static void fail_ownerless(cluster *c)
 
 static bool ask_more(cluster *c);
 
+/* A new map: its masters connect now, in parallel, so that the first
+ * requests to each do not pay a connect (over TLS a handshake of several
+ * round trips) within their own timeout_ms; each connect is bounded by
+ * connect_timeout_ms and driven by the engine (the open waits for them,
+ * then the calls or the caller's loop). A node the map gives no slot,
+ * still connecting for an ask that is no longer needed, closes. */
+static void connect_owners(cluster *c)
+{
+    bool owner[SL_MAX_NODES] = {false};
+    size_t i;
+
+    for (i = 0; i < SL_NSLOTS; i++)
+        if (c->map.slots[i] >= 0)
+            owner[c->map.slots[i]] = true;
+    for (i = 0; i < c->nnodes; i++) {
+        node *n = c->nodes[i];
+
+        n->owner = owner[i];
+        if (n->owner)
+            sl_conn_warm(&n->conn);
+        else if (sl_conn_is_connecting(&n->conn) && n->conn.qlen == 0)
+            sl_conn_abort(&n->conn, SLUICE_ECONNECT,
+                          "cluster: not needed (no slots in the map)");
+    }
+}
+
+/* Whether no master of the map is still connecting. */
+static bool owners_connected(void *p)
+{
+    const cluster *c = p;
+    size_t i;
+
+    for (i = 0; i < c->nnodes; i++)
+        if (c->nodes[i]->owner && sl_conn_is_connecting(&c->nodes[i]->conn))
+            return false;
+    return true;
+}
+
 /* The round ended without a map. */
 static void round_failed(cluster *c)
 {
@@ -230,8 +269,10 @@ static void on_slots(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
         c->refreshing = false;
         c->settled = true;
         c->refresh_after = sl_mono_ms() + RETRY_MS;
-        if (!c->eng->closing)
+        if (!c->eng->closing) {
+            connect_owners(c);
             reroute_all(c);
+        }
         return;
     }
     if (c->eng->closing) {
@@ -352,6 +393,8 @@ static sluice_status cluster_open(const sl_url *url, sl_engine *eng, void **out,
                                   char *err, size_t err_len)
 {
     cluster *c = sl_calloc(1, sizeof(*c));
+    int64_t deadline = sl_mono_ms() + url->opts.connect_timeout_ms +
+                       url->opts.command_timeout_ms;
 
     if (c == NULL) {
         sl_errf(err, err_len, "cluster: out of memory");
@@ -362,11 +405,13 @@ static sluice_status cluster_open(const sl_url *url, sl_engine *eng, void **out,
     eng->state = c; /* the engine calls back while the map loads */
     sl_slotmap_init(&c->map);
     /* The map if a node gives it in time; else the first calls ask again.
-     * A server that is down never fails the open (docs/PRODUCTION.md). */
+     * A server that is down never fails the open (docs/PRODUCTION.md).
+     * Then, within the same budget, the connects to the masters the map
+     * names (connect_owners): what is not done by then goes on in the
+     * first calls. */
     want_refresh(c);
-    sl_engine_wait(eng, &c->settled,
-                   sl_mono_ms() + url->opts.connect_timeout_ms +
-                       url->opts.command_timeout_ms);
+    sl_engine_wait(eng, &c->settled, deadline);
+    sl_engine_wait_until(eng, owners_connected, c, deadline);
     (void)err;
     (void)err_len;
     *out = c;
