@@ -45,6 +45,7 @@
 
 #include "algo.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,8 +190,49 @@ static int64_t with_floor(const sl_plain *p, int64_t ttl)
     return sl_max64(ttl, (int64_t)p->url->opts.ttl_floor_ms);
 }
 
+/* splitmix64's finaliser: every bit of x moves about half of the result's. */
+static uint64_t mix64(uint64_t x)
+{
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* Where a handle's log members start counting. Two handles whose counts
+ * meet write the same member for one stamp and cost: the second ZADD adds
+ * nothing, each takes the other's entry for its own, and their charges
+ * count once (over-admission). So the start is random, from the kernel,
+ * not from the process id, the second and the handle's address: a handle
+ * closed and another opened in the same second at the same address (as
+ * malloc gives it back, in a thread that reuses a finished one's arena)
+ * started the same count, and partial.multi_tls admitted up to 199 of
+ * 100. Without /dev/urandom, the clocks' nanoseconds stand in (two
+ * handles of one process never open at the same nanosecond and
+ * address). Two random starts meet with odds of about (n + m) / 2^64 for
+ * handles writing n and m members. */
+static uint64_t member_seed(const void *p)
+{
+    struct timespec rt = {0, 0}, mono = {0, 0};
+    uint64_t seed = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+    if (fd >= 0) {
+        ssize_t got = read(fd, &seed, sizeof(seed));
+
+        close(fd);
+        if (got == (ssize_t)sizeof(seed))
+            return mix64(seed);
+    }
+    clock_gettime(CLOCK_REALTIME, &rt);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    seed = mix64((uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
+    seed = mix64(
+        seed ^ ((uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec));
+    return mix64(seed ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)p);
+}
+
 /* A log entry's member: its stamp, its cost, and a nonce that makes it
- * unique among the handles of every process. */
+ * unique among the handles of every process (member_seed). */
 static void log_member(sl_plain *p, int64_t x, int64_t cost, char *buf,
                        size_t len)
 {
@@ -1669,9 +1711,7 @@ sluice_status sl_plain_open(const sl_url *url, bool multi, sl_engine *eng,
     p->eng = eng;
     p->name = name;
     p->multi = multi;
-    /* Members must differ between handles: seed from pid, time, address. */
-    p->nonce = ((uint64_t)getpid() << 40) ^ ((uint64_t)time(NULL) << 20) ^
-               (uint64_t)(uintptr_t)p;
+    p->nonce = member_seed(p);
     sl_conn_init(&p->conn, &url->ep, &url->opts, name, eng);
     /* A server that is down never fails the open (as evalsha_open). */
     st = sl_conn_ensure(&p->conn, err, err_len);
