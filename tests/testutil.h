@@ -64,6 +64,16 @@ static inline int64_t tu_clock_ms(clockid_t id)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* How much slower this build runs than a plain one (valgrind 20, the
+ * sanitizers 4): the build's TU_TIME_SCALE. */
+#ifndef TU_TIME_SCALE
+#define TU_TIME_SCALE 1
+#endif
+static inline unsigned tu_time_scale(void)
+{
+    return TU_TIME_SCALE;
+}
+
 static inline void tu_sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
