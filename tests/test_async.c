@@ -867,13 +867,20 @@ static void a_frozen_server_costs_the_loop_nothing(void **state)
     for (i = 0; i < 50; i++) {
         int64_t d = as[i].ended - as[i].started;
 
-        assert_int_equal(as[i].st, SLUICE_ETIMEOUT);
+        /* Sent and unanswered: ETIMEOUT. On the plain backends a decision
+         * is two round trips: one whose first was answered before the
+         * freeze, and whose second waited for a reconnect (the
+         * connection ended with the first timeout) that the frozen
+         * server never set up, charged nothing: ECONNECT. */
+        if (as[i].st != SLUICE_ETIMEOUT && as[i].st != SLUICE_ECONNECT)
+            fail_msg("decision %zu: %s: %s", i, sluice_status_name(as[i].st),
+                     as[i].msg);
         worst = d > worst ? d : worst;
     }
     /* Keep the loop running past the sleep: it ticks throughout. */
     while (tu_clock_ms(CLOCK_MONOTONIC) - t0 < 1000)
         loop_once();
-    printf("# %s: server asleep: 50 decisions ended with ETIMEOUT after at "
+    printf("# %s: server asleep: 50 decisions ended unanswered after at "
            "most %lld ms (timeout 200 ms); the loop ticked %ld times in "
            "%lld ms: %s\n",
            LOOP_NAME, (long long)worst, ticks - ticks0,
