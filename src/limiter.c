@@ -471,7 +471,9 @@ typedef struct by_name_call {
     int64_t cost;
     sluice_done_fn done;
     void *arg;
-    int64_t sent; /* the keep-alive sent with the read (read_rules) */
+    int64_t sent;  /* the keep-alive sent with the read (read_rules) */
+    int64_t began; /* when the call began: the read and decision share
+                      its timeout_ms */
     bool again;   /* the second read */
     sl_value v;
     size_t name_len, key_len;
@@ -497,14 +499,14 @@ static sluice_status read_async(by_name_call *c, char *err)
     r.ttl_ms = c->sent;
     r.read = &c->v;
     memset(&c->v, 0, sizeof(c->v));
-    return sl_handle_start(c->sl, &r, NULL, rules_read, c, err);
+    return sl_handle_start(c->sl, &r, c->began, NULL, rules_read, c, err);
 }
 
 /* Starts the decision on the rules rs. */
 static sluice_status decide_async(sluice *sl, sl_op op, const char *key,
                                   size_t key_len, const sluice_ruleset *rs,
-                                  int64_t cost, sluice_done_fn done, void *arg,
-                                  char *err)
+                                  int64_t cost, int64_t began,
+                                  sluice_done_fn done, void *arg, char *err)
 {
     sl_request r;
     sluice_status st;
@@ -513,7 +515,7 @@ static sluice_status decide_async(sluice *sl, sl_op op, const char *key,
     if (st != SLUICE_OK)
         return st;
     r.prefix = sl_handle_limiters(sl)->prefix;
-    return sl_handle_start(sl, &r, done, NULL, arg, err);
+    return sl_handle_start(sl, &r, began, done, NULL, arg, err);
 }
 
 /* The rules were read (as read_rules does, blocking): the decision starts,
@@ -532,8 +534,8 @@ static void rules_read(sluice *sl, void *arg, sluice_status st)
         if ((st = read_async(c, err)) == SLUICE_OK)
             return;
     } else if (st == SLUICE_OK) {
-        st = decide_async(sl, c->op, c->key, c->key_len, &rs, c->cost, c->done,
-                          c->arg, err);
+        st = decide_async(sl, c->op, c->key, c->key_len, &rs, c->cost,
+                          c->began, c->done, c->arg, err);
     }
     if (st != SLUICE_OK) {
         memset(&res, 0, sizeof(res));
@@ -569,7 +571,7 @@ static sluice_status by_name_async(sluice *sl, sl_op op, const void *name,
         return st;
     kl = compose(key, name, name_len, client, client_len);
     if (cached_rules(sl_handle_limiters(sl), name, name_len, &rs, &known))
-        return decide_async(sl, op, key, kl, &rs, cost, done, arg, err);
+        return decide_async(sl, op, key, kl, &rs, cost, 0, done, arg, err);
     /* Bad input is returned now, before the rules are read. */
     if ((st = sl_handle_prepare(sl, op, key, kl, &no_rules, cost, &r, err)) !=
         SLUICE_OK)
@@ -584,6 +586,7 @@ static sluice_status by_name_async(sluice *sl, sl_op op, const void *name,
     c->done = done;
     c->arg = arg;
     c->sent = known > 0 ? known : 0;
+    c->began = sl_mono_ms();
     c->name_len = name_len;
     memcpy(c->name, name, name_len);
     c->key_len = kl;

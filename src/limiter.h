@@ -50,13 +50,16 @@ sluice_status sl_handle_one(sluice *sl, sl_request *r, sluice_result *out,
 /* On the loop: sl_handle_check without refusing an attached handle, and
  * the start of a prepared request, copied. A decision answers done as any
  * async call does; a rules op answers then instead, with the request's
- * status (what it read in r->read, which must outlive the call). */
+ * status (what it read in r->read, which must outlive the call). began
+ * is when the caller's call began (sl_mono_ms), 0 for now: the request's
+ * deadline is timeout_ms from then, so that reading the rules and deciding
+ * share one budget. */
 typedef void (*sl_then_fn)(sluice *sl, void *arg, sluice_status st);
 sluice_status sl_handle_prepare(sluice *sl, sl_op op, const void *key,
                                 size_t key_len, const sluice_ruleset *rules,
                                 int64_t cost, sl_request *r, char *err);
 sluice_status sl_handle_start(sluice *sl, const sl_request *r,
-                              sluice_done_fn done, sl_then_fn then, void *arg,
-                              char *err);
+                              int64_t began, sluice_done_fn done,
+                              sl_then_fn then, void *arg, char *err);
 
 #endif /* SL_LIMITER_H */

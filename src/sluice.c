@@ -1482,15 +1482,18 @@ sluice_status sluice_lease_release_async(sluice *sl, const void *key,
 
 /* For limiter.c: r (prepared by sl_handle_prepare) on the loop. */
 sluice_status sl_handle_start(sluice *sl, const sl_request *r,
-                              sluice_done_fn done, sl_then_fn then, void *arg,
-                              char *err)
+                              int64_t began, sluice_done_fn done,
+                              sl_then_fn then, void *arg, char *err)
 {
     answer_to to = {done, NULL, then, arg};
     sluice_status st;
 
     if ((st = async_ready(sl, done != NULL || then != NULL, err)) != SLUICE_OK)
         return st;
-    return start_prepared(sl, r, 0, &to, err);
+    sl->eng.call_started = began;
+    st = start_prepared(sl, r, 0, &to, err);
+    sl->eng.call_started = 0;
+    return st;
 }
 
 sluice_status sluice_acquire_many_async(sluice *sl, const sluice_request *reqs,
