@@ -2,10 +2,10 @@
 /* evalsha.c - the Lua backend: one EVALSHA per decision (EVAL on
  * NOSCRIPT), pipelined for batches; works on plain Redis and through
  * proxies that route by the first key. */
-#include "../evalsha.h"
+#include "evalsha.h"
 
-#include "../algo.h"
-#include "../backend.h"
+#include "algo.h"
+#include "backend.h"
 
 #include <hiredis/hiredis.h>
 

@@ -2,8 +2,8 @@
 /* memory.c - the in-process backend: a hash table of limiter state behind
  * one mutex, private to a handle (mem://) or shared by name (mem://NAME),
  * with memory bounded by expiry on the handle's clock. */
-#include "../algo.h"
-#include "../backend.h"
+#include "algo.h"
+#include "backend.h"
 
 #include <pthread.h>
 #include <stdio.h>
