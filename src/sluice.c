@@ -1481,9 +1481,9 @@ sluice_status sluice_lease_release_async(sluice *sl, const void *key,
 }
 
 /* For limiter.c: r (prepared by sl_handle_prepare) on the loop. */
-sluice_status sl_handle_start(sluice *sl, const sl_request *r,
-                              int64_t began, sluice_done_fn done,
-                              sl_then_fn then, void *arg, char *err)
+sluice_status sl_handle_start(sluice *sl, const sl_request *r, int64_t began,
+                              sluice_done_fn done, sl_then_fn then, void *arg,
+                              char *err)
 {
     answer_to to = {done, NULL, then, arg};
     sluice_status st;

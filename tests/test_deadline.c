@@ -243,8 +243,8 @@ static sluice_ruleset rules;
  * admission by a frozen server, and its message no more than the truth
  * about the time it waited. */
 static void check_call(const char *what, int n, int64_t t0, int64_t took,
-                       long preempted, sluice_status st,
-                       const sluice_result *r, const char *msg)
+                       long preempted, sluice_status st, const sluice_result *r,
+                       const char *msg)
 {
     const char *w = msg != NULL ? strstr(msg, "within ") : NULL;
 
@@ -331,8 +331,8 @@ static void blocking_calls_end_by_their_deadline_on_a_frozen_server(void **s)
         else
             st = sluice_acquire_many(sl, batch, 3, r);
         took = now_ms() - t0;
-        check_call(i % 2 == 0 ? "blocking call" : "blocking batch", i, t0,
-                   took, preemptions() - pre, st, &r[0], sluice_errmsg(sl));
+        check_call(i % 2 == 0 ? "blocking call" : "blocking batch", i, t0, took,
+                   preemptions() - pre, st, &r[0], sluice_errmsg(sl));
         assert_int_not_equal(st, SLUICE_OK);
     }
     thaw();
@@ -358,8 +358,8 @@ static void the_fallback_answers_within_the_timeout(void **s)
         memset(&r, 0, sizeof(r));
         st = sluice_acquire(sl, "dl:fb", 5, &rules, 1, &r);
         took = now_ms() - t0;
-        check_call("fallback call", i, t0, took, preemptions() - pre,
-                   SLUICE_OK, NULL, sluice_errmsg(sl));
+        check_call("fallback call", i, t0, took, preemptions() - pre, SLUICE_OK,
+                   NULL, sluice_errmsg(sl));
         assert_int_equal(st, SLUICE_OK);
         assert_int_not_equal(r.status, SLUICE_OK); /* the fallback's */
     }
