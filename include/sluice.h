@@ -255,8 +255,8 @@ SLUICE_API sluice_status sluice_ruleset_check(const sluice_ruleset *rs,
  *   ?timeout_ms=&connect_timeout_ms=&clock=local|server
  *   &fail=error|open|closed|fallback&prefix=&ttl_floor_ms=
  *   &deny_cache=&metrics=&shadow=&fallback_instances=&rules_cache_ms=
- *   &socket=&tls=&tls_verify=&tls_ca_file=&tls_ca_dir=&tls_cert=&tls_key=
- *   &tls_server_name=
+ *   &max_reply_bytes=&socket=&tls=&tls_verify=&tls_ca_file=&tls_ca_dir=
+ *   &tls_cert=&tls_key=&tls_server_name=   (`sluice --help` says each)
  * opts may be NULL. On SLUICE_OK stores a handle in *out; else *out is NULL
  * and err (may be NULL) holds the reason. Free with sluice_close().
  * Checks the URL, the options and the TLS files; a server that is down,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* url.c - parses backend URLs and their query options. */
-#include "internal.h"
+#include "options.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -49,23 +49,10 @@ void sl_url_redact(const char *url, char *dst, size_t dst_len)
     snprintf(dst, dst_len, "%.*s***%s", (int)(start - url), url, at);
 }
 
-/* The query options, in the order the messages and --help list them. */
-static const char *const options[] = {"timeout_ms",     "connect_timeout_ms",
-                                      "clock",          "fail",
-                                      "prefix",         "ttl_floor_ms",
-                                      "deny_cache",     "metrics",
-                                      "shadow",         "fallback_instances",
-                                      "rules_cache_ms", "max_reply_bytes",
-                                      "socket",         "tls",
-                                      "tls_verify",     "tls_ca_file",
-                                      "tls_ca_dir",     "tls_cert",
-                                      "tls_key",        "tls_server_name"};
-
-#define NOPTIONS (sizeof(options) / sizeof(options[0]))
-
+/* The name of query option i, for the tests: the table in options.c. */
 const char *sl_url_option(size_t i)
 {
-    return i < NOPTIONS ? options[i] : NULL;
+    return sl_option_name(i);
 }
 
 #define URL_SHOWN 160 /* bytes of a URL a message shows */
@@ -86,73 +73,6 @@ static sluice_status bad(char *err, size_t err_len, const char *url,
     return SLUICE_EURL;
 }
 
-/* Percent-decodes [s, s+n) into dst; false on a bad escape or overflow. */
-static bool decode(char *dst, size_t dst_len, const char *s, size_t n)
-{
-    size_t i, o = 0;
-
-    for (i = 0; i < n; i++) {
-        char c = s[i];
-
-        if (c == '%') {
-            /* Exactly two hex digits, and never a NUL that would cut the
-             * value short in silence. */
-            char hex[3] = {0};
-
-            if (i + 2 >= n || !isxdigit((unsigned char)s[i + 1]) ||
-                !isxdigit((unsigned char)s[i + 2]))
-                return false;
-            hex[0] = s[i + 1];
-            hex[1] = s[i + 2];
-            c = (char)strtol(hex, NULL, 16);
-            if (c == '\0')
-                return false;
-            i += 2;
-        }
-        if (o + 1 >= dst_len)
-            return false;
-        dst[o++] = c;
-    }
-    dst[o] = '\0';
-    return true;
-}
-
-/* Reads a whole decimal number in [lo, hi] from [s, s+n). */
-static bool read_uint(const char *s, size_t n, long long lo, long long hi,
-                      long long *out)
-{
-    long long v = 0;
-    size_t i;
-
-    if (n == 0 || n > 12)
-        return false;
-    for (i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (s[i] - '0');
-    }
-    if (v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
-}
-
-/* "known: a, b, ..." from the table. */
-static void known_options(char *dst, size_t dst_len)
-{
-    size_t i, at = 0;
-
-    dst[0] = '\0';
-    for (i = 0; i < NOPTIONS && at < dst_len; i++) {
-        int k = snprintf(dst + at, dst_len - at, "%s%s", i > 0 ? ", " : "",
-                         options[i]);
-
-        if (k < 0)
-            break;
-        at += (size_t)k;
-    }
-}
-
 /* Applies one option; seen has a bit for each option of the table given
  * already, so that a second one is refused rather than one of them
  * silently ignored. */
@@ -164,20 +84,13 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
     size_t klen = eq ? (size_t)(eq - kv) : n;
     const char *v = eq ? eq + 1 : kv + n;
     size_t vlen = eq ? n - klen - 1 : 0;
-    /* A value where a password may stand is not quoted. */
-    const char *vshown = in_secret(url, v) ? "***" : v;
-    int vshown_len = in_secret(url, v) ? 3 : (int)(vlen > 40 ? 40 : vlen);
-    long long num;
+    int i = sl_option_find(kv, klen);
     char msg[600];
-    size_t i;
 
-    for (i = 0; i < NOPTIONS; i++)
-        if (klen == strlen(options[i]) && memcmp(kv, options[i], klen) == 0)
-            break;
-    if (i == NOPTIONS) {
+    if (i < 0) {
         char known[400];
 
-        known_options(known, sizeof(known));
+        sl_option_known(known, sizeof(known));
         if (in_secret(url, kv))
             snprintf(msg, sizeof(msg), "unknown option (known: %s)", known);
         else
@@ -187,133 +100,14 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
     }
     if ((*seen & (UINT32_C(1) << i)) != 0) {
         snprintf(msg, sizeof(msg),
-                 "option %s given twice; give each option once", options[i]);
+                 "option %s given twice; give each option once",
+                 sl_option_name((size_t)i));
         return bad(err, err_len, url, msg);
     }
     *seen |= UINT32_C(1) << i;
-
-#define KEY_IS(s) (klen == strlen(s) && memcmp(kv, s, klen) == 0)
-#define VAL_IS(s) (vlen == strlen(s) && memcmp(v, s, vlen) == 0)
-    if (KEY_IS("timeout_ms") || KEY_IS("connect_timeout_ms") ||
-        KEY_IS("ttl_floor_ms")) {
-        if (!read_uint(v, vlen, 1, 86400000, &num)) {
-            snprintf(msg, sizeof(msg),
-                     "option %.*s=%.*s: expected a whole "
-                     "number of ms in 1..86400000",
-                     (int)klen, kv, vshown_len, vshown);
-            return bad(err, err_len, url, msg);
-        }
-        if (KEY_IS("timeout_ms"))
-            u->opts.command_timeout_ms = (uint32_t)num;
-        else if (KEY_IS("connect_timeout_ms"))
-            u->opts.connect_timeout_ms = (uint32_t)num;
-        else
-            u->opts.ttl_floor_ms = (uint32_t)num;
-    } else if (KEY_IS("clock")) {
-        if (VAL_IS("server"))
-            u->opts.server_clock = true;
-        else if (VAL_IS("local"))
-            u->opts.server_clock = false;
-        else
-            return bad(err, err_len, url,
-                       "option clock: expected clock=local or clock=server");
-    } else if (KEY_IS("fail")) {
-        if (VAL_IS("error"))
-            u->opts.fail = SLUICE_FAIL_ERROR;
-        else if (VAL_IS("open"))
-            u->opts.fail = SLUICE_FAIL_OPEN;
-        else if (VAL_IS("closed"))
-            u->opts.fail = SLUICE_FAIL_CLOSED;
-        else if (VAL_IS("fallback"))
-            u->opts.fail = SLUICE_FAIL_FALLBACK;
-        else
-            return bad(err, err_len, url,
-                       "option fail: expected fail=error, open, closed or "
-                       "fallback");
-    } else if (KEY_IS("tls") || KEY_IS("tls_verify")) {
-        bool on;
-
-        if (VAL_IS("1") || VAL_IS("yes") || VAL_IS("true"))
-            on = true;
-        else if (VAL_IS("0") || VAL_IS("no") || VAL_IS("false"))
-            on = false;
-        else {
-            snprintf(msg, sizeof(msg), "option %.*s: expected 1 or 0",
-                     (int)klen, kv);
-            return bad(err, err_len, url, msg);
-        }
-        if (KEY_IS("tls"))
-            u->ep.tls = on;
-        else
-            u->ep.tls_insecure = !on;
-    } else if (KEY_IS("tls_ca_file") || KEY_IS("tls_ca_dir") ||
-               KEY_IS("tls_cert") || KEY_IS("tls_key") ||
-               KEY_IS("tls_server_name") || KEY_IS("socket")) {
-        char *dst = KEY_IS("tls_ca_file")  ? u->ep.tls_ca_file
-                    : KEY_IS("tls_ca_dir") ? u->ep.tls_ca_dir
-                    : KEY_IS("tls_cert")   ? u->ep.tls_cert
-                    : KEY_IS("tls_key")    ? u->ep.tls_key
-                    : KEY_IS("socket")     ? u->ep.socket
-                                           : u->ep.tls_server_name;
-        size_t cap = KEY_IS("socket") ? sizeof(u->ep.socket) : 256;
-
-        if (vlen == 0 || !decode(dst, cap, v, vlen)) {
-            snprintf(msg, sizeof(msg),
-                     "option %.*s: empty, a bad escape, or longer than %zu "
-                     "bytes",
-                     (int)klen, kv, cap - 1);
-            return bad(err, err_len, url, msg);
-        }
-    } else if (KEY_IS("fallback_instances")) {
-        if (!read_uint(v, vlen, 1, 10000, &num))
-            return bad(err, err_len, url,
-                       "option fallback_instances: expected the number of "
-                       "instances sharing the limit, 1..10000");
-        u->opts.fallback_instances = (uint32_t)num;
-    } else if (KEY_IS("rules_cache_ms")) {
-        if (!read_uint(v, vlen, 0, 86400000, &num))
-            return bad(err, err_len, url,
-                       "option rules_cache_ms: expected how long a named "
-                       "limiter's rules are used before they are read "
-                       "again, 0..86400000 ms (0: read with every decision)");
-        u->opts.rules_cache_ms = num == 0 ? -1 : (int64_t)num;
-    } else if (KEY_IS("shadow")) {
-        if (VAL_IS("1") || VAL_IS("on"))
-            u->opts.shadow = true;
-        else if (VAL_IS("0") || VAL_IS("off"))
-            u->opts.shadow = false;
-        else
-            return bad(err, err_len, url,
-                       "option shadow: expected shadow=1 or shadow=0");
-    } else if (KEY_IS("metrics")) {
-        if (VAL_IS("1") || VAL_IS("on"))
-            u->opts.no_metrics = false;
-        else if (VAL_IS("0") || VAL_IS("off"))
-            u->opts.no_metrics = true;
-        else
-            return bad(err, err_len, url,
-                       "option metrics: expected metrics=1 or metrics=0");
-    } else if (KEY_IS("deny_cache")) {
-        if (!read_uint(v, vlen, 0, 1000000, &num))
-            return bad(err, err_len, url,
-                       "option deny_cache: expected the number of denials "
-                       "to keep, 0..1000000 (0: off)");
-        u->opts.deny_cache = (uint32_t)num;
-    } else if (KEY_IS("max_reply_bytes")) {
-        if (!read_uint(v, vlen, 1024, 1073741824, &num))
-            return bad(err, err_len, url,
-                       "option max_reply_bytes: expected the largest reply "
-                       "read from a server, 1024..1073741824 bytes "
-                       "(default 8388608)");
-        u->ep.reply_max_bytes = (size_t)num;
-    } else if (KEY_IS("prefix")) {
-        if (!decode(u->prefix, sizeof(u->prefix), v, vlen))
-            return bad(err, err_len, url,
-                       "option prefix: bad escape or longer than 63 bytes");
-        u->opts.key_prefix = u->prefix;
-    }
-#undef KEY_IS
-#undef VAL_IS
+    if (!sl_option_apply((size_t)i, v, vlen, in_secret(url, v), u, msg,
+                         sizeof(msg)))
+        return bad(err, err_len, url, msg);
     return SLUICE_OK;
 }
 
@@ -372,13 +166,13 @@ static sluice_status parse_redis(const char *url, const char *rest, size_t n,
 
         if (colon == NULL) {
             /* "password@host" */
-            if (!decode(u->ep.password, sizeof(u->ep.password), rest,
-                        (size_t)(at - rest)))
+            if (!sl_decode(u->ep.password, sizeof(u->ep.password), rest,
+                           (size_t)(at - rest)))
                 return bad(err, err_len, url, "bad password (escape?)");
-        } else if (!decode(u->ep.user, sizeof(u->ep.user), rest,
-                           (size_t)(colon - rest)) ||
-                   !decode(u->ep.password, sizeof(u->ep.password), colon + 1,
-                           (size_t)(at - colon - 1))) {
+        } else if (!sl_decode(u->ep.user, sizeof(u->ep.user), rest,
+                              (size_t)(colon - rest)) ||
+                   !sl_decode(u->ep.password, sizeof(u->ep.password), colon + 1,
+                              (size_t)(at - colon - 1))) {
             return bad(err, err_len, url, "bad user or password (escape?)");
         }
         p = at + 1;
@@ -410,7 +204,7 @@ static sluice_status parse_redis(const char *url, const char *rest, size_t n,
     u->ep.port = 6379;
     if (p < slash) {
         if (*p != ':' ||
-            !read_uint(p + 1, (size_t)(slash - p - 1), 1, 65535, &num)) {
+            !sl_read_uint(p + 1, (size_t)(slash - p - 1), 1, 65535, &num)) {
             char msg[96];
 
             if (in_secret(url, p))
@@ -424,7 +218,8 @@ static sluice_status parse_redis(const char *url, const char *rest, size_t n,
         u->ep.port = (int)num;
     }
     if (slash < end && slash + 1 < end) {
-        if (!read_uint(slash + 1, (size_t)(end - slash - 1), 0, 1000000, &num))
+        if (!sl_read_uint(slash + 1, (size_t)(end - slash - 1), 0, 1000000,
+                          &num))
             return bad(err, err_len, url,
                        "bad database number after '/'; expected 0, 1, ...");
         u->ep.db = (int)num;

@@ -359,13 +359,13 @@ if [[ $url == mem://* && -z ${SLUICE_WRAP:-} ]]; then
 
     # The docs name every option the URL parser knows: its own list, from
     # the message for an unknown option, against --help, sluice(1),
-    # sluice(3) and the README.
+    # sluice(3), the README and sluice.h.
     "$bin" check --url "mem://?no_such_option=1" --rule fixed:1/1s --key o >/dev/null 2>"$tmp/known"
     known=$(sed -n 's/.*(known: \(.*\))$/\1/p' "$tmp/known" | tr -d ',')
     expect_text url_options_listed "$tmp/known" 'known: timeout_ms, '
     "$bin" --help >"$tmp/help" 2>&1
     for opt in $known; do
-        for doc in "$tmp/help" "$dir/../man/sluice.1" "$dir/../man/sluice.3" "$dir/../README.md"; do
+        for doc in "$tmp/help" "$dir/../man/sluice.1" "$dir/../man/sluice.3" "$dir/../README.md" "$dir/../include/sluice.h"; do
             if grep -q -- "$opt=" "$doc"; then
                 pass=$((pass + 1))
             else

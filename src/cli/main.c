@@ -4,6 +4,7 @@
 #include "sluice.h"
 
 #include "jsonl.h"
+#include "options.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -21,7 +22,7 @@ enum {
     EXIT_DENIED = 3
 };
 
-static const char usage_text[] =
+static const char usage_head[] =
     "usage:\n"
     "  sluice check  --rule RULE --key KEY [--url URL] [--cost N] [--peek]"
     " [--json]\n"
@@ -39,19 +40,10 @@ static const char usage_text[] =
     "redis-cluster://[user:password@]host:port[,...]\n"
     "      rediss://... (Lua over TLS; tls=1 for redis+multi:// and "
     "redis-cluster://)\n"
-    "      options (each once; the scheme in any case):\n"
-    "      ?timeout_ms=N&connect_timeout_ms=N&clock=local|server&prefix=P"
-    "&ttl_floor_ms=N\n"
-    "      &fail=error|open|closed|fallback&fallback_instances=N (fallback's "
-    "share)\n"
-    "      &deny_cache=N (denials kept)&shadow=0|1 (admit, report denials)"
-    "&metrics=0|1\n"
-    "      &rules_cache_ms=N (named limiters)&max_reply_bytes=N (largest "
-    "reply)\n"
-    "      &socket=PATH (a Unix-domain socket)\n"
-    "      &tls=1&tls_ca_file=F&tls_ca_dir=D&tls_cert=F&tls_key=F"
-    "&tls_server_name=NAME\n"
-    "      &tls_verify=0|1\n"
+    "      options, each once (the scheme in any case), as ?a=1&b=2:\n";
+
+/* After the options, which the table in options.c gives. */
+static const char usage_tail[] =
     "RULE  ALGO:LIMIT/PERIOD[,burst=N][,tz=+HH:MM], ALGO one of fixed, "
     "sliding,\n"
     "      log, token, gcra; PERIOD like 250ms, 1s, 1m, 1h, 1d; join rules "
@@ -86,6 +78,21 @@ static const char usage_text[] =
     "connect, timeout, io, server, unsupported, ... (\"invalid\" for EINVAL), "
     "as in\n"
     "  {\"error\": \"cost: cost 0 is out of range 1..1000000000\"}\n";
+
+/* The usage, with a line per URL option from the one table. */
+static void print_usage(FILE *f)
+{
+    size_t i;
+
+    fputs(usage_head, f);
+    for (i = 0; i < sl_option_count(); i++) {
+        char u[64];
+
+        sl_option_usage(i, u, sizeof(u));
+        fprintf(f, "        %-32s %s\n", u, sl_option_help(i));
+    }
+    fputs(usage_tail, f);
+}
 
 /* Writes "NAME: msg" into dst, unless msg already starts with "NAME: ". */
 static void named(char *dst, size_t dst_len, const char *name, const char *msg)
@@ -327,7 +334,7 @@ static int parse_args(int argc, char **argv, const char *cmd,
                                    optarg);
             break;
         case 'h':
-            fputs(usage_text, stdout);
+            print_usage(stdout);
             return 0;
         }
     }
@@ -806,7 +813,7 @@ int main(int argc, char **argv)
                            "missing command: check, replay or demo");
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0 ||
         strcmp(argv[1], "-h") == 0) {
-        fputs(usage_text, stdout);
+        print_usage(stdout);
         return 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
