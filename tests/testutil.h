@@ -120,7 +120,10 @@ static inline int64_t tu_held_clock_now(void *ctx)
 }
 
 /* Opens url with a virtual clock and a prefix unique to this process and
- * tag, so runs never see each other's keys. */
+ * tag, so runs never see each other's keys. A correctness test must not
+ * fail because a loaded machine made one round trip slow: its calls get
+ * 2 s (scaled) unless the URL says timeout_ms; the deadline tests hold the
+ * timeouts themselves. */
 static inline sluice *tu_open(const char *url, tu_clock *clk, const char *tag)
 {
     static char prefix[64];
@@ -131,6 +134,7 @@ static inline sluice *tu_open(const char *url, tu_clock *clk, const char *tag)
     memset(&o, 0, sizeof(o));
     o.clock = tu_clock_now;
     o.clock_ctx = clk;
+    o.command_timeout_ms = 2000 * TU_TIME_SCALE;
     size_t i;
 
     snprintf(prefix, sizeof(prefix), "t%ld-%.40s:", (long)getpid(), tag);
