@@ -153,10 +153,14 @@ static int backend_exit(sluice_status st)
     return st == SLUICE_EURL || st == SLUICE_EINVAL ? EXIT_USAGE : EXIT_BACKEND;
 }
 
-/* open: the object starts here (else its first fields are written). An
- * answer that is not a plain decision (a fail policy's, the deny cache's,
- * shadow mode's) says so in "status", by the status's name. */
-static void print_result_json(FILE *f, const sluice_result *r, bool open)
+/* open: the object starts here (else its first fields are written).
+ * nrules: the rules that decided, 0 when the CLI does not know them (a
+ * decision by name); a composite's answer names the rule that binds and
+ * its own reset. An answer that is not a plain decision (a fail policy's,
+ * the deny cache's, shadow mode's) says so in "status", by the status's
+ * name. */
+static void print_result_json(FILE *f, const sluice_result *r, size_t nrules,
+                              bool open)
 {
     fprintf(f,
             "%s\"allowed\": %s, \"limit\": %lld, \"remaining\": %lld, "
@@ -164,6 +168,9 @@ static void print_result_json(FILE *f, const sluice_result *r, bool open)
             open ? "{" : "", r->allowed ? "true" : "false", (long long)r->limit,
             (long long)r->remaining, (long long)r->retry_after_ms,
             (long long)r->reset_after_ms);
+    if (nrules >= 2)
+        fprintf(f, ", \"rule\": %u, \"rule_reset_ms\": %lld", (unsigned)r->rule,
+                (long long)sluice_result_rule_reset_ms(r));
     if (r->status != SLUICE_OK)
         fprintf(f, ", \"status\": \"%s\"", sluice_status_name(r->status));
     fputs("}\n", f);
@@ -417,7 +424,7 @@ decided:
     /* A peek charged nothing: it says what an acquire would have met. */
     would = a.peek ? "would be " : "";
     if (a.json) {
-        print_result_json(stdout, &res, true);
+        print_result_json(stdout, &res, a.limiter == NULL ? rs.count : 0, true);
     } else if (res.allowed) {
         printf("%sallowed: %lld of %lld left, full again in %lld ms\n", would,
                (long long)res.remaining, (long long)res.limit,
@@ -480,7 +487,7 @@ static void replay_by_name(sluice *sl, vclock *clk, const jsonl_event *ev)
     else if (ev->op == JSONL_RESET)
         fputs("{\"reset\": true}\n", stdout);
     else
-        print_result_json(stdout, &res, true);
+        print_result_json(stdout, &res, 0, true);
 }
 
 /* A lease: {"lease": ID, ...the result} when admitted, the result alone
@@ -518,7 +525,7 @@ static void replay_lease(sluice *sl, vclock *clk, const jsonl_event *ev)
         jsonl_quote(q, sizeof(q), lease.id, strlen(lease.id));
         printf("{\"lease\": %s, ", q);
     }
-    print_result_json(stdout, &res, !res.allowed);
+    print_result_json(stdout, &res, 1, !res.allowed);
 }
 
 static void replay_line(sluice *sl, vclock *clk,
@@ -588,7 +595,7 @@ static void replay_line(sluice *sl, vclock *clk,
     } else {
         if (ev.op == JSONL_AT_MOST)
             printf("{\"granted\": %lld, ", (long long)granted);
-        print_result_json(stdout, &res, ev.op != JSONL_AT_MOST);
+        print_result_json(stdout, &res, rules->count, ev.op != JSONL_AT_MOST);
     }
 done:
     jsonl_event_free(&ev);
