@@ -346,6 +346,14 @@ fi
 if [[ $url != twemproxy://* ]]; then
     expect_replay replay_refund_of_nothing '{"allowed": true, "limit": 5, "remaining": 5, "retry_after_ms": -1, "reset_after_ms": 0}' \
         '{"t": 0, "key": "rf0", "rule": "token:5/1s", "cost": 0, "op": "refund"}'
+    # A composite's refund binds its first rule with the least remaining,
+    # with that rule's own reset: token:3/1s after a cost of 2 has 1 left,
+    # full in ceil(2000/3) = 667 ms (the hour's bucket: 1440000 ms); a
+    # refund of 1 leaves it 2, full in ceil(1000/3) = 334 ms.
+    expect_replay replay_refund_binding '{"allowed": true, "limit": 3, "remaining": 1, "retry_after_ms": -1, "reset_after_ms": 1440000, "rule": 0, "rule_reset_ms": 667}
+{"allowed": true, "limit": 3, "remaining": 2, "retry_after_ms": -1, "reset_after_ms": 720000, "rule": 0, "rule_reset_ms": 334}' \
+        '{"t": 0, "key": "rfc", "rule": "token:3/1s+token:5/1h", "cost": 2}
+{"t": 0, "key": "rfc", "rule": "token:3/1s+token:5/1h", "cost": 1, "op": "refund"}'
 fi
 # An option where the rule goes: the rule is what is missing.
 expect_exit limiter_define_without_rule 2 "$bin" limiter define x --url "$url"
