@@ -328,11 +328,32 @@ expect_exit replay_lease_exit 0 sh -c "exit $?"
 # day's): rule 1 of 2, full again within the second.
 expect_exit check_binding_rule 0 "$bin" check --url "$url" --rule 'fixed:10/1s+fixed:1000/1d' --key cb
 expect_text check_binding_rule_named "$tmp/out" '^rule 1 of 2 binds (fixed:10/1000ms): full again in [0-9]\{1,4\} ms$'
+# --json names it too, 0-based, with its own reset ("rule_reset_ms");
+# a single rule's answer has neither (check_json_line). Denied by the
+# hour, whatever the second: "rule": 1, its reset within the hour
+# (rounded up to 11 significant bits: at most 3600384 ms, 7 digits).
+if [[ $url == mem://* ]]; then
+    # One process, one mem:// store: the second rule never fits the cost.
+    expect_exit check_json_binding 3 "$bin" check --url "$url" --rule 'fixed:5/1h+fixed:3/1s' --key cj --cost 4 --json
+    expect_text check_json_binding_rule "$tmp/out" '^{"allowed": false, "limit": 3, "remaining": 3, "retry_after_ms": -1, "reset_after_ms": 0, "rule": 1, "rule_reset_ms": 0}$'
+else
+    expect_exit check_json_binding_fill 0 "$bin" check --url "$url" --rule 'fixed:5/1s+fixed:5/1h' --key cj --cost 5 --json
+    expect_exit check_json_binding 3 "$bin" check --url "$url" --rule 'fixed:5/1s+fixed:5/1h' --key cj --json
+    expect_text check_json_binding_rule "$tmp/out" '^{"allowed": false, "limit": 5, "remaining": 0, "retry_after_ms": [0-9]*, "reset_after_ms": [0-9]*, "rule": 1, "rule_reset_ms": [0-9]\{1,7\}}$'
+fi
 # A refund of 0 gives back nothing and answers the state (a bucket:
 # redis+multi:// refunds those; twemproxy:// refunds nothing).
 if [[ $url != twemproxy://* ]]; then
     expect_replay replay_refund_of_nothing '{"allowed": true, "limit": 5, "remaining": 5, "retry_after_ms": -1, "reset_after_ms": 0}' \
         '{"t": 0, "key": "rf0", "rule": "token:5/1s", "cost": 0, "op": "refund"}'
+    # A composite's refund binds its first rule with the least remaining,
+    # with that rule's own reset: token:3/1s after a cost of 2 has 1 left,
+    # full in ceil(2000/3) = 667 ms (the hour's bucket: 1440000 ms); a
+    # refund of 1 leaves it 2, full in ceil(1000/3) = 334 ms.
+    expect_replay replay_refund_binding '{"allowed": true, "limit": 3, "remaining": 1, "retry_after_ms": -1, "reset_after_ms": 1440000, "rule": 0, "rule_reset_ms": 667}
+{"allowed": true, "limit": 3, "remaining": 2, "retry_after_ms": -1, "reset_after_ms": 720000, "rule": 0, "rule_reset_ms": 334}' \
+        '{"t": 0, "key": "rfc", "rule": "token:3/1s+token:5/1h", "cost": 2}
+{"t": 0, "key": "rfc", "rule": "token:3/1s+token:5/1h", "cost": 1, "op": "refund"}'
 fi
 # An option where the rule goes: the rule is what is missing.
 expect_exit limiter_define_without_rule 2 "$bin" limiter define x --url "$url"

@@ -71,7 +71,9 @@ static const char usage_tail[] =
     "op release the \"lease\" a lease answered)\n"
     "and writes one JSON result a line, flushed at once; an answer that is "
     "not a\n"
-    "plain decision (fail policy, deny cache, shadow) has \"status\".\n"
+    "plain decision (fail policy, deny cache, shadow) has \"status\"; a\n"
+    "composite's names the rule that binds, \"rule\" (from 0), and its own\n"
+    "\"rule_reset_ms\".\n"
     "Every error message starts with a name: input (a malformed line or "
     "argument),\n"
     "or the status without its E in lower case: rule, key, cost, time, url,\n"
@@ -160,10 +162,14 @@ static int backend_exit(sluice_status st)
     return st == SLUICE_EURL || st == SLUICE_EINVAL ? EXIT_USAGE : EXIT_BACKEND;
 }
 
-/* open: the object starts here (else its first fields are written). An
- * answer that is not a plain decision (a fail policy's, the deny cache's,
- * shadow mode's) says so in "status", by the status's name. */
-static void print_result_json(FILE *f, const sluice_result *r, bool open)
+/* open: the object starts here (else its first fields are written).
+ * nrules: the rules that decided, 0 when the CLI does not know them (a
+ * decision by name); a composite's answer names the rule that binds and
+ * its own reset. An answer that is not a plain decision (a fail policy's,
+ * the deny cache's, shadow mode's) says so in "status", by the status's
+ * name. */
+static void print_result_json(FILE *f, const sluice_result *r, size_t nrules,
+                              bool open)
 {
     fprintf(f,
             "%s\"allowed\": %s, \"limit\": %lld, \"remaining\": %lld, "
@@ -171,6 +177,9 @@ static void print_result_json(FILE *f, const sluice_result *r, bool open)
             open ? "{" : "", r->allowed ? "true" : "false", (long long)r->limit,
             (long long)r->remaining, (long long)r->retry_after_ms,
             (long long)r->reset_after_ms);
+    if (nrules >= 2)
+        fprintf(f, ", \"rule\": %u, \"rule_reset_ms\": %lld", (unsigned)r->rule,
+                (long long)sluice_result_rule_reset_ms(r));
     if (r->status != SLUICE_OK)
         fprintf(f, ", \"status\": \"%s\"", sluice_status_name(r->status));
     fputs("}\n", f);
@@ -424,7 +433,7 @@ decided:
     /* A peek charged nothing: it says what an acquire would have met. */
     would = a.peek ? "would be " : "";
     if (a.json) {
-        print_result_json(stdout, &res, true);
+        print_result_json(stdout, &res, a.limiter == NULL ? rs.count : 0, true);
     } else if (res.allowed) {
         printf("%sallowed: %lld of %lld left, full again in %lld ms\n", would,
                (long long)res.remaining, (long long)res.limit,
@@ -487,7 +496,7 @@ static void replay_by_name(sluice *sl, vclock *clk, const jsonl_event *ev)
     else if (ev->op == JSONL_RESET)
         fputs("{\"reset\": true}\n", stdout);
     else
-        print_result_json(stdout, &res, true);
+        print_result_json(stdout, &res, 0, true);
 }
 
 /* A lease: {"lease": ID, ...the result} when admitted, the result alone
@@ -525,7 +534,7 @@ static void replay_lease(sluice *sl, vclock *clk, const jsonl_event *ev)
         jsonl_quote(q, sizeof(q), lease.id, strlen(lease.id));
         printf("{\"lease\": %s, ", q);
     }
-    print_result_json(stdout, &res, !res.allowed);
+    print_result_json(stdout, &res, 1, !res.allowed);
 }
 
 static void replay_line(sluice *sl, vclock *clk,
@@ -595,7 +604,7 @@ static void replay_line(sluice *sl, vclock *clk,
     } else {
         if (ev.op == JSONL_AT_MOST)
             printf("{\"granted\": %lld, ", (long long)granted);
-        print_result_json(stdout, &res, ev.op != JSONL_AT_MOST);
+        print_result_json(stdout, &res, rules->count, ev.op != JSONL_AT_MOST);
     }
 done:
     jsonl_event_free(&ev);

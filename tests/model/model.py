@@ -288,6 +288,47 @@ JUDGES = {"fixed": judge_fixed, "sliding": judge_sliding, "log": judge_log,
 # -------------------------------------------------------------- composite
 
 
+def rounded_reset(ms, key_reset):
+    """SEMANTICS, the binding rule's reset: exactly the key's reset when
+    equal to it; else rounded up to 11 significant bits, the smallest
+    m * 2**e at or above ms with m < 2048; past 2047 * 2**30 ms, the key's
+    reset."""
+    if ms == key_reset:
+        return key_reset
+    e = max(0, ms.bit_length() - 11)
+    m = -(-ms // 2 ** e)
+    if m == 2048:  # rounding up carried into a 12th bit
+        m, e = 1024, e + 1
+    up = m * 2 ** e
+    return key_reset if up > 2047 * 2 ** 30 else up
+
+
+def with_binding(answer, rules, views, verdicts):
+    """A composite's answer names its binding rule and that rule's reset:
+    of the rules with the least remaining, on a denial the denying one
+    that waits longest (the first that never fits, else the largest
+    retry, the first on a tie); when allowed, the first of them. A single
+    rule's answer names neither (the CLI prints them for 2 rules or
+    more)."""
+    if len(rules) < 2:
+        return answer
+    least = min(v.remaining for v in views)
+    tied = [i for i in range(len(rules)) if views[i].remaining == least]
+    binding = tied[0]
+    if not answer["allowed"]:
+        denying = [i for i in tied if not verdicts[i].admits]
+        never = [i for i in denying if verdicts[i].never]
+        if never:
+            binding = never[0]
+        elif denying:
+            longest = max(verdicts[i].retry for i in denying)
+            binding = next(i for i in denying
+                           if verdicts[i].retry == longest)
+    return dict(answer, rule=binding,
+                rule_reset_ms=rounded_reset(views[binding].reset,
+                                            answer["reset_after_ms"]))
+
+
 def combine(rules, verdicts):
     """All or nothing; limit and remaining from the rule with the least
     remaining (first on a tie); retry the largest of the denying rules
@@ -300,9 +341,10 @@ def combine(rules, verdicts):
         retry = -1
     else:
         retry = max(v.retry for v in denying)
-    return {"allowed": allowed, "limit": rules[pick].capacity,
-            "remaining": views[pick].remaining, "retry_after_ms": retry,
-            "reset_after_ms": max(v.reset for v in views)}
+    answer = {"allowed": allowed, "limit": rules[pick].capacity,
+              "remaining": views[pick].remaining, "retry_after_ms": retry,
+              "reset_after_ms": max(v.reset for v in views)}
+    return with_binding(answer, rules, views, verdicts)
 
 
 def decide_pure(rules, states, cost, t):
@@ -367,9 +409,12 @@ def describe_pure(rules, states, t):
     """A refund's answer: the state, nothing charged."""
     views = [JUDGES[r.alg](states.get(r.slot), r, 1, t).now for r in rules]
     pick = min(range(len(rules)), key=lambda i: (views[i].remaining, i))
-    return {"allowed": True, "limit": rules[pick].capacity,
-            "remaining": views[pick].remaining, "retry_after_ms": -1,
-            "reset_after_ms": max(v.reset for v in views)}
+    answer = {"allowed": True, "limit": rules[pick].capacity,
+              "remaining": views[pick].remaining, "retry_after_ms": -1,
+              "reset_after_ms": max(v.reset for v in views)}
+    # Nothing denies: the binding rule is the first with the least
+    # remaining, pick.
+    return with_binding(answer, rules, views, [])
 
 
 # ------------------------------------------------------------------ model
@@ -766,18 +811,40 @@ def check_readings():
     # 4662890499 * 5 = 6933398183147505, far above 7 * 172800000: granted
     # 0, the denial of cost 1: retry ceil((6933398183147505 - 6 *
     # 172800000) / 5) = 1386679429269501, reset 6933398183147505 / 5.
+    # gcra:5/2d binds (remaining 0 against 156), rule 1, and its reset is
+    # the key's, so exact.
     kept = {"granted": 0, "allowed": False, "limit": 7, "remaining": 0,
             "retry_after_ms": 1386679429269501,
-            "reset_after_ms": 1386679636629501}
+            "reset_after_ms": 1386679636629501, "rule": 1,
+            "rule_reset_ms": 1386679636629501}
     # Expired: both rules empty, room 156 and 7: granted min(13, 156, 7)
     # = 7; gcra:5/2d then remaining 0, reset 7 * 34560000 = 241920000
     # (the other rule: remaining 149, reset ceil(7000 / 216495046) = 1).
+    # Binding: gcra:5/2d again (remaining 0), its reset the key's.
     gone = {"granted": 7, "allowed": True, "limit": 7, "remaining": 0,
-            "retry_after_ms": -1, "reset_after_ms": 241920000}
+            "retry_after_ms": -1, "reset_after_ms": 241920000, "rule": 1,
+            "rule_reset_ms": 241920000}
     assert got == [kept, gone], ("readings", got)
     return True
 
 
+def check_rounding():
+    """The binding rule's reset as SEMANTICS rounds it, values by hand:
+    exact below 2048; 2049 = 0b100000000001 needs 12 bits, up to
+    1025 * 2; 4095 carries into 2**12; 3597400 / 2**11 = 1756.5..., up
+    to 1757 * 2048; equal to the key's reset: exact; past 2047 * 2**30:
+    the key's."""
+    cases = [(0, 5, 0), (2047, 5000, 2047), (2048, 5000, 2048),
+             (2049, 5000, 2050), (4095, 5000, 4096),
+             (3597400, 57597400, 3598336), (3600000, 3600000, 3600000),
+             (2047 * 2 ** 30, 2 ** 50, 2047 * 2 ** 30),
+             (2047 * 2 ** 30 + 1, 2 ** 50, 2 ** 50)]
+    for ms, key, want in cases:
+        got = rounded_reset(ms, key)
+        assert got == want, ("rounding", ms, key, got, want)
+    return True
+
+
 if __name__ == "__main__":
-    ok = selfcheck() and check_readings()
+    ok = selfcheck() and check_readings() and check_rounding()
     print("selfcheck passed" if ok else "selfcheck failed")

@@ -448,7 +448,9 @@ class Figures:
                                  "refunds", "never_fit", "unsupported",
                                  "expiry_readings", "replaced",
                                  "top_range", "tz", "big", "leases",
-                                 "leases_denied", "releases"]}
+                                 "leases_denied", "releases",
+                                 "binding_later", "binding_own_reset",
+                                 "binding_rounded", "binding_refund"]}
         self.per_alg = {a: 0 for a in algs}
         self.last_variant = {}
         self.last_on_key = {}
@@ -466,6 +468,15 @@ class Figures:
         for r in rules:
             self.per_alg[r.alg] += 1
         n["composites"] += len(rules) > 1
+        # A composite's binding rule: a later one than the first, its own
+        # reset apart from the key's, rounded (11 significant bits), and
+        # in a refund's answer.
+        if "rule" in answer:
+            n["binding_later"] += answer["rule"] > 0
+            own = answer["rule_reset_ms"] != answer["reset_after_ms"]
+            n["binding_own_reset"] += own
+            n["binding_rounded"] += own and answer["rule_reset_ms"] >= 2048
+            n["binding_refund"] += ev.get("op") == "refund"
         n["top_range"] += t > TOP - 2 * 10 ** 6
         op = ev.get("op", "acquire")
         n["resets"] += op == "reset"
