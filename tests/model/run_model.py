@@ -87,7 +87,14 @@ def resolve_url(given, prefix):
         with open(given[1:]) as f:
             url = f.readline().strip()
     sep = "&" if "?" in url else "?"
-    return "%s%sprefix=%s&ttl_floor_ms=%d" % (url, sep, prefix, TTL_FLOOR)
+    url = "%s%sprefix=%s&ttl_floor_ms=%d" % (url, sep, prefix, TTL_FLOOR)
+    # A loaded machine must not fail the model on one slow round trip
+    # (at load 10, 476 ms against the default 250): 2 s a call, scaled as
+    # the build's timed tests are, unless the URL says otherwise.
+    if "timeout_ms=" not in url.replace("connect_timeout_ms=", ""):
+        scale = max(1, int(os.environ.get("SLUICE_TIME_SCALE", "1") or 1))
+        url += "&timeout_ms=%d" % (2000 * scale)
+    return url
 
 
 # ----------------------------------------------------------- the process
