@@ -183,14 +183,17 @@ void sl_result_set_rule_reset(sluice_result *out, int64_t ms)
 int64_t sluice_result_rule_reset_ms(const sluice_result *res)
 {
     unsigned c;
+    int64_t ms;
 
     if (res == NULL)
         return 0;
     if (res->rule_reset_code == 0)
         return res->reset_after_ms;
     c = (unsigned)res->rule_reset_code - 1;
-    return (int64_t)(c & ((1u << RESET_MANT_BITS) - 1))
-           << (c >> RESET_MANT_BITS);
+    ms = (int64_t)(c & ((1u << RESET_MANT_BITS) - 1)) << (c >> RESET_MANT_BITS);
+    /* Rounded up, but never past the key's reset, which is at least the
+     * rule's own: as exact as the 16 bits allow, never early. */
+    return ms < res->reset_after_ms ? ms : res->reset_after_ms;
 }
 
 void sl_combine(const sluice_ruleset *rs, const sl_verdict *v,

@@ -265,6 +265,14 @@ static void the_rule_reset_fits_the_padding(void **state)
     r.reset_after_ms = INT64_MAX;
     sl_result_set_rule_reset(&r, INT64_C(1) << 50);
     assert_int_equal(sluice_result_rule_reset_ms(&r), INT64_MAX);
+    /* Rounded up, but never past the key's reset, which is at least the
+     * rule's: 4,097 rounds to 4,100, and the key's 4,098 caps it. */
+    r.reset_after_ms = 4098;
+    sl_result_set_rule_reset(&r, 4097);
+    assert_int_equal(sluice_result_rule_reset_ms(&r), 4098);
+    r.reset_after_ms = 5000;
+    sl_result_set_rule_reset(&r, 4097);
+    assert_int_equal(sluice_result_rule_reset_ms(&r), 4100);
 }
 
 int main(void)

@@ -292,7 +292,8 @@ def rounded_reset(ms, key_reset):
     """SEMANTICS, the binding rule's reset: exactly the key's reset when
     equal to it; else rounded up to 11 significant bits, the smallest
     m * 2**e at or above ms with m < 2048; past 2047 * 2**30 ms, the key's
-    reset."""
+    reset; and never past the key's reset, which is at least the rule's
+    (so the rounding never reports more than the key's own reset)."""
     if ms == key_reset:
         return key_reset
     e = max(0, ms.bit_length() - 11)
@@ -300,7 +301,7 @@ def rounded_reset(ms, key_reset):
     if m == 2048:  # rounding up carried into a 12th bit
         m, e = 1024, e + 1
     up = m * 2 ** e
-    return key_reset if up > 2047 * 2 ** 30 else up
+    return key_reset if up > 2047 * 2 ** 30 else min(up, key_reset)
 
 
 def with_binding(answer, rules, views, verdicts):
