@@ -223,7 +223,9 @@ void sl_combine(const sluice_ruleset *rs, const sl_verdict *v,
     out->reset_after_ms = reset;
     /* The rule that binds: of those with the least remaining, on a denial
      * the one that waits longest (one that never fits first), so that a
-     * RateLimit header names the rule its Retry-After comes from. */
+     * RateLimit header names the rule its Retry-After comes from whenever
+     * that rule has the least remaining (always at cost 1; a costlier
+     * request may wait longest on a rule with more left, SEMANTICS.md). */
     binding = least;
     for (i = least + 1; !admit && i < rs->count; i++) {
         const sl_verdict *b = &v[binding], *c = &v[i];
