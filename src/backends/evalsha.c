@@ -2,7 +2,7 @@
 /* evalsha.c - the Lua backend: one EVALSHA per decision (EVAL on
  * NOSCRIPT), pipelined for batches; works on plain Redis and through
  * proxies that route by the first key. */
-#include "evalsha.h"
+#include "backends/evalsha.h"
 
 #include "algo.h"
 #include "backend.h"

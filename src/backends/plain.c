@@ -41,7 +41,7 @@
  * as it comes. A reply no Redis sends is SLUICE_EPROTO, never a number to
  * decide on, and ends the connection at once (out_of_step): every later
  * reply on it might belong to another command. */
-#include "plain.h"
+#include "backends/plain.h"
 
 #include "algo.h"
 
