@@ -5,6 +5,8 @@
 
 #include "sluice.h"
 
+#include "store.h"
+
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -48,10 +50,7 @@ void sl_textf(sl_text *t, const char *fmt, ...)
 /* rule.c */
 static inline int64_t sl_rule_capacity(const sluice_rule *r)
 {
-    return (r->algorithm == SLUICE_TOKEN || r->algorithm == SLUICE_GCRA) &&
-                   r->burst > 0
-               ? r->burst
-               : r->limit;
+    return sl_store_is_bucket(r) && r->burst > 0 ? r->burst : r->limit;
 }
 const char *sl_algorithm_name(sluice_algorithm a);
 /* Formats a rule back to its canonical text ("token:5/1000ms,burst=10"). */

@@ -305,9 +305,7 @@ static sluice_status check_rule(const sluice_rule *r, size_t i,
                                 const char *label, char *err, size_t err_len)
 {
     char txt[96];
-    bool bucket = r->algorithm == SLUICE_TOKEN || r->algorithm == SLUICE_GCRA;
-    bool window =
-        r->algorithm == SLUICE_FIXED || r->algorithm == SLUICE_SLIDING;
+    bool bucket = sl_store_is_bucket(r), window = sl_store_is_window(r);
 
     if (r->algorithm < SLUICE_FIXED || r->algorithm > SLUICE_GCRA) {
         sl_errf(err, err_len, "rule %zu: unknown algorithm %d", i + 1,

@@ -206,13 +206,13 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
         size_t base =
             sl_key_build(keys[nk], SL_KEY_BUF, prefix, rq->key, rq->key_len, r);
         int64_t w, to_end;
+        int d;
 
         put_i64(&pk, r->algorithm);
         put_i64(&pk, r->limit);
         put_i64(&pk, r->period_ms);
-        switch (r->algorithm) {
-        case SLUICE_FIXED:
-        case SLUICE_SLIDING:
+        switch (sl_store_of(r->algorithm).family) {
+        case SL_FAMILY_WINDOW:
             put_i64(&pk, r->tz_offset_ms);
             if (!local) {
                 put_i64(&pk, -1);
@@ -226,21 +226,20 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
             put_i64(&pk, floor);
             lens[a] = sl_key_window(keys[nk], base, w);
             argv[a++] = keys[nk++];
-            if (r->algorithm == SLUICE_SLIDING) {
+            for (d = 1; d < sl_store_of(r->algorithm).windows; d++) {
                 memcpy(keys[nk], keys[nk - 1], base);
-                lens[a] = sl_key_window(keys[nk], base, w - 1);
+                lens[a] = sl_key_window(keys[nk], base, w - d);
                 argv[a++] = keys[nk++];
             }
             break;
-        case SLUICE_LOG:
+        case SL_FAMILY_LOG:
             put_i64(&pk, floor);
             put_i64(&pk, 0);
             put_i64(&pk, 0);
             lens[a] = base;
             argv[a++] = keys[nk++];
             break;
-        case SLUICE_TOKEN:
-        case SLUICE_GCRA:
+        case SL_FAMILY_BUCKET:
             put_i64(&pk, sl_rule_capacity(r));
             put_i64(&pk, floor);
             put_i64(&pk, 0);

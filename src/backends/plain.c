@@ -144,17 +144,12 @@ struct sl_unit {
     unit *hold_prev, *hold_next; /* waiting for the connection */
 };
 
-static bool is_bucket(const sluice_rule *r)
-{
-    return r->algorithm == SLUICE_TOKEN || r->algorithm == SLUICE_GCRA;
-}
-
 static bool all_buckets(const sluice_ruleset *rs)
 {
     size_t i;
 
     for (i = 0; i < rs->count; i++)
-        if (!is_bucket(&rs->rules[i]))
+        if (!sl_store_is_bucket(&rs->rules[i]))
             return false;
     return true;
 }
@@ -164,7 +159,7 @@ static bool has_bucket(const sluice_ruleset *rs)
     size_t i;
 
     for (i = 0; i < rs->count; i++)
-        if (is_bucket(&rs->rules[i]))
+        if (sl_store_is_bucket(&rs->rules[i]))
             return true;
     return false;
 }
@@ -180,14 +175,16 @@ static size_t rule_key(const sl_plain *p, const sl_request *rq,
     return window ? sl_key_window(buf, n, k) : n;
 }
 
-static bool is_window(const sluice_rule *r)
-{
-    return r->algorithm == SLUICE_FIXED || r->algorithm == SLUICE_SLIDING;
-}
-
 static int64_t with_floor(const sl_plain *p, int64_t ttl)
 {
     return sl_max64(ttl, (int64_t)p->url->opts.ttl_floor_ms);
+}
+
+/* The TTL rule i's key needs after unit j's charge (store.h). */
+static int64_t charge_ttl(const sl_plain *p, const unit *j, size_t i)
+{
+    return sl_store_ttl(&j->rq->rules->rules[i], j->rq->now_ms,
+                        j->v[i].reset_ms, (int64_t)p->url->opts.ttl_floor_ms);
 }
 
 /* splitmix64's finaliser: every bit of x moves about half of the result's. */
@@ -465,7 +462,7 @@ static size_t append_block(sl_plain *p, unit *j)
         int64_t per = r->period_ms;
 
         sl_window_locate(r, t, &io->k, &io->to_end);
-        kl = rule_key(p, rq, r, is_window(r), io->k, key);
+        kl = rule_key(p, rq, r, sl_store_is_window(r), io->k, key);
         if (j->mode == JOB_READ) {
             switch (r->algorithm) {
             case SLUICE_SLIDING:
@@ -493,9 +490,8 @@ static size_t append_block(sl_plain *p, unit *j)
         switch (r->algorithm) {
         case SLUICE_FIXED:
         case SLUICE_SLIDING:
-            io->ttl =
-                with_floor(p, io->to_end + per +
-                                  (r->algorithm == SLUICE_SLIDING ? per : 0));
+            io->ttl = sl_store_window_ttl(r, io->to_end,
+                                          (int64_t)p->url->opts.ttl_floor_ms);
             APPEND(p, j, WANT_OK_NIL, "SET %b 0 NX PX %lld", key, kl,
                    (long long)io->ttl);
             APPEND(p, j, WANT_INT, "INCRBY %b %lld", key, kl,
@@ -510,7 +506,9 @@ static size_t append_block(sl_plain *p, unit *j)
             }
             break;
         case SLUICE_LOG:
-            io->ttl = with_floor(p, 2 * per);
+            /* A charge stamped t resets a period later. */
+            io->ttl =
+                sl_store_ttl(r, t, per, (int64_t)p->url->opts.ttl_floor_ms);
             log_member(p, t, rq->cost, io->member, sizeof(io->member));
             APPEND(p, j, WANT_BOOL, "ZADD %b %lld %s", key, kl, (long long)t,
                    io->member);
@@ -774,8 +772,8 @@ static size_t append_compensation(sl_plain *p, unit *j)
         const sluice_rule *r = &rs->rules[i];
         rule_io *io = &j->io[i];
 
-        kl = rule_key(p, j->rq, r, is_window(r), io->k, key);
-        if (is_window(r)) {
+        kl = rule_key(p, j->rq, r, sl_store_is_window(r), io->k, key);
+        if (sl_store_is_window(r)) {
             /* PEXPIRE too: should the key have expired meanwhile, DECRBY
              * would have created it without a TTL. */
             APPEND(p, j, WANT_INT, "DECRBY %b %lld", key, kl,
@@ -828,7 +826,7 @@ static size_t append_restamp(sl_plain *p, unit *j)
         int64_t upto = j->ch[i].x - r->period_ms;
         bool late = j->ch[i].x != j->rq->now_ms;
 
-        if (is_window(r) && excess > 0) {
+        if (sl_store_is_window(r) && excess > 0) {
             kl = rule_key(p, j->rq, r, true, j->io[i].k, key);
             APPEND(p, j, WANT_INT, "DECRBY %b %lld", key, kl,
                    (long long)excess);
@@ -846,9 +844,8 @@ static size_t append_restamp(sl_plain *p, unit *j)
             /* The new entry first: between two commands another client's
              * block may run, and must find the charge there (twice is
              * safe, missing would admit beyond the limit). */
-            append_log_entry(
-                p, j, key, kl, j->ch[i].x, j->charged,
-                (long long)with_floor(p, sl_ttl_after_charge(r, &j->v[i])));
+            append_log_entry(p, j, key, kl, j->ch[i].x, j->charged,
+                             (long long)charge_ttl(p, j, i));
             APPEND(p, j, WANT_BOOL, "ZREM %b %s", key, kl, j->io[i].member);
             n += 3;
         }
@@ -867,10 +864,9 @@ static size_t append_writes(sl_plain *p, unit *j)
 
     for (i = 0; i < rs->count; i++) {
         const sluice_rule *r = &rs->rules[i];
-        long long ttl =
-            (long long)with_floor(p, sl_ttl_after_charge(r, &j->v[i]));
+        long long ttl = (long long)charge_ttl(p, j, i);
 
-        kl = rule_key(p, j->rq, r, is_window(r), j->io[i].k, key);
+        kl = rule_key(p, j->rq, r, sl_store_is_window(r), j->io[i].k, key);
         switch (r->algorithm) {
         case SLUICE_FIXED:
         case SLUICE_SLIDING:
@@ -893,7 +889,8 @@ static size_t append_writes(sl_plain *p, unit *j)
             char packed[SL_BUCKET_LEN];
             int64_t keep =
                 sl_max64(j->io[i].keep,
-                         j->rq->now_ms + sl_ttl_after_charge(r, &j->v[i]));
+                         j->rq->now_ms + sl_store_ttl(r, j->rq->now_ms,
+                                                      j->v[i].reset_ms, 0));
 
             sl_bucket_pack(packed, j->ch[i].x, j->ch[i].d, keep);
             APPEND(p, j, WANT_OK, "SET %b %b PX %lld", key, kl, packed,
@@ -960,7 +957,8 @@ static void append_watch(sl_plain *p, unit *j)
         int64_t k, to_end;
 
         sl_window_locate(r, j->rq->now_ms, &k, &to_end);
-        lens[argc] = rule_key(p, j->rq, r, is_window(r), k, keys[argc - 1]);
+        lens[argc] =
+            rule_key(p, j->rq, r, sl_store_is_window(r), k, keys[argc - 1]);
         argv[argc] = keys[argc - 1];
         argc++;
         if (r->algorithm == SLUICE_SLIDING) {
