@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define PRUNE_MIN 16 /* dead log entries worth a round trip */
+
 /* ----------------------------------------------------------- helpers */
 
 /* The key of rule i of u; windows get ":<k>" for window k. */

@@ -11,8 +11,7 @@
 #include "algo.h"
 #include "backends/plain.h"
 
-#define KEYBUF    SL_KEY_BUF
-#define PRUNE_MIN 16 /* dead log entries worth a round trip */
+#define KEYBUF SL_KEY_BUF
 
 typedef enum job_mode {
     JOB_OPTIMISTIC = 1, /* acquire of windows and logs */
