@@ -290,17 +290,17 @@ static bool rule_view(const sluice_rule *r, wire *w, bool *admit,
     int64_t count_max = INT64_MAX / 4 / r->period_ms;
 
     memset(s, 0, sizeof(*s));
-    switch (r->algorithm) {
-    case SLUICE_FIXED:
-    case SLUICE_SLIDING:
-        /* cur if admitted, else -1 - cur. */
+    switch (sl_store_of(r->algorithm).family) {
+    case SL_FAMILY_WINDOW:
+        /* cur if admitted, else -1 - cur; prev when the rule reads the
+         * window before. */
         if (!wire_num(w, -1 - count_max, count_max, &a))
             return false;
         *admit = a >= 0;
         s->cur = a >= 0 ? a : -1 - a;
-        return r->algorithm == SLUICE_FIXED ||
+        return sl_store_of(r->algorithm).windows == 1 ||
                wire_num(w, 0, count_max, &s->prev);
-    case SLUICE_LOG:
+    case SL_FAMILY_LOG:
         /* m + 1 (m the newest stamp, -1 none) if admitted, else -2 - m;
          * sum, the live cost at u; xfit and cum: the stamp whose leaving
          * lets a denied request fit, and the live cost up to it. Two
@@ -323,8 +323,7 @@ static bool rule_view(const sluice_rule *r, wire *w, bool *admit,
         }
         e[s->n++] = (sl_log_entry){a, b};
         return a >= 0;
-    case SLUICE_TOKEN:
-    case SLUICE_GCRA:
+    case SL_FAMILY_BUCKET:
         /* admitted (1/0), then x and D as stored, or -1, -1 for none. */
         if (!wire_num(w, 0, 1, &a) || !wire_num(w, -1, SL_MAX_TIME_MS, &b) ||
             !wire_num(w, -1, SL_EXACT_BOUND - 1, &c))
