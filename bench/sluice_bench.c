@@ -17,6 +17,7 @@
 
 #include "backend.h"
 #include "internal.h"
+#include "store.h"
 
 #include <hiredis/hiredis.h>
 

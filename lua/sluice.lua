@@ -6,9 +6,9 @@
 --
 -- Written for Redis's CPU, which is what a decision costs under load
 -- (counted with callgrind, instructions per call; see docs/DESIGN.md):
---   - the chunk defines one function only (bucket_store): Redis keeps no
---     state between calls, so a function defined here is created again on
---     every call;
+--   - the chunk defines two functions only (window_ttl, bucket_store):
+--     Redis keeps no state between calls, so a function defined here is
+--     created again on every call;
 --   - the numbers come packed in one argument and are read by one
 --     struct.unpack per rule: every argument costs Redis an object and a
 --     Lua string, and tonumber goes through strtod;
@@ -127,9 +127,25 @@ if op >= 5 then
     return v .. struct.pack('<i8i8', 1, tag)
 end
 
--- Stores a bucket charged at u with backlog dd (request*ms): the one
--- function of the script, shared by both paths below (defining it costs
--- a closure a call: 0.1k to 2k of a decision's 26k to 40k instructions). Its TTL lasts until the
+-- The storage rules of src/store.h, under the same names. A rule's family
+-- is window (algo 1 fixed, 2 sliding), log (3) or bucket (4 token, 5
+-- gcra); a window rule reads `windows` windows, its algo (fixed t's,
+-- sliding t's and the one before). A window's key lives until its end (te
+-- ms away) and a period more for each window that still counts it, never
+-- less than the floor: window_ttl here, sl_store_window_ttl in C, the one
+-- home of the formula on each side (SL_TTL_WINDOW_END). Logs and buckets
+-- live until their reset after the charge and a period (SL_TTL_RESET).
+local function window_ttl(te, p, windows, floor)
+    local ttl = te + windows * p
+    if ttl < floor then
+        ttl = floor
+    end
+    return ttl
+end
+
+-- Stores a bucket charged at u with backlog dd (request*ms): shared by
+-- both paths below (defining a function costs a closure a call: 0.1k to
+-- 2k of a decision's 26k to 40k instructions). Its TTL lasts until the
 -- backlog has drained (ceil(dd / L), exact: one correction step each way)
 -- plus a period of grace, and never ends before a previous charge asked
 -- (keep: a raised limit drains faster than the rule that charged before).
@@ -178,14 +194,7 @@ if n == 1 and op == 1 and t >= 0 then
             return struct.pack('<i8i8i8', -1 - cur, prev, tag)
         end
         if cur == 0 then
-            local ttl = y1 + p1
-            if algo1 == 2 then
-                ttl = ttl + p1
-            end
-            if ttl < z1 then
-                ttl = z1
-            end
-            redis.call('PEXPIRE', KEYS[1], ttl)
+            redis.call('PEXPIRE', KEYS[1], window_ttl(y1, p1, algo1, z1))
         end
         if algo1 == 1 then
             return struct.pack('<i8i8', cur, tag)
@@ -670,14 +679,7 @@ for i = 1, n do
                 redis.call('INCRBY', wk, cs)
             end
             if cur == 0 then
-                local ttl = te + p
-                if algo == 2 then
-                    ttl = ttl + p
-                end
-                if ttl < floor then
-                    ttl = floor
-                end
-                redis.call('PEXPIRE', wk, ttl)
+                redis.call('PEXPIRE', wk, window_ttl(te, p, algo, floor))
             end
         elseif op == 1 then
             -- Denied: take the charge back; a window this request created

@@ -3,17 +3,7 @@
  * composites; docs/DESIGN.md derives every formula. */
 #include "algo.h"
 
-void sl_window_locate(const sluice_rule *r, int64_t t, int64_t *k,
-                      int64_t *to_end)
-{
-    int64_t p = r->period_ms;
-    /* t + off stays far from int64 limits: t < 2^53, |off| <= 14h. */
-    int64_t shifted = t + r->tz_offset_ms;
-    int64_t idx = sl_fdiv(shifted, p);
-
-    *k = idx;
-    *to_end = (idx + 1) * p - shifted;
-}
+#include "store.h"
 
 static void deny_never_fits(sl_verdict *v)
 {
@@ -146,14 +136,6 @@ void sl_log_decide(const sluice_rule *r, int64_t t, const sl_log_entry *e,
             }
         }
     }
-}
-
-int64_t sl_ttl_after_charge(const sluice_rule *r, const sl_verdict *v)
-{
-    /* Until the state stops mattering (its reset_after, which for sliding
-     * already includes the period the window still counts as prev), plus a
-     * grace of one period. */
-    return v->reset_ms + r->period_ms;
 }
 
 /* The binding rule's reset fits the 16 bits of padding in sluice_result
@@ -334,7 +316,7 @@ void sl_refund_window(const sluice_rule *r, int64_t cur, int64_t prev,
 {
     *take_cur = sl_min64(a, sl_max64(cur, 0));
     *take_prev = 0;
-    if (r->algorithm == SLUICE_SLIDING)
+    if (sl_store_of(r->algorithm).windows > 1)
         *take_prev = sl_min64(a - *take_cur, sl_max64(prev, 0));
 }
 

@@ -16,10 +16,6 @@ typedef struct sl_verdict {
     int64_t reset_ms;  /* from t */
 } sl_verdict;
 
-/* Window index of t and the time from t to that window's end. */
-void sl_window_locate(const sluice_rule *r, int64_t t, int64_t *k,
-                      int64_t *to_end);
-
 /* cur: amount charged in t's window; prev: in the one before. */
 void sl_fixed_decide(const sluice_rule *r, int64_t to_end, int64_t cur,
                      int64_t cost, bool charge, sl_verdict *v);
@@ -98,9 +94,6 @@ bool sl_refund_bucket(const sluice_rule *r, int64_t t, bool has, int64_t x,
 void sl_refund_log(const sluice_rule *r, int64_t t, const sl_log_entry *e,
                    size_t n, int64_t a, size_t *first, size_t *end,
                    int64_t *last_cost);
-
-/* TTL in ms that a charged key needs from t (before the floor). */
-int64_t sl_ttl_after_charge(const sluice_rule *r, const sl_verdict *v);
 
 /* Stores ms as the binding rule's reset in out (sluice_result_rule_reset_ms
  * reads it back, rounded up by less than 0.1 %): code 0 when it is

@@ -6,6 +6,7 @@
  * value is a String naming the policy; Retry-After (RFC 9110) on a denial
  * that can fit. */
 #include "internal.h"
+#include "store.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -46,8 +47,7 @@ static void policy_of(const sluice_rule *r, long long *q, long long *w)
     int64_t cap = sl_rule_capacity(r), p = r->period_ms, l = r->limit;
 
     *q = (long long)cap;
-    if ((r->algorithm != SLUICE_TOKEN && r->algorithm != SLUICE_GCRA) ||
-        cap == l)
+    if (!sl_store_is_bucket(r) || cap == l)
         *w = seconds_up(p);
     else if (cap <= (INT64_MAX - l) / p)
         *w = seconds_up((cap * p + l - 1) / l);

@@ -46,13 +46,6 @@ void sl_textf(sl_text *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* rule.c */
-static inline int64_t sl_rule_capacity(const sluice_rule *r)
-{
-    return (r->algorithm == SLUICE_TOKEN || r->algorithm == SLUICE_GCRA) &&
-                   r->burst > 0
-               ? r->burst
-               : r->limit;
-}
 const char *sl_algorithm_name(sluice_algorithm a);
 /* Formats a rule back to its canonical text ("token:5/1000ms,burst=10"). */
 void sl_rule_format(const sluice_rule *r, char *dst, size_t dst_len);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* key.c - the Redis key layout "<prefix>{K}:<algo>:<P>[:<off>]", and the
  * checks of a request's key, cost and time. */
-#include "algo.h"
 #include "internal.h"
+#include "store.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -45,7 +45,7 @@ size_t sl_key_build(char *dst, size_t dst_len, const char *prefix,
     o += nlen;
     dst[o++] = ':';
     o += sl_i64toa(r->period_ms, dst + o);
-    if (r->algorithm == SLUICE_FIXED || r->algorithm == SLUICE_SLIDING) {
+    if (sl_store_is_window(r)) {
         dst[o++] = ':';
         o += sl_i64toa(r->tz_offset_ms, dst + o);
     }
@@ -124,7 +124,7 @@ size_t sl_key_reset_set(const char *prefix, const void *key, size_t key_len,
     int d;
 
     lens[0] = base;
-    if (r->algorithm != SLUICE_FIXED && r->algorithm != SLUICE_SLIDING)
+    if (!sl_store_is_window(r))
         return 1;
     /* Windows keep nothing under the rule's key itself: keys[0] becomes
      * window k - 2, after its text served as the base of the others. */

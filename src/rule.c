@@ -2,6 +2,7 @@
 /* rule.c - parses and checks rules: "ALGO:LIMIT/PERIOD[,burst=N][,tz=..]"
  * joined by '+' into all-or-nothing composites. */
 #include "internal.h"
+#include "store.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -305,9 +306,7 @@ static sluice_status check_rule(const sluice_rule *r, size_t i,
                                 const char *label, char *err, size_t err_len)
 {
     char txt[96];
-    bool bucket = r->algorithm == SLUICE_TOKEN || r->algorithm == SLUICE_GCRA;
-    bool window =
-        r->algorithm == SLUICE_FIXED || r->algorithm == SLUICE_SLIDING;
+    bool bucket = sl_store_is_bucket(r), window = sl_store_is_window(r);
 
     if (r->algorithm < SLUICE_FIXED || r->algorithm > SLUICE_GCRA) {
         sl_errf(err, err_len, "rule %zu: unknown algorithm %d", i + 1,

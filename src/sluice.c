@@ -16,6 +16,7 @@
 #include "engine.h"
 #include "limiter.h"
 #include "stats.h"
+#include "store.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

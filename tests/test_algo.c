@@ -2,6 +2,7 @@
 /* test_algo.c - the arithmetic on plain numbers, values worked out by hand
  * from the definitions, with the extremes of the accepted ranges. */
 #include "algo.h"
+#include "store.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -7,6 +7,7 @@
  *   test_concurrency URL|@file */
 #include "algo.h"
 #include "backend.h"
+#include "store.h"
 #include "testutil.h"
 
 #include <pthread.h>

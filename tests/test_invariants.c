@@ -6,6 +6,7 @@
  * No window admits more than its limit, a composite never charges part of
  * itself, and (with --against) two backends agree on every decision. */
 #include "algo.h"
+#include "store.h"
 #include "testutil.h"
 
 #include <setjmp.h>

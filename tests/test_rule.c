@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_rule.c - rule syntax, ranges and composites. */
 #include "internal.h"
+#include "store.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

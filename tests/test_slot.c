@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_slot.c - the cluster client's routing: key slots with and without
  * hash tags, the slot map from CLUSTER SLOTS, and redirections. */
-#include "slotmap.h"
+#include "backends/slotmap.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

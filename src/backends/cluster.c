@@ -4,8 +4,8 @@
  * script on one node decides it), follows MOVED and ASK, waits out
  * TRYAGAIN and CLUSTERDOWN, and refreshes the slot map from any node.
  * Scripts are the Lua backend's (evalsha.c), per node. */
-#include "evalsha.h"
-#include "slotmap.h"
+#include "backends/evalsha.h"
+#include "backends/slotmap.h"
 
 #include <stddef.h>
 #include <stdio.h>

@@ -2,10 +2,11 @@
 /* evalsha.c - the Lua backend: one EVALSHA per decision (EVAL on
  * NOSCRIPT), pipelined for batches; works on plain Redis and through
  * proxies that route by the first key. */
-#include "evalsha.h"
+#include "backends/evalsha.h"
 
 #include "algo.h"
 #include "backend.h"
+#include "store.h"
 
 #include <hiredis/hiredis.h>
 
@@ -206,13 +207,13 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
         size_t base =
             sl_key_build(keys[nk], SL_KEY_BUF, prefix, rq->key, rq->key_len, r);
         int64_t w, to_end;
+        int d;
 
         put_i64(&pk, r->algorithm);
         put_i64(&pk, r->limit);
         put_i64(&pk, r->period_ms);
-        switch (r->algorithm) {
-        case SLUICE_FIXED:
-        case SLUICE_SLIDING:
+        switch (sl_store_of(r->algorithm).family) {
+        case SL_FAMILY_WINDOW:
             put_i64(&pk, r->tz_offset_ms);
             if (!local) {
                 put_i64(&pk, -1);
@@ -226,21 +227,20 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
             put_i64(&pk, floor);
             lens[a] = sl_key_window(keys[nk], base, w);
             argv[a++] = keys[nk++];
-            if (r->algorithm == SLUICE_SLIDING) {
+            for (d = 1; d < sl_store_of(r->algorithm).windows; d++) {
                 memcpy(keys[nk], keys[nk - 1], base);
-                lens[a] = sl_key_window(keys[nk], base, w - 1);
+                lens[a] = sl_key_window(keys[nk], base, w - d);
                 argv[a++] = keys[nk++];
             }
             break;
-        case SLUICE_LOG:
+        case SL_FAMILY_LOG:
             put_i64(&pk, floor);
             put_i64(&pk, 0);
             put_i64(&pk, 0);
             lens[a] = base;
             argv[a++] = keys[nk++];
             break;
-        case SLUICE_TOKEN:
-        case SLUICE_GCRA:
+        case SL_FAMILY_BUCKET:
             put_i64(&pk, sl_rule_capacity(r));
             put_i64(&pk, floor);
             put_i64(&pk, 0);
@@ -291,17 +291,17 @@ static bool rule_view(const sluice_rule *r, wire *w, bool *admit,
     int64_t count_max = INT64_MAX / 4 / r->period_ms;
 
     memset(s, 0, sizeof(*s));
-    switch (r->algorithm) {
-    case SLUICE_FIXED:
-    case SLUICE_SLIDING:
-        /* cur if admitted, else -1 - cur. */
+    switch (sl_store_of(r->algorithm).family) {
+    case SL_FAMILY_WINDOW:
+        /* cur if admitted, else -1 - cur; prev when the rule reads the
+         * window before. */
         if (!wire_num(w, -1 - count_max, count_max, &a))
             return false;
         *admit = a >= 0;
         s->cur = a >= 0 ? a : -1 - a;
-        return r->algorithm == SLUICE_FIXED ||
+        return sl_store_of(r->algorithm).windows == 1 ||
                wire_num(w, 0, count_max, &s->prev);
-    case SLUICE_LOG:
+    case SL_FAMILY_LOG:
         /* m + 1 (m the newest stamp, -1 none) if admitted, else -2 - m;
          * sum, the live cost at u; xfit and cum: the stamp whose leaving
          * lets a denied request fit, and the live cost up to it. Two
@@ -324,8 +324,7 @@ static bool rule_view(const sluice_rule *r, wire *w, bool *admit,
         }
         e[s->n++] = (sl_log_entry){a, b};
         return a >= 0;
-    case SLUICE_TOKEN:
-    case SLUICE_GCRA:
+    case SL_FAMILY_BUCKET:
         /* admitted (1/0), then x and D as stored, or -1, -1 for none. */
         if (!wire_num(w, 0, 1, &a) || !wire_num(w, -1, SL_MAX_TIME_MS, &b) ||
             !wire_num(w, -1, SL_EXACT_BOUND - 1, &c))

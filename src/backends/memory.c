@@ -4,6 +4,7 @@
  * with memory bounded by expiry on the handle's clock. */
 #include "algo.h"
 #include "backend.h"
+#include "store.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -81,12 +82,18 @@ static uint64_t hash_bytes(const char *p, size_t n)
     return h;
 }
 
+/* The family of state an entry holds (store.h); 0 for rules and leases. */
+static sl_family family_of(const entry *e)
+{
+    return sl_store_of(e->algorithm).family;
+}
+
 static void entry_free(entry *e)
 {
-    if (e->algorithm == SLUICE_FIXED || e->algorithm == SLUICE_SLIDING) {
+    if (family_of(e) == SL_FAMILY_WINDOW) {
         sl_free(e->u.win.idx);
         sl_free(e->u.win.count);
-    } else if (e->algorithm == SLUICE_LOG) {
+    } else if (family_of(e) == SL_FAMILY_LOG) {
         sl_free(e->u.log.e);
     } else if (e->algorithm == BLOB) {
         sl_free(e->u.blob.v);
@@ -305,7 +312,7 @@ static void reset_key(store *s, const char *key, size_t len,
 
     if (e == NULL)
         return;
-    if (e->algorithm == SLUICE_FIXED || e->algorithm == SLUICE_SLIDING) {
+    if (family_of(e) == SL_FAMILY_WINDOW) {
         sl_window_locate(r, t, &k, &to_end);
         for (i = 0; i < e->u.win.n; i++) {
             if (e->u.win.idx[i] >= k - 2 && e->u.win.idx[i] <= k + 1)
@@ -354,19 +361,17 @@ static void view_of(const entry *e, const sluice_rule *r, int64_t t,
     memset(s, 0, sizeof(*s));
     if (e == NULL)
         return;
-    switch (r->algorithm) {
-    case SLUICE_FIXED:
-    case SLUICE_SLIDING:
+    switch (sl_store_of(r->algorithm).family) {
+    case SL_FAMILY_WINDOW:
         sl_window_locate(r, t, &k, &to_end);
         s->cur = window_count(e, k);
         s->prev = window_count(e, k - 1);
         break;
-    case SLUICE_LOG:
+    case SL_FAMILY_LOG:
         s->entries = e->u.log.e + e->u.log.head;
         s->n = e->u.log.n;
         break;
-    case SLUICE_TOKEN:
-    case SLUICE_GCRA:
+    case SL_FAMILY_BUCKET:
         s->has = e->u.bucket.has;
         s->x = e->u.bucket.x;
         s->d = e->u.bucket.d;
@@ -377,7 +382,7 @@ static void view_of(const entry *e, const sluice_rule *r, int64_t t,
 /* Makes room so that charging e cannot fail halfway through a composite. */
 static bool reserve(entry *e)
 {
-    if (e->algorithm == SLUICE_FIXED || e->algorithm == SLUICE_SLIDING) {
+    if (family_of(e) == SL_FAMILY_WINDOW) {
         if (e->u.win.n == e->u.win.cap) {
             size_t cap = e->u.win.cap ? e->u.win.cap * 2 : 4;
             int64_t *idx = sl_realloc(e->u.win.idx, cap * sizeof(int64_t));
@@ -391,7 +396,7 @@ static bool reserve(entry *e)
             e->u.win.count = idx;
             e->u.win.cap = cap;
         }
-    } else if (e->algorithm == SLUICE_LOG) {
+    } else if (family_of(e) == SL_FAMILY_LOG) {
         if (e->u.log.head > 0 && e->u.log.head + e->u.log.n == e->u.log.cap) {
             memmove(e->u.log.e, e->u.log.e + e->u.log.head,
                     e->u.log.n * sizeof(sl_log_entry));
@@ -418,15 +423,14 @@ static void charge_rule(entry *e, const sluice_rule *r, int64_t t, int64_t cost,
     int64_t k, to_end;
     size_t i;
 
-    switch (r->algorithm) {
-    case SLUICE_FIXED:
-    case SLUICE_SLIDING: {
+    switch (sl_store_of(r->algorithm).family) {
+    case SL_FAMILY_WINDOW: {
         /* Windows older than the ones that still count are garbage once
          * the TTL floor from their start has passed too (a request late
          * by more than a period may still find them, as on Redis). They
          * are a prefix, dropped when the array is full: a hot key with a
          * 1 ms period keeps a floor's worth of windows, as Redis does. */
-        int64_t keep = r->algorithm == SLUICE_FIXED ? 1 : 2;
+        int64_t keep = sl_store_of(r->algorithm).windows;
         int64_t *idx = e->u.win.idx, *count = e->u.win.count;
         size_t n = e->u.win.n, d = 0;
         bool at;
@@ -452,7 +456,7 @@ static void charge_rule(entry *e, const sluice_rule *r, int64_t t, int64_t cost,
         e->u.win.n = n - d;
         break;
     }
-    case SLUICE_LOG: {
+    case SL_FAMILY_LOG: {
         sl_log_entry *le = e->u.log.e + e->u.log.head;
         size_t n = e->u.log.n;
 
@@ -472,8 +476,7 @@ static void charge_rule(entry *e, const sluice_rule *r, int64_t t, int64_t cost,
         }
         break;
     }
-    case SLUICE_TOKEN:
-    case SLUICE_GCRA:
+    case SL_FAMILY_BUCKET:
         e->u.bucket.has = true;
         e->u.bucket.x = aux_x;
         e->u.bucket.d = aux_d;
@@ -490,9 +493,8 @@ static void refund_rule(entry *e, const sluice_rule *r, int64_t t, int64_t a,
     size_t i, first, end;
     bool at;
 
-    switch (r->algorithm) {
-    case SLUICE_FIXED:
-    case SLUICE_SLIDING:
+    switch (sl_store_of(r->algorithm).family) {
+    case SL_FAMILY_WINDOW:
         sl_window_locate(r, t, &k, &to_end);
         sl_refund_window(r, s->cur, s->prev, a, &take_cur, &take_prev);
         i = window_at(e, k, &at);
@@ -502,15 +504,14 @@ static void refund_rule(entry *e, const sluice_rule *r, int64_t t, int64_t a,
         if (at)
             e->u.win.count[i] -= take_prev;
         break;
-    case SLUICE_LOG:
+    case SL_FAMILY_LOG:
         sl_refund_log(r, t, s->entries, s->n, a, &first, &end, &last);
         e->u.log.head += first;
         e->u.log.n = end - first;
         if (end > first)
             e->u.log.e[e->u.log.head + e->u.log.n - 1].cost = last;
         break;
-    case SLUICE_TOKEN:
-    case SLUICE_GCRA:
+    case SL_FAMILY_BUCKET:
         if (sl_refund_bucket(r, t, s->has, s->x, s->d, a, &x, &d)) {
             e->u.bucket.x = x;
             e->u.bucket.d = d;
@@ -677,8 +678,8 @@ static sluice_status decide_request(store *s, const handle *h,
         }
     }
     for (i = 0; i < rs->count; i++) {
-        int64_t ttl = sl_max64(sl_ttl_after_charge(&rs->rules[i], &v[i]),
-                               h->ttl_floor_ms);
+        int64_t ttl =
+            sl_store_ttl(&rs->rules[i], t, v[i].reset_ms, h->ttl_floor_ms);
 
         charge_rule(es[i], &rs->rules[i], t, cost, ch[i].x, ch[i].d,
                     h->ttl_floor_ms);

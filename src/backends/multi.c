@@ -2,7 +2,7 @@
 /* multi.c - redis+multi://: plain Redis that may not run scripts. Each
  * decision is one MULTI/EXEC round trip, with a compensating round trip
  * only on a denial; token and gcra go through WATCH. */
-#include "plain.h"
+#include "backends/plain.h"
 
 static sluice_status multi_open(const sl_url *url, sl_engine *eng, void **state,
                                 char *err, size_t err_len)

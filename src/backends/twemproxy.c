@@ -3,7 +3,7 @@
  * plain pipelines (no MULTI, no EXPIRE options, no scripts, no TIME): one
  * round trip for an admitted request, a second only to take back a denied
  * charge. Token and gcra answer SLUICE_EUNSUPPORTED. */
-#include "plain.h"
+#include "backends/plain.h"
 
 static sluice_status twemproxy_open(const sl_url *url, sl_engine *eng,
                                     void **state, char *err, size_t err_len)

@@ -11,10 +11,10 @@
 #include "sluice.h"
 
 #include "backend.h"
+#include "backends/evalsha.h"
+#include "backends/plain.h"
+#include "backends/slotmap.h"
 #include "conn.h"
-#include "evalsha.h"
-#include "plain.h"
-#include "slotmap.h"
 
 #include <hiredis/hiredis.h>
 

@@ -6,6 +6,7 @@
 #include "sluice.h"
 
 #include "internal.h"
+#include "store.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* slotmap.c - the routing table of redis-cluster://. */
-#include "slotmap.h"
+#include "backends/slotmap.h"
 
 #include <stdio.h>
 #include <string.h>
