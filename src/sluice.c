@@ -12,10 +12,10 @@
  * the batch, so requests on one key keep their order. */
 #include "backend.h"
 #include "conn.h"
-#include "denycache.h"
 #include "engine.h"
-#include "limiter.h"
-#include "stats.h"
+#include "features/denycache.h"
+#include "features/limiter.h"
+#include "features/stats.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -1481,9 +1481,9 @@ sluice_status sluice_lease_release_async(sluice *sl, const void *key,
 }
 
 /* For limiter.c: r (prepared by sl_handle_prepare) on the loop. */
-sluice_status sl_handle_start(sluice *sl, const sl_request *r,
-                              int64_t began, sluice_done_fn done,
-                              sl_then_fn then, void *arg, char *err)
+sluice_status sl_handle_start(sluice *sl, const sl_request *r, int64_t began,
+                              sluice_done_fn done, sl_then_fn then, void *arg,
+                              char *err)
 {
     answer_to to = {done, NULL, then, arg};
     sluice_status st;

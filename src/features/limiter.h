@@ -58,8 +58,8 @@ typedef void (*sl_then_fn)(sluice *sl, void *arg, sluice_status st);
 sluice_status sl_handle_prepare(sluice *sl, sl_op op, const void *key,
                                 size_t key_len, const sluice_ruleset *rules,
                                 int64_t cost, sl_request *r, char *err);
-sluice_status sl_handle_start(sluice *sl, const sl_request *r,
-                              int64_t began, sluice_done_fn done,
-                              sl_then_fn then, void *arg, char *err);
+sluice_status sl_handle_start(sluice *sl, const sl_request *r, int64_t began,
+                              sluice_done_fn done, sl_then_fn then, void *arg,
+                              char *err);
 
 #endif /* SL_LIMITER_H */

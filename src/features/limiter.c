@@ -6,7 +6,7 @@
  * spread over every slot (docs/DESIGN.md, "Named limiters"). A handle
  * keeps what it read for rules_cache_ms; a decision by name is then one
  * round trip, and a change made elsewhere reaches it within that time. */
-#include "limiter.h"
+#include "features/limiter.h"
 
 #include "conn.h"
 
@@ -474,7 +474,7 @@ typedef struct by_name_call {
     int64_t sent;  /* the keep-alive sent with the read (read_rules) */
     int64_t began; /* when the call began: the read and decision share
                       its timeout_ms */
-    bool again;   /* the second read */
+    bool again;    /* the second read */
     sl_value v;
     size_t name_len, key_len;
     char name[SL_LIMITER_KEY_MAX];
@@ -534,8 +534,8 @@ static void rules_read(sluice *sl, void *arg, sluice_status st)
         if ((st = read_async(c, err)) == SLUICE_OK)
             return;
     } else if (st == SLUICE_OK) {
-        st = decide_async(sl, c->op, c->key, c->key_len, &rs, c->cost,
-                          c->began, c->done, c->arg, err);
+        st = decide_async(sl, c->op, c->key, c->key_len, &rs, c->cost, c->began,
+                          c->done, c->arg, err);
     }
     if (st != SLUICE_OK) {
         memset(&res, 0, sizeof(res));
