@@ -56,9 +56,20 @@ bool sl_policy_answers(const sluice *sl, sluice_status st);
 /* What a single request returns for the backend's answer (st for the
  * call, res for the request): the policy applied; *out set unless the
  * call fails. */
-sluice_status sl_policy_one(const sluice *sl, const sl_request *rq,
-                            sluice_status st, const sluice_result *res,
-                            sluice_result *out);
+sluice_status sl_policy_fail(const sluice *sl, const sl_request *rq,
+                             sluice_status st, sluice_result *out);
+static inline sluice_status
+sl_policy_one(const sluice *sl, const sl_request *rq, sluice_status st,
+              const sluice_result *res, sluice_result *out)
+{
+    if (st == SLUICE_OK)
+        st = res->status;
+    if (st != SLUICE_OK) /* the policy's: out of the hot path */
+        return sl_policy_fail(sl, rq, st, out);
+    if (out != NULL)
+        *out = *res;
+    return SLUICE_OK;
+}
 /* The same for a batch: res holds the m requests sent, which are
  * out[map[i]]; first is the first failure of the requests refused before
  * they were sent (its message in first_msg), which the call returns when

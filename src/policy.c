@@ -125,21 +125,15 @@ static void policy_result(const sluice *sl, const sl_request *rq,
     out->rule_reset_code = 0;
 }
 
-sluice_status sl_policy_one(const sluice *sl, const sl_request *rq,
-                            sluice_status st, const sluice_result *res,
-                            sluice_result *out)
+/* The backend failed the request with st: the policy's answer in *out
+ * (SLUICE_OK), or st when the policy does not answer it. */
+sluice_status sl_policy_fail(const sluice *sl, const sl_request *rq,
+                             sluice_status st, sluice_result *out)
 {
-    if (st == SLUICE_OK)
-        st = res->status;
-    if (st != SLUICE_OK) {
-        if (rq->op == SL_OP_RESET || rq->op == SL_OP_REFUND ||
-            rq->op == SL_OP_LEASE_RELEASE || !sl_policy_answers(sl, st))
-            return st;
-        policy_result(sl, rq, st, out);
-        return SLUICE_OK;
-    }
-    if (out != NULL)
-        *out = *res;
+    if (rq->op == SL_OP_RESET || rq->op == SL_OP_REFUND ||
+        rq->op == SL_OP_LEASE_RELEASE || !sl_policy_answers(sl, st))
+        return st;
+    policy_result(sl, rq, st, out);
     return SLUICE_OK;
 }
 

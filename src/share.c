@@ -86,6 +86,13 @@ struct sl_waiter {
     sl_waiter *next;
 };
 
+uint64_t sl_handle_round_trips(const sluice *sl)
+{
+    return sl->backend->round_trips != NULL
+               ? sl->backend->round_trips(sl->state)
+               : 0;
+}
+
 void sl_share_count_trips(sluice *sl, uint64_t requests)
 {
     uint64_t rt = sl_handle_round_trips(sl);

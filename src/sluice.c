@@ -137,13 +137,6 @@ size_t sl_handle_deny_count(sluice *sl)
     return sl_deny_count(&sl->deny);
 }
 
-uint64_t sl_handle_round_trips(const sluice *sl)
-{
-    return sl->backend->round_trips != NULL
-               ? sl->backend->round_trips(sl->state)
-               : 0;
-}
-
 void *sl_handle_state(const sluice *sl)
 {
     return sl->state;
