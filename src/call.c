@@ -282,7 +282,7 @@ static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_call_err(sl);
+    err = sl_share_err(sl);
     if ((out == NULL && op != SL_OP_RESET) ||
         (op == SL_OP_AT_MOST && granted == NULL)) {
         sl_errf(err, SL_ERR_LEN, "%s is NULL", out == NULL ? "out" : "granted");
@@ -381,7 +381,7 @@ sluice_status sluice_acquire_wait(sluice *sl, const void *key, size_t key_len,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    if (bad_wait(wait_ms, sl_call_err(sl)))
+    if (bad_wait(wait_ms, sl_share_err(sl)))
         return SLUICE_EINVAL;
     until = sl_mono_ms() + wait_ms;
     for (;;) {
@@ -406,7 +406,7 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_call_err(sl);
+    err = sl_share_err(sl);
     if (n == 0)
         return SLUICE_OK;
     if (reqs == NULL || out == NULL) {
@@ -508,7 +508,7 @@ static void async_done(sl_job *job)
 {
     async_call *a = (async_call *)job;
     sluice *sl = a->sl;
-    char *err = sl_call_err(sl);
+    char *err = sl_share_err(sl);
     sluice_status st;
 
     if (job->err[0] != '\0')
@@ -681,7 +681,7 @@ static sluice_status start_one(sluice *sl, sl_op op, const void *key,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_call_err(sl);
+    err = sl_share_err(sl);
     st = sl_call_ready(sl, to->done != NULL || to->granted != NULL, err);
     if (st != SLUICE_OK)
         return st;
@@ -766,7 +766,7 @@ sluice_status sluice_acquire_many_async(sluice *sl, const sluice_request *reqs,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_call_err(sl);
+    err = sl_share_err(sl);
     if ((st = sl_call_ready(sl, done != NULL, err)) != SLUICE_OK)
         return st;
     if (n == 0 || reqs == NULL) {

@@ -3,16 +3,18 @@
  * (named limiters, leases) use it: a request is prepared (checked), then
  * run, blocking or on the caller's loop, through the one pipeline: deny
  * cache, the backend, then the fail policy, shadow mode and the counters.
- * Also the two things of the handle (sluice.c) a feature reads: its URL,
- * and a place for the feature's own state. */
+ * Also this thread's message buffer (share.c), and the two things of the
+ * handle (sluice.c) a feature reads: its URL, and a place for the
+ * feature's own state. */
 #ifndef SL_CALL_H
 #define SL_CALL_H
 
 #include "backend.h"
 
-/* This thread's message buffer for sl, emptied: every call begins here,
- * which also notes when the call began (its timeout_ms runs from then). */
-char *sl_call_err(const sluice *sl);
+/* share.c: this thread's message buffer for sl, emptied: every call
+ * begins here, which also notes when the call began (its timeout_ms runs
+ * from then). */
+char *sl_share_err(const sluice *sl);
 /* The time a request carries: the handle's clock, or -1 for the
  * server's. */
 int64_t sl_call_now(const sluice *sl);

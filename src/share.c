@@ -30,7 +30,7 @@ static _Thread_local unsigned long err_clock;
 /* This thread's message buffer for sl, emptied; every call begins here,
  * so the slot keeps when, and the call's round trips share one budget (a
  * decision by name reads the rules, then decides). */
-char *sl_call_err(const sluice *sl)
+char *sl_share_err(const sluice *sl)
 {
     struct err_slot *e = &err_slots[0];
     size_t i;

@@ -171,7 +171,7 @@ sluice_status sluice_attach(sluice *sl, const sluice_loop *loop)
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_call_err(sl);
+    err = sl_share_err(sl);
     if (loop == NULL || loop->watch == NULL || loop->timer == NULL) {
         sl_errf(err, SL_ERR_LEN, "attach: the loop needs watch and timer");
         return SLUICE_EINVAL;
@@ -207,7 +207,7 @@ sluice_status sluice_get_stats(sluice *sl, sluice_stats *out, size_t size)
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_call_err(sl);
+    err = sl_share_err(sl);
     if (out == NULL || size == 0) {
         sl_errf(err, SL_ERR_LEN, "get_stats: %s",
                 out == NULL ? "out is NULL" : "size is 0");

@@ -94,7 +94,7 @@ sluice_status sluice_lease_acquire(sluice *sl, const void *key, size_t key_len,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_call_err(sl);
+    err = sl_share_err(sl);
     if (out == NULL) {
         sl_errf(err, SL_ERR_LEN, "out is NULL");
         return SLUICE_EINVAL;
@@ -117,7 +117,7 @@ sluice_status sluice_lease_release(sluice *sl, const void *key, size_t key_len,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_call_err(sl);
+    err = sl_share_err(sl);
     if ((st = sl_call_blocking(sl, err)) != SLUICE_OK ||
         (st = lease_check(sl, SL_OP_LEASE_RELEASE, key, key_len, 1, 1, lease,
                           NULL, &rs, &r, err)) != SLUICE_OK)
@@ -138,7 +138,7 @@ sluice_status sluice_lease_acquire_async(sluice *sl, const void *key,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_call_err(sl);
+    err = sl_share_err(sl);
     if ((st = sl_call_ready(sl, done != NULL, err)) != SLUICE_OK ||
         (st = lease_check(sl, SL_OP_LEASE_ACQUIRE, key, key_len, max_holders,
                           lease_ms, lease, lease, &rs, &r, err)) != SLUICE_OK)
@@ -159,7 +159,7 @@ sluice_status sluice_lease_release_async(sluice *sl, const void *key,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_call_err(sl);
+    err = sl_share_err(sl);
     if ((st = sl_call_ready(sl, done != NULL, err)) != SLUICE_OK ||
         (st = lease_check(sl, SL_OP_LEASE_RELEASE, key, key_len, 1, 1, lease,
                           NULL, &rs, &r, err)) != SLUICE_OK)

@@ -344,7 +344,7 @@ static sluice_status store(sluice *sl, const void *name, size_t name_len,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_call_err(sl);
+    err = sl_share_err(sl);
     if ((st = ready(sl, err)) != SLUICE_OK)
         return st;
     if ((st = check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
@@ -403,7 +403,7 @@ sluice_status sluice_limiter_get(sluice *sl, const void *name, size_t name_len,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_call_err(sl);
+    err = sl_share_err(sl);
     if ((st = ready(sl, err)) != SLUICE_OK)
         return st;
     if (rules == NULL) {
@@ -429,7 +429,7 @@ sluice_status sluice_limiter_delete(sluice *sl, const void *name,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_call_err(sl);
+    err = sl_share_err(sl);
     if ((st = ready(sl, err)) != SLUICE_OK)
         return st;
     if ((st = check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
@@ -456,7 +456,7 @@ static sluice_status by_name(sluice *sl, sl_op op, const void *name,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_call_err(sl);
+    err = sl_share_err(sl);
     if ((st = ready(sl, err)) != SLUICE_OK)
         return st;
     if (out == NULL && op != SL_OP_RESET) {
@@ -566,7 +566,7 @@ static sluice_status decide_async(sluice *sl, sl_op op, const char *key,
 static void rules_read(sluice *sl, void *arg, sluice_status st)
 {
     by_name_call *c = arg;
-    char *err = sl_call_err(sl);
+    char *err = sl_share_err(sl);
     sluice_ruleset rs;
     sluice_result res;
     int64_t ka = 0;
@@ -603,7 +603,7 @@ static sluice_status by_name_async(sluice *sl, sl_op op, const void *name,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_call_err(sl);
+    err = sl_share_err(sl);
     if ((st = ready(sl, err)) != SLUICE_OK)
         return st;
     if (done == NULL) {
