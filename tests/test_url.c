@@ -117,7 +117,8 @@ static void bad_urls_are_refused_with_the_reason(void **state)
     parse_bad("redis://h:1?timeout_ms=0", "timeout_ms=0");
     parse_bad("redis://h:1?timeout_ms=1.5", "timeout_ms=1.5");
     parse_bad("redis://h:1?clock=sundial", "clock=local or clock=server");
-    parse_bad("redis://h:1?fail=maybe", "fail=error, fail=open, fail=closed or fail=fallback");
+    parse_bad("redis://h:1?fail=maybe",
+              "fail=error, fail=open, fail=closed or fail=fallback");
     parse_bad("redis://h:1?prefix=a%7Bb", "may not hold");
     parse_bad("redis://u:%zz@h:1", "bad user or password");
     parse_bad("mem://a/b", "store names");

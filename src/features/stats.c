@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* stats.c - a handle's counters, and their Prometheus text. */
-#include "stats.h"
+#include "features/stats.h"
 
 #include <stdio.h>
 #include <string.h>

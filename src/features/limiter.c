@@ -6,8 +6,9 @@
  * spread over every slot (docs/DESIGN.md, "Named limiters"). A handle
  * keeps what it read for rules_cache_ms; a decision by name is then one
  * round trip, and a change made elsewhere reaches it within that time. */
-#include "limiter.h"
+#include "features/limiter.h"
 
+#include "call.h"
 #include "conn.h"
 
 #include <stdio.h>
@@ -22,26 +23,60 @@
 /* What rules ops route by: any one rule will do (its keys are unused). */
 static const sluice_ruleset no_rules = {1, {{SLUICE_FIXED, 1, 1000, 0, 0}}};
 
-sluice_status sl_limiters_init(sl_limiters *l, const sl_url *url)
+static void limiters_free(sl_ext *e)
 {
-    memset(l, 0, sizeof(*l));
-    if (pthread_mutex_init(&l->mu, NULL) != 0)
-        return SLUICE_ENOMEM;
-    l->ready = true;
+    sl_limiters *l = (sl_limiters *)e;
+
+    pthread_mutex_destroy(&l->mu);
+    sl_free(l->slot);
+    sl_free(l);
+}
+
+/* The handle's limiters, made on the first call by name (sl_handle_ext):
+ * the handle knows nothing of them but the hook that frees them. */
+static sl_ext *limiters_make(const sluice *sl)
+{
+    const sl_url *url = sl_handle_url(sl);
+    sl_limiters *l = sl_calloc(1, sizeof(*l));
+
+    if (l == NULL)
+        return NULL;
+    if (pthread_mutex_init(&l->mu, NULL) != 0) {
+        sl_free(l);
+        return NULL;
+    }
+    l->ext.free = limiters_free;
     snprintf(l->prefix, sizeof(l->prefix), "%slim:", url->prefix);
     l->cache_ms =
         url->opts.rules_cache_ms == 0 ? CACHE_MS : url->opts.rules_cache_ms;
-    return SLUICE_OK;
+    return &l->ext;
 }
 
-void sl_limiters_free(sl_limiters *l)
+/* The handle's limiters; NULL only before ready() succeeded. */
+static sl_limiters *lims(sluice *sl)
 {
-    if (!l->ready)
-        return;
-    pthread_mutex_destroy(&l->mu);
-    sl_free(l->slot);
-    l->slot = NULL;
-    l->ready = false;
+    return (sl_limiters *)sl_handle_ext(sl, limiters_make);
+}
+
+/* Every call by name begins here: the limiters made, or ENOMEM. */
+static sluice_status ready(sluice *sl, char *err)
+{
+    if (lims(sl) != NULL)
+        return SLUICE_OK;
+    sl_errf(err, SL_ERR_LEN, "limiter: out of memory");
+    return SLUICE_ENOMEM;
+}
+
+/* A blocking request checked and prepared. */
+static sluice_status check(sluice *sl, sl_op op, const void *key,
+                           size_t key_len, const sluice_ruleset *rules,
+                           int64_t cost, sl_request *r, char *err)
+{
+    sluice_status st = sl_call_blocking(sl, err);
+
+    if (st != SLUICE_OK)
+        return st;
+    return sl_call_prepare(sl, op, key, key_len, rules, cost, r, err);
 }
 
 /* K: "<name length>:<name><client>"; 0 when they are too long. */
@@ -184,16 +219,16 @@ static sluice_status rules_op(sluice *sl, sl_op op, const void *name,
     sl_request r;
     sluice_status st;
 
-    st = sl_handle_check(sl, op, key, kl, &no_rules, cost, &r, err);
+    st = check(sl, op, key, kl, &no_rules, cost, &r, err);
     if (st != SLUICE_OK)
         return st;
-    r.prefix = sl_handle_limiters(sl)->prefix;
+    r.prefix = lims(sl)->prefix;
     r.value = value;
     r.value_len = value_len;
     r.ttl_ms = ttl_ms;
     r.read = v;
     memset(v, 0, sizeof(*v));
-    return sl_handle_one(sl, &r, NULL, err);
+    return sl_call_run(sl, &r, NULL, err);
 }
 
 static sluice_status no_limiter(const void *name, size_t name_len, char *err)
@@ -219,7 +254,7 @@ static bool read_ended(sluice *sl, const void *name, size_t name_len,
                        char *err)
 {
     if (*st == SLUICE_OK && !v->found) {
-        cache_put(sl_handle_limiters(sl), name, name_len, NULL, 0);
+        cache_put(lims(sl), name, name_len, NULL, 0);
         *st = no_limiter(name, name_len, err);
     } else if (*st == SLUICE_OK) {
         *st = decode(v, name, name_len, rs, keepalive, err);
@@ -230,7 +265,7 @@ static bool read_ended(sluice *sl, const void *name, size_t name_len,
         *sent = *keepalive > 0 ? *keepalive : -1;
         return true;
     }
-    cache_put(sl_handle_limiters(sl), name, name_len, rs, *keepalive);
+    cache_put(lims(sl), name, name_len, rs, *keepalive);
     return false;
 }
 
@@ -289,8 +324,7 @@ static sluice_status rules_of(sluice *sl, const void *name, size_t name_len,
 {
     int64_t known;
 
-    if (cached_rules(sl_handle_limiters(sl), name, name_len, rs, &known) &&
-        !fresh) {
+    if (cached_rules(lims(sl), name, name_len, rs, &known) && !fresh) {
         *keepalive = known;
         return SLUICE_OK;
     }
@@ -310,7 +344,9 @@ static sluice_status store(sluice *sl, const void *name, size_t name_len,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_handle_err(sl);
+    err = sl_share_err(sl);
+    if ((st = ready(sl, err)) != SLUICE_OK)
+        return st;
     if ((st = check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
         return st;
     if ((st = sluice_ruleset_check(rules, err, SL_ERR_LEN)) != SLUICE_OK)
@@ -335,7 +371,7 @@ static sluice_status store(sluice *sl, const void *name, size_t name_len,
     if (!v.kept && ka > 0 && (v.len != len || memcmp(v.buf, value, len) != 0))
         return read_rules(sl, name, name_len, ka, stored ? stored : &got, &ka,
                           err);
-    cache_put(sl_handle_limiters(sl), name, name_len, &got, ka);
+    cache_put(lims(sl), name, name_len, &got, ka);
     if (stored != NULL)
         *stored = got;
     return SLUICE_OK;
@@ -367,7 +403,9 @@ sluice_status sluice_limiter_get(sluice *sl, const void *name, size_t name_len,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_handle_err(sl);
+    err = sl_share_err(sl);
+    if ((st = ready(sl, err)) != SLUICE_OK)
+        return st;
     if (rules == NULL) {
         sl_errf(err, SL_ERR_LEN, "limiter: rules is NULL");
         return SLUICE_EINVAL;
@@ -391,13 +429,15 @@ sluice_status sluice_limiter_delete(sluice *sl, const void *name,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_handle_err(sl);
+    err = sl_share_err(sl);
+    if ((st = ready(sl, err)) != SLUICE_OK)
+        return st;
     if ((st = check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
         return st;
     st = rules_op(sl, SL_OP_RULES_DEL, name, name_len, NULL, 0, 0, 1, &v, err);
     if (st != SLUICE_OK)
         return st;
-    cache_put(sl_handle_limiters(sl), name, name_len, NULL, 0);
+    cache_put(lims(sl), name, name_len, NULL, 0);
     return v.found ? SLUICE_OK : no_limiter(name, name_len, err);
 }
 
@@ -416,7 +456,9 @@ static sluice_status by_name(sluice *sl, sl_op op, const void *name,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_handle_err(sl);
+    err = sl_share_err(sl);
+    if ((st = ready(sl, err)) != SLUICE_OK)
+        return st;
     if (out == NULL && op != SL_OP_RESET) {
         sl_errf(err, SL_ERR_LEN, "out is NULL");
         return SLUICE_EINVAL;
@@ -428,13 +470,12 @@ static sluice_status by_name(sluice *sl, sl_op op, const void *name,
     st = rules_of(sl, name, name_len, false, &rs, &keepalive, err);
     if (st != SLUICE_OK)
         return st;
-    st = sl_handle_check(sl, op, key,
-                         compose(key, name, name_len, client, client_len), &rs,
-                         cost, &r, err);
+    st = check(sl, op, key, compose(key, name, name_len, client, client_len),
+               &rs, cost, &r, err);
     if (st != SLUICE_OK)
         return st;
-    r.prefix = sl_handle_limiters(sl)->prefix;
-    return sl_handle_one(sl, &r, out, err);
+    r.prefix = lims(sl)->prefix;
+    return sl_call_run(sl, &r, out, err);
 }
 
 sluice_status sluice_limiter_acquire(sluice *sl, const void *name,
@@ -488,18 +529,19 @@ static sluice_status read_async(by_name_call *c, char *err)
 {
     char key[32 + SL_LIMITER_KEY_MAX];
     size_t kl = compose(key, c->name, c->name_len, NULL, 0);
+    sl_call_to to = {NULL, NULL, rules_read, c};
     sl_request r;
     sluice_status st;
 
-    st = sl_handle_prepare(c->sl, SL_OP_RULES_GET, key, kl, &no_rules, 1, &r,
-                           err);
+    st =
+        sl_call_prepare(c->sl, SL_OP_RULES_GET, key, kl, &no_rules, 1, &r, err);
     if (st != SLUICE_OK)
         return st;
-    r.prefix = sl_handle_limiters(c->sl)->prefix;
+    r.prefix = lims(c->sl)->prefix;
     r.ttl_ms = c->sent;
     r.read = &c->v;
     memset(&c->v, 0, sizeof(c->v));
-    return sl_handle_start(c->sl, &r, c->began, NULL, rules_read, c, err);
+    return sl_call_start(c->sl, &r, c->began, 0, &to, err);
 }
 
 /* Starts the decision on the rules rs. */
@@ -508,14 +550,15 @@ static sluice_status decide_async(sluice *sl, sl_op op, const char *key,
                                   int64_t cost, int64_t began,
                                   sluice_done_fn done, void *arg, char *err)
 {
+    sl_call_to to = {done, NULL, NULL, arg};
     sl_request r;
     sluice_status st;
 
-    st = sl_handle_prepare(sl, op, key, key_len, rs, cost, &r, err);
+    st = sl_call_prepare(sl, op, key, key_len, rs, cost, &r, err);
     if (st != SLUICE_OK)
         return st;
-    r.prefix = sl_handle_limiters(sl)->prefix;
-    return sl_handle_start(sl, &r, began, done, NULL, arg, err);
+    r.prefix = lims(sl)->prefix;
+    return sl_call_start(sl, &r, began, 0, &to, err);
 }
 
 /* The rules were read (as read_rules does, blocking): the decision starts,
@@ -523,7 +566,7 @@ static sluice_status decide_async(sluice *sl, sl_op op, const char *key,
 static void rules_read(sluice *sl, void *arg, sluice_status st)
 {
     by_name_call *c = arg;
-    char *err = sl_handle_err(sl);
+    char *err = sl_share_err(sl);
     sluice_ruleset rs;
     sluice_result res;
     int64_t ka = 0;
@@ -560,7 +603,9 @@ static sluice_status by_name_async(sluice *sl, sl_op op, const void *name,
 
     if (sl == NULL)
         return SLUICE_EINVAL;
-    err = sl_handle_err(sl);
+    err = sl_share_err(sl);
+    if ((st = ready(sl, err)) != SLUICE_OK)
+        return st;
     if (done == NULL) {
         sl_errf(err, SL_ERR_LEN, "done is NULL");
         return SLUICE_EINVAL;
@@ -570,10 +615,10 @@ static sluice_status by_name_async(sluice *sl, sl_op op, const void *name,
     if ((st = check_name(name, name_len, client, client_len, err)) != SLUICE_OK)
         return st;
     kl = compose(key, name, name_len, client, client_len);
-    if (cached_rules(sl_handle_limiters(sl), name, name_len, &rs, &known))
+    if (cached_rules(lims(sl), name, name_len, &rs, &known))
         return decide_async(sl, op, key, kl, &rs, cost, 0, done, arg, err);
     /* Bad input is returned now, before the rules are read. */
-    if ((st = sl_handle_prepare(sl, op, key, kl, &no_rules, cost, &r, err)) !=
+    if ((st = sl_call_prepare(sl, op, key, kl, &no_rules, cost, &r, err)) !=
         SLUICE_OK)
         return st;
     if ((c = sl_calloc(1, sizeof(*c))) == NULL) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* denycache.c - the local deny cache (denycache.h). */
-#include "denycache.h"
+#include "features/denycache.h"
 
 #include "algo.h"
 

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* policy.c - the fail policy (fail=open|closed|fallback|error): which
+ * failures of the backend it answers, what it answers, and the fallback
+ * store, a private memory store that decides in this process while the
+ * backend cannot. */
+#include "handle.h"
+#include "store.h"
+
+#include <string.h>
+
+/* The fallback store: private, in this process, its keys under the
+ * handle's prefix. */
+sluice_status sl_policy_open(sluice *sl, char *err, size_t err_len)
+{
+    sl_url *mem = sl_calloc(1, sizeof(*mem));
+    sluice_status st;
+
+    if (mem == NULL) {
+        sl_errf(err, err_len, "open: out of memory for the fallback store");
+        return SLUICE_ENOMEM;
+    }
+    mem->scheme = SL_SCHEME_MEM;
+    mem->opts = sl->url.opts;
+    memcpy(mem->prefix, sl->url.prefix, sizeof(mem->prefix));
+    st = sl_backend_memory.open(mem, NULL, &sl->fallback, err, err_len);
+    sl_free(mem); /* the memory backend keeps what it needs */
+    return st;
+}
+
+/* The backend could not decide: unreachable, too slow, or its server
+ * answered with an error (READONLY on a replica, OOM under maxmemory,
+ * LOADING, BUSY, MASTERDOWN, a cluster still down after its retries), an
+ * unreadable reply, or a key too hot for WATCH. The fail policy answers
+ * instead. Never for bad input, an unsupported request or our own memory:
+ * those are the caller's to fix, and an open policy would hide them. */
+bool sl_policy_answers(const sluice *sl, sluice_status st)
+{
+    if (sl->url.opts.fail == SLUICE_FAIL_ERROR)
+        return false;
+    switch (st) {
+    case SLUICE_ECONNECT:
+    case SLUICE_ETIMEOUT:
+    case SLUICE_EIO:
+    case SLUICE_ESERVER:
+    case SLUICE_EPROTO:
+    case SLUICE_ECONTENDED:
+        return true;
+    case SLUICE_OK:
+    case SLUICE_EINVAL:
+    case SLUICE_EKEY:
+    case SLUICE_ERULE:
+    case SLUICE_ECOST:
+    case SLUICE_EURL:
+    case SLUICE_ETIME:
+    case SLUICE_ENOMEM:
+    case SLUICE_EUNSUPPORTED:
+    case SLUICE_CACHED:
+    case SLUICE_SHADOWED:
+    case SLUICE_ENOLIMITER:
+        return false;
+    }
+    return false;
+}
+
+/* The rules of the fallback: each limit and burst divided by the
+ * instances that share them, rounded up. */
+static void fallback_rules(const sluice *sl, const sluice_ruleset *rs,
+                           sluice_ruleset *out)
+{
+    int64_t n = sl->url.opts.fallback_instances > 1
+                    ? (int64_t)sl->url.opts.fallback_instances
+                    : 1;
+    size_t i;
+
+    *out = *rs;
+    for (i = 0; i < out->count; i++) {
+        sluice_rule *r = &out->rules[i];
+
+        r->limit = (r->limit + n - 1) / n;
+        if (r->burst > 0)
+            r->burst = (r->burst + n - 1) / n;
+    }
+}
+
+/* fail=fallback: the request decided on the in-process store; false when
+ * that store cannot decide it either. */
+static bool fallback_result(const sluice *sl, const sl_request *rq,
+                            sluice_status st, sluice_result *out)
+{
+    sluice_ruleset rs;
+    sl_request r = *rq;
+    char err[SL_ERR_LEN];
+
+    fallback_rules(sl, rq->rules, &rs);
+    r.rules = &rs;
+    if (r.now_ms < 0) /* the server's clock: ours instead */
+        r.now_ms = sl->url.opts.clock(sl->url.opts.clock_ctx);
+    memset(out, 0, sizeof(*out));
+    if (sl_backend_memory.decide(sl->fallback, &r, 1, out, err, sizeof(err)) !=
+            SLUICE_OK ||
+        out->status != SLUICE_OK)
+        return false;
+    out->status = st;
+    return true;
+}
+
+static void policy_result(const sluice *sl, const sl_request *rq,
+                          sluice_status st, sluice_result *out)
+{
+    const sluice_ruleset *rs = rq->rules;
+    bool open = sl->url.opts.fail == SLUICE_FAIL_OPEN;
+
+    if (sl->url.opts.fail == SLUICE_FAIL_FALLBACK &&
+        fallback_result(sl, rq, st, out))
+        return;
+    out->status = st;
+    out->allowed = open;
+    if (rq->op == SL_OP_AT_MOST)
+        *rq->granted = open ? rq->cost : 0;
+    out->limit = sl_rule_capacity(&rs->rules[0]);
+    out->remaining = 0;
+    /* A closed denial suggests retrying after a reconnect could succeed. */
+    out->retry_after_ms = open ? -1 : (int64_t)sl->url.opts.connect_timeout_ms;
+    out->reset_after_ms = 0;
+    out->rule = 0;
+    out->rule_reset_code = 0;
+}
+
+/* The backend failed the request with st: the policy's answer in *out
+ * (SLUICE_OK), or st when the policy does not answer it. */
+sluice_status sl_policy_fail(const sluice *sl, const sl_request *rq,
+                             sluice_status st, sluice_result *out)
+{
+    if (rq->op == SL_OP_RESET || rq->op == SL_OP_REFUND ||
+        rq->op == SL_OP_LEASE_RELEASE || !sl_policy_answers(sl, st))
+        return st;
+    policy_result(sl, rq, st, out);
+    return SLUICE_OK;
+}
+
+sluice_status sl_policy_many(const sluice *sl, const sl_request *rs,
+                             const sluice_result *res, size_t m,
+                             const size_t *map, sluice_status st,
+                             sluice_result *out, sluice_status first,
+                             const char *first_msg, char *err)
+{
+    size_t i;
+
+    for (i = 0; i < m; i++) {
+        size_t j = map[i];
+
+        if (st == SLUICE_OK && sl_policy_answers(sl, res[i].status))
+            policy_result(sl, &rs[i], res[i].status, &out[j]);
+        else if (st == SLUICE_OK)
+            out[j] = res[i];
+        else if (sl_policy_answers(sl, st))
+            policy_result(sl, &rs[i], st, &out[j]);
+        else
+            out[j].status = st;
+    }
+    if (st != SLUICE_OK && sl_policy_answers(sl, st))
+        st = SLUICE_OK;
+    for (i = 0; i < m && first == SLUICE_OK && st == SLUICE_OK; i++)
+        if (out[map[i]].status != SLUICE_OK &&
+            !sl_policy_answers(sl, out[map[i]].status))
+            first = out[map[i]].status;
+    if (st == SLUICE_OK && first != SLUICE_OK) {
+        st = first;
+        if (first_msg[0] != '\0')
+            memcpy(err, first_msg, SL_ERR_LEN);
+    }
+    return st;
+}

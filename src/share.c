@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* share.c - threads sharing a handle: each thread's own message of its
+ * last call, and the queue that combines their blocking calls.
+ *
+ * Requests that arrive while another thread's round trip is in flight
+ * wait in a queue; when the round trip ends, the queue goes to the
+ * backend as one batch (one pipelined write and its replies), driven by
+ * one of the waiting threads, while every other caller sleeps on its own
+ * condition until its answer is in: no thread waits for the connection,
+ * and no request waits for more than the round trip ahead of it and its
+ * own. The order of arrival is the order in the batch, so requests on one
+ * key keep their order. */
+#include "conn.h"
+#include "handle.h"
+
+#include <string.h>
+
+/* sluice_errmsg: each thread keeps the message of its last call on each of
+ * the last few handles it used, so that threads sharing a handle never
+ * read each other's messages. */
+#define ERR_SLOTS 4
+static _Thread_local struct err_slot {
+    const sluice *sl;
+    unsigned long used;
+    int64_t began; /* monotonic ms: when this thread's call on sl began */
+    char msg[SL_ERR_LEN];
+} err_slots[ERR_SLOTS];
+static _Thread_local unsigned long err_clock;
+
+/* This thread's message buffer for sl, emptied; every call begins here,
+ * so the slot keeps when, and the call's round trips share one budget (a
+ * decision by name reads the rules, then decides). */
+char *sl_share_err(const sluice *sl)
+{
+    struct err_slot *e = &err_slots[0];
+    size_t i;
+
+    for (i = 0; i < ERR_SLOTS; i++) {
+        if (err_slots[i].sl == sl) {
+            e = &err_slots[i];
+            break;
+        }
+        if (err_slots[i].used < e->used)
+            e = &err_slots[i];
+    }
+    e->sl = sl;
+    e->used = ++err_clock;
+    e->began = sl_mono_ms();
+    e->msg[0] = '\0';
+    return e->msg;
+}
+
+int64_t sl_share_began(const sluice *sl)
+{
+    size_t i;
+
+    for (i = 0; i < ERR_SLOTS; i++)
+        if (err_slots[i].sl == sl && err_slots[i].began > 0)
+            return err_slots[i].began;
+    return sl_mono_ms();
+}
+
+const char *sluice_errmsg(const sluice *sl)
+{
+    size_t i;
+
+    if (sl == NULL)
+        return "handle is NULL";
+    for (i = 0; i < ERR_SLOTS; i++)
+        if (err_slots[i].sl == sl)
+            return err_slots[i].msg;
+    return "";
+}
+
+/* A caller waiting for its requests' answers. */
+struct sl_waiter {
+    const sl_request *reqs;
+    size_t n;
+    sluice_result *res;
+    sluice_status st;
+    char *err; /* the caller's message buffer, SL_ERR_LEN bytes */
+    bool done;
+    int64_t since; /* monotonic ms: when the call queued; its budget
+                      runs from then */
+    pthread_cond_t cv;
+    sl_waiter *next;
+};
+
+uint64_t sl_handle_round_trips(const sluice *sl)
+{
+    return sl->backend->round_trips != NULL
+               ? sl->backend->round_trips(sl->state)
+               : 0;
+}
+
+void sl_share_count_trips(sluice *sl, uint64_t requests)
+{
+    uint64_t rt = sl_handle_round_trips(sl);
+
+    sl_stats_backend(&sl->stats, requests, rt - sl->last_rt);
+    sl->last_rt = rt;
+}
+
+/* Decides the requests of a batch of waiters in one backend call: their
+ * requests side by side, in the order they arrived. */
+static void run_batch(sluice *sl, sl_waiter *batch)
+{
+    sl_request stack_reqs[64], *reqs = stack_reqs;
+    sluice_result stack_res[64], *res = stack_res;
+    char err[SL_ERR_LEN] = "";
+    size_t total = 0, at = 0;
+    sluice_status st;
+    sl_waiter *w;
+
+    if (batch->next == NULL) {
+        sl->eng.call_started = batch->since;
+        batch->st = sl->backend->decide(sl->state, batch->reqs, batch->n,
+                                        batch->res, batch->err, SL_ERR_LEN);
+        sl->eng.call_started = 0;
+        sl_share_count_trips(sl, batch->n);
+        return;
+    }
+    /* The batch's deadline is that of the call that queued first: no call
+     * waits past its own timeout for another thread's round trip. */
+    for (w = batch; w != NULL; w = w->next) {
+        total += w->n;
+        if (w->since < batch->since)
+            batch->since = w->since;
+    }
+    if (total > 64) {
+        reqs = sl_calloc(total, sizeof(*reqs));
+        res = sl_calloc(total, sizeof(*res));
+    }
+    if (reqs == NULL || res == NULL) {
+        /* No memory to combine them: one after the other. */
+        if (reqs != stack_reqs)
+            sl_free(reqs);
+        if (res != stack_res)
+            sl_free(res);
+        for (w = batch; w != NULL; w = w->next) {
+            sl->eng.call_started = w->since;
+            w->st = sl->backend->decide(sl->state, w->reqs, w->n, w->res,
+                                        w->err, SL_ERR_LEN);
+        }
+        sl->eng.call_started = 0;
+        sl_share_count_trips(sl, total);
+        return;
+    }
+    for (w = batch; w != NULL; w = w->next) {
+        memcpy(reqs + at, w->reqs, w->n * sizeof(*reqs));
+        at += w->n;
+    }
+    memset(res, 0, total * sizeof(*res));
+    sl->eng.call_started = batch->since;
+    st = sl->backend->decide(sl->state, reqs, total, res, err, SL_ERR_LEN);
+    sl->eng.call_started = 0;
+    sl_share_count_trips(sl, total);
+    at = 0;
+    for (w = batch; w != NULL; w = w->next) {
+        size_t i;
+        bool failed = st != SLUICE_OK;
+
+        memcpy(w->res, res + at, w->n * sizeof(*res));
+        for (i = 0; i < w->n; i++)
+            failed |= res[at + i].status != SLUICE_OK;
+        at += w->n;
+        w->st = st;
+        if (failed)
+            memcpy(w->err, err, SL_ERR_LEN);
+    }
+    if (reqs != stack_reqs)
+        sl_free(reqs);
+    if (res != stack_res)
+        sl_free(res);
+}
+
+/* Queues the requests and returns when they are decided: by this thread,
+ * together with whatever queued meanwhile, when no other thread is in the
+ * backend; else by the thread that is, or the next one. */
+sluice_status sl_share_decide(sluice *sl, const sl_request *reqs, size_t n,
+                              sluice_result *res, char *err)
+{
+    sl_waiter me;
+
+    memset(&me, 0, sizeof(me));
+    me.reqs = reqs;
+    me.n = n;
+    me.res = res;
+    me.err = err;
+    me.since = sl_share_began(sl);
+    pthread_cond_init(&me.cv, NULL);
+    pthread_mutex_lock(&sl->mu);
+    if (sl->tail != NULL)
+        sl->tail->next = &me;
+    else
+        sl->head = &me;
+    sl->tail = &me;
+    while (!me.done) {
+        if (!sl->busy) {
+            sl_waiter *batch = sl->head, *w, *next;
+
+            sl->head = sl->tail = NULL;
+            sl->busy = true;
+            sl->batches++;
+            pthread_mutex_unlock(&sl->mu);
+            run_batch(sl, batch);
+            pthread_mutex_lock(&sl->mu);
+            sl->busy = false;
+            for (w = batch; w != NULL; w = next) {
+                next = w->next; /* w may be gone once done */
+                w->done = true;
+                if (w != &me)
+                    pthread_cond_signal(&w->cv);
+            }
+            /* The next in the queue drives the next round trip. */
+            if (sl->head != NULL)
+                pthread_cond_signal(&sl->head->cv);
+        } else {
+            pthread_cond_wait(&me.cv, &sl->mu);
+        }
+    }
+    pthread_mutex_unlock(&sl->mu);
+    pthread_cond_destroy(&me.cv);
+    return me.st;
+}
+
+uint64_t sl_handle_batches(sluice *sl)
+{
+    uint64_t n;
+
+    pthread_mutex_lock(&sl->mu);
+    n = sl->batches;
+    pthread_mutex_unlock(&sl->mu);
+    return n;
+}
