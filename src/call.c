@@ -6,6 +6,8 @@
  * the queue of threads sharing the handle (share.c) and waits there; an
  * async call submits a job to the engine, whose done callback runs the
  * same last stages. */
+#include "call.h"
+
 #include "conn.h"
 #include "handle.h"
 

@@ -10,11 +10,8 @@
 #define SL_CALL_H
 
 #include "backend.h"
+#include "share.h"
 
-/* share.c: this thread's message buffer for sl, emptied: every call
- * begins here, which also notes when the call began (its timeout_ms runs
- * from then). */
-char *sl_share_err(const sluice *sl);
 /* The time a request carries: the handle's clock, or -1 for the
  * server's. */
 int64_t sl_call_now(const sluice *sl);

@@ -6,7 +6,6 @@
 #define SL_HANDLE_H
 
 #include "backend.h"
-#include "call.h"
 #include "engine.h"
 #include "features/denycache.h"
 #include "features/stats.h"
@@ -15,6 +14,7 @@
 #include <stdatomic.h>
 
 typedef struct sl_waiter sl_waiter;
+struct sl_ext; /* call.h */
 
 struct sluice {
     const sl_backend *backend;
@@ -26,7 +26,7 @@ struct sluice {
     void *fallback;     /* fail=fallback: a private memory store */
     /* A feature's state (named limiters), made on its first use and
      * freed at close through its own hook (sl_handle_ext). */
-    _Atomic(sl_ext *) ext;
+    _Atomic(struct sl_ext *) ext;
     uint64_t last_rt;       /* the backend's round trips counted so far; by
                                whoever drives the engine */
     pthread_mutex_t mu;     /* guards what follows */

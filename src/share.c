@@ -10,6 +10,8 @@
  * and no request waits for more than the round trip ahead of it and its
  * own. The order of arrival is the order in the batch, so requests on one
  * key keep their order. */
+#include "share.h"
+
 #include "conn.h"
 #include "handle.h"
 

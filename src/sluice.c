@@ -3,6 +3,7 @@
  * deny cache, the counters, the fallback store), close, attaching it to a
  * loop, and what it tells about itself. Requests run through call.c;
  * threads share a handle through share.c; the fail policy is policy.c's. */
+#include "call.h"
 #include "conn.h"
 #include "handle.h"
 
