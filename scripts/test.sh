@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# test.sh - installs what is missing, builds with warnings as errors (gcc and
-# clang), and runs every test three times: plain, under AddressSanitizer and
-# UBSan, and under valgrind; the tests without a server once more with
+# test.sh - installs what is missing, fuzzes, builds with warnings as errors
+# (gcc and clang), and runs every test with gcc, then again (but for four
+# Unix-socket repeats) under AddressSanitizer and UBSan, and what valgrind
+# adds over those under valgrind; the tests without a server once more with
 # clang, and the threaded ones under ThreadSanitizer. The tests start their
 # own servers on free loopback ports and stop them afterwards, also when a
 # test fails.
@@ -143,12 +144,12 @@ run sanitize "-LE nosanitize" \
     -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=address,undefined
 # Under valgrind: all but the repeats that find nothing ASan and the other
 # passes do not (label novalgrind; the reasons in tests/CMakeLists.txt).
-# CI's budget: the whole run under 45 minutes (one CI machine took 38 min
-# to the end of this pass when the tests ran one at a time). With ctest
+# CI's budget: the whole command within 25 minutes on 2 cores. With ctest
 # -j2 (the tests with short timeouts, threads or processes on one key run
 # alone under valgrind and TSan: RUN_SERIAL in tests/CMakeLists.txt) this
 # pass took 7 min 55 s with its build in a fresh Debian 12 root on 2
-# cores with nothing else running (the whole command: 25 min 38 s).
+# cores with nothing else running, before it left out 35 more tests
+# (about 39% of its test-seconds; tests/TIERS.md has the figures).
 run valgrind "-LE novalgrind" \
     -DCMAKE_BUILD_TYPE=Debug -DSLUICE_VALGRIND=ON
 # ThreadSanitizer over the tests that run threads (label tsan).
