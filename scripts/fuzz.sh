@@ -4,7 +4,9 @@
 # repository's corpus never grows during a test run. Prints the executions
 # of each target; fails on any crash, leak, undefined behaviour or hang, and
 # keeps the input that caused it in build-fuzz/artifacts/.
-#   scripts/fuzz.sh [SECONDS]          each target for SECONDS (default 60)
+#   scripts/fuzz.sh [SECONDS]          each target for SECONDS (default 60),
+#                                      as many side by side as there are
+#                                      CPUs (FUZZ_JOBS), one core each
 #   scripts/fuzz.sh --long [SECONDS]   the long campaign: two workers per
 #                                      target until 10 million executions
 #                                      or SECONDS (default 900) have passed
@@ -50,7 +52,10 @@ executions() {
         awk '{ n += $2 } END { print n + 0 }'
 }
 
-for t in "${targets[@]}"; do
+# fuzz_one TARGET: runs it; its report goes to stdout, and a failure
+# leaves $work/TARGET.failed (and one of the script, no TARGET.done).
+fuzz_one() {
+    local t=$1 built bin corpus before dict common start status took after n logs
     built=$PWD/build-fuzz/tests/fuzz/fuzz_$t
     # A copy runs, so that a rebuild meanwhile finds its file free.
     bin=$work/fuzz_$t
@@ -85,12 +90,30 @@ for t in "${targets[@]}"; do
         printf 'fuzz_%-6s %12d executions in %4d s, corpus %d -> %d, no failure\n' \
             "$t" "$n" "$took" "$before" "$after"
     else
-        failed=1
+        touch "$work/$t.failed"
         printf 'fuzz_%-6s FAILED after %d executions in %d s:\n' "$t" "$n" "$took"
         grep -E -A30 '^==[0-9]+==ERROR|runtime error:|^fuzz_|deadly signal|ERROR: libFuzzer' \
             "$work/$t.log" | head -60 || tail -40 "$work/$t.log"
         ls "$artifacts" | grep "^$t-" | sed "s|^|  artifact: $artifacts/|" || true
         echo "  reproduce: $built ARTIFACT"
     fi
+}
+
+# Each target is one process on one core: with two cores two run side by
+# side and every target still gets its SECONDS of a core (the whole run
+# takes half as long). The long campaign's two workers per target take
+# both cores already: one target at a time there.
+pool=${FUZZ_JOBS:-$(nproc)}
+[[ $long == 0 ]] || pool=1
+for t in "${targets[@]}"; do
+    while [[ $(jobs -rp | wc -l) -ge $pool ]]; do
+        wait -n || true
+    done
+    { fuzz_one "$t" && touch "$work/$t.done"; } >"$work/$t.report" 2>&1 &
+done
+wait
+for t in "${targets[@]}"; do
+    cat "$work/$t.report"
+    [[ -f $work/$t.done && ! -f $work/$t.failed ]] || failed=1
 done
 exit $failed
