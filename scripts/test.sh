@@ -64,7 +64,7 @@ skipped() { # BUILD_DIR
 
 if want format; then
     echo "== format"
-    clang-format --dry-run -Werror src/*.c src/*.h src/backends/*.c src/cli/*.[ch] \
+    clang-format --dry-run -Werror src/*.c src/*.h src/net/*.[ch] src/backends/*.[ch] src/cli/*.[ch] \
         include/*.h include/sluice/*.h tests/*.c tests/*.h examples/*.c bench/*.c \
         tests/consumers/*.c tests/consumers/*.cpp tests/fuzz/*.c
     scripts/check-readme.sh # the README's API listing is examples/quickstart.c

@@ -14,7 +14,7 @@
 #ifndef SL_ENGINE_H
 #define SL_ENGINE_H
 
-#include "conn.h"
+#include "net/conn.h"
 
 #define SL_ENGINE_CONNS 80 /* a cluster's 64 nodes, and room */
 

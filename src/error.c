@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* error.c - status texts and message formatting. */
-#include "conn.h"
+#include "net/conn.h"
 
 #include <stdio.h>
 

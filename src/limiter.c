@@ -8,7 +8,7 @@
  * round trip, and a change made elsewhere reaches it within that time. */
 #include "limiter.h"
 
-#include "conn.h"
+#include "net/conn.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
  * sl_conn_ensure at the end of this file). Every transport failure closes the
  * connection and fails the replies it awaited, so that the next command
  * reconnects. */
-#include "conn.h"
+#include "net/conn.h"
 
 #include "backend.h"
 #include "engine.h"
