@@ -16,10 +16,10 @@
 #define SL_CONN_H
 
 #include "internal.h"
+#include "net/resp.h"
+#include "net/socket.h"
 
 #include <hiredis/hiredis.h>
-
-#include <sys/socket.h>
 
 struct sl_engine;
 struct sl_job;
@@ -49,12 +49,10 @@ typedef enum sl_phase {
     SL_PHASE_READY
 } sl_phase;
 
-#define SL_CONN_ADDRS 4
-
 typedef struct sl_conn {
-    int fd;              /* -1 when closed */
-    void *ssl;           /* SSL *, when the URL asks for TLS */
-    redisReader *reader; /* replies read and not yet taken */
+    int fd;       /* -1 when closed */
+    void *ssl;    /* SSL *, when the URL asks for TLS */
+    sl_resp resp; /* replies read and not yet taken */
     sl_phase phase;
     bool want_write; /* TLS: the last SSL call wants the socket writable */
     /* Commands queued: obuf[owrote, olen) is still to be written. queued
@@ -83,10 +81,9 @@ typedef struct sl_conn {
     /* The addresses of the host, resolved on the first connect (numeric
      * hosts without a lookup; names on a thread, never blocking the
      * caller): a reconnect does not look up again. */
-    struct lookup *lookup; /* under way: fd is its end of a socket pair */
-    struct sockaddr_storage addrs[SL_CONN_ADDRS];
-    socklen_t addr_lens[SL_CONN_ADDRS];
-    size_t naddrs, addr_at;
+    sl_lookup *lookup; /* under way: fd is its end of a socket pair */
+    sl_addrs addrs;
+    size_t addr_at;       /* the one tried now */
     uint64_t round_trips; /* writes that carried requests to the server */
     uint64_t reopened;    /* idle connections found closed and reopened */
     /* Connect attempts that failed in a row, and the time (monotonic ms)
@@ -97,16 +94,8 @@ typedef struct sl_conn {
     int64_t retry_at;
     char last_failure[SL_ERR_LEN]; /* the message of the last failure */
     sluice_status last_status;     /* and its status */
-    /* The cap on one reply (max_reply_bytes), what the reply under way
-     * has cost so far (its objects, as hiredis allocates them), and
-     * whether the reader stopped at the cap. */
-    size_t reply_cap, reply_bytes;
-    bool reply_too_big;
-    bool got_reply; /* any reply came on this connection */
+    bool got_reply;                /* any reply came on this connection */
 } sl_conn;
-
-/* Monotonic milliseconds, the clock of every deadline. */
-int64_t sl_mono_ms(void);
 
 /* eng NULL: the connection is used on its own, blocking. */
 void sl_conn_init(sl_conn *cn, const sl_endpoint *ep,
@@ -193,17 +182,6 @@ sluice_status sl_conn_reply_status(const sl_conn *cn, const redisReply *rep,
 /* The connection's server as "host:port" or the socket's path, for
  * messages. */
 const char *sl_conn_endpoint(const sl_conn *cn, char *buf, size_t len);
-
-/* error.c: a reply type's name ("bulk string", "integer", ...), and a
- * reply described for a message: its type and, printably quoted and cut
- * short, its value ("error \"ERR \x1b[31m...\"", "integer -1"). */
-const char *sl_reply_type_name(int type);
-void sl_reply_describe(char *dst, size_t dst_len, const redisReply *r);
-
-/* Checks what a connection will need of the URL's TLS settings (its
- * files readable, its certificate and key a pair), so that a bad setting
- * is SLUICE_EURL when the handle opens, not a failure of every call. */
-sluice_status sl_tls_check(const sl_url *url, char *err, size_t err_len);
 
 struct sl_request;
 
