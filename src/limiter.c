@@ -8,8 +8,6 @@
  * round trip, and a change made elsewhere reaches it within that time. */
 #include "limiter.h"
 
-#include "net/conn.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

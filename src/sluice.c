@@ -11,10 +11,10 @@
  * round trip ahead of it and its own. The order of arrival is the order in
  * the batch, so requests on one key keep their order. */
 #include "backend.h"
-#include "net/tls.h"
 #include "denycache.h"
 #include "engine.h"
 #include "limiter.h"
+#include "net/tls.h"
 #include "stats.h"
 
 #include <pthread.h>

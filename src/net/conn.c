@@ -9,8 +9,6 @@
  * reconnects. */
 #include "net/conn.h"
 
-#include "backend.h"
-#include "engine.h"
 #include "net/socket.h"
 #include "net/tls.h"
 
@@ -25,6 +23,20 @@
 
 #define READ_CHUNK (16 * 1024)
 
+/* Whether an owner's loop drives the connection (sl_conn_events), not a
+ * user of its own that waits for it (sl_conn_ensure). */
+static bool driven(const sl_conn *cn)
+{
+    return cn->ev.unwatch != NULL;
+}
+
+/* The socket is about to close: the owner's loop stops watching it. */
+static void unwatch(sl_conn *cn)
+{
+    if (cn->ev.unwatch != NULL)
+        cn->ev.unwatch(cn->ev.data, cn);
+}
+
 /* "host:port" or the socket's path, for messages. */
 static const char *endpoint(const sl_conn *cn, char *buf, size_t len)
 {
@@ -37,16 +49,14 @@ static const char *endpoint(const sl_conn *cn, char *buf, size_t len)
     return buf;
 }
 
-void sl_conn_init(sl_conn *cn, const sl_endpoint *ep,
-                  const sluice_options *opts, const char *who, sl_engine *eng)
+void sl_conn_prepare(sl_conn *cn, const sl_endpoint *ep,
+                     const sluice_options *opts, const char *who)
 {
     memset(cn, 0, sizeof(*cn));
     cn->fd = -1;
     cn->ep = ep;
     cn->opts = opts;
     cn->who = who;
-    if (eng != NULL && sl_engine_add_conn(eng, cn))
-        cn->eng = eng;
 }
 
 bool sl_conn_is_open(const sl_conn *cn)
@@ -62,8 +72,7 @@ bool sl_conn_is_ready(const sl_conn *cn)
 /* Closes the socket and forgets what was queued and read. */
 static void drop_socket(sl_conn *cn)
 {
-    if (cn->eng != NULL)
-        sl_engine_forget_fd(cn->eng, cn);
+    unwatch(cn);
     if (cn->ssl != NULL) {
         sl_tls_free(cn->ssl);
         cn->ssl = NULL;
@@ -175,7 +184,7 @@ static void close_quietly(sl_conn *cn, const char *why)
  * them (it is not ready yet): their bytes leave the buffer, and their
  * expectations go to gone (room for qlen; NULL: dropped). A command spans
  * from its start to the next one's. Returns how many went. */
-static size_t withdraw(sl_conn *cn, const sl_job *job, sl_expect *gone)
+static size_t withdraw(sl_conn *cn, const struct sl_job *job, sl_expect *gone)
 {
     sl_expect *q = cn->q;
     size_t head = cn->qhead, len = cn->qlen, cap = cn->qcap, k, kept = 0,
@@ -205,7 +214,7 @@ static size_t withdraw(sl_conn *cn, const sl_job *job, sl_expect *gone)
     return ngone;
 }
 
-bool sl_conn_withdraw(sl_conn *cn, const sl_job *job)
+bool sl_conn_withdraw(sl_conn *cn, const struct sl_job *job)
 {
     if (cn->phase == SL_PHASE_READY || !sl_conn_serves(cn, job))
         return false;
@@ -213,7 +222,8 @@ bool sl_conn_withdraw(sl_conn *cn, const sl_job *job)
     return true;
 }
 
-sluice_status sl_conn_expire(sl_conn *cn, const sl_job *job, const char *msg)
+sluice_status sl_conn_expire(sl_conn *cn, const struct sl_job *job,
+                             const char *msg)
 {
     sl_expect *gone;
     size_t k, ngone;
@@ -238,7 +248,9 @@ sluice_status sl_conn_expire(sl_conn *cn, const sl_job *job, const char *msg)
             "%s: %s: not connected within %lld ms (timeout_ms=%u; %s); "
             "nothing was sent, and the connect goes on for the next calls",
             cn->who, endpoint(cn, ep, sizeof(ep)),
-            (long long)sl_engine_waited(job), cn->opts->command_timeout_ms,
+            (long long)(cn->ev.waited != NULL ? cn->ev.waited(cn->ev.data, job)
+                                              : 0),
+            cn->opts->command_timeout_ms,
             cn->phase == SL_PHASE_RESOLVING    ? "host name lookup under way"
             : cn->phase == SL_PHASE_CONNECTING ? "connect() under way"
             : cn->phase == SL_PHASE_TLS        ? "TLS handshake under way"
@@ -257,7 +269,7 @@ void sl_conn_doom(sl_conn *cn)
         cn->doomed = true;
 }
 
-void sl_conn_forget(sl_conn *cn, const sl_job *job)
+void sl_conn_forget(sl_conn *cn, const struct sl_job *job)
 {
     size_t k;
 
@@ -271,7 +283,7 @@ void sl_conn_forget(sl_conn *cn, const sl_job *job)
     }
 }
 
-bool sl_conn_serves(const sl_conn *cn, const sl_job *job)
+bool sl_conn_serves(const sl_conn *cn, const struct sl_job *job)
 {
     size_t k;
 
@@ -443,8 +455,7 @@ static void lookup_done(sl_conn *cn)
 
     if (rc < 0)
         return; /* not yet */
-    if (cn->eng != NULL)
-        sl_engine_forget_fd(cn->eng, cn);
+    unwatch(cn);
     close(cn->fd);
     cn->fd = -1;
     cn->lookup = NULL;
@@ -527,8 +538,7 @@ static void connect_done(sl_conn *cn)
         return;
     }
     if (cn->addr_at + 1 < cn->addrs.n) {
-        if (cn->eng != NULL)
-            sl_engine_forget_fd(cn->eng, cn);
+        unwatch(cn);
         close(cn->fd);
         cn->fd = -1;
         cn->addr_at++;
@@ -628,7 +638,7 @@ sluice_status sl_conn_append(sl_conn *cn, int argc, const char **argv,
     size_t n;
 
     /* Blocking users check in sl_conn_ensure, before they append. */
-    if (cn->eng != NULL)
+    if (driven(cn))
         check_idle(cn);
     if (!obuf_reserve(cn, sl_resp_size(argc, argv, lens))) {
         sl_errf(err, err_len, "%s: out of memory queueing a command", cn->who);
@@ -648,7 +658,7 @@ sluice_status sl_conn_appendf(sl_conn *cn, char *err, size_t err_len,
     va_list ap;
     int len;
 
-    if (cn->eng != NULL)
+    if (driven(cn))
         check_idle(cn);
     va_start(ap, fmt);
     len = redisvFormatCommand(&cmd, fmt, ap);
@@ -667,7 +677,8 @@ sluice_status sl_conn_appendf(sl_conn *cn, char *err, size_t err_len,
     return SLUICE_OK;
 }
 
-sluice_status sl_conn_expect(sl_conn *cn, sl_reply_fn fn, sl_job *job, size_t i)
+sluice_status sl_conn_expect(sl_conn *cn, sl_reply_fn fn, struct sl_job *job,
+                             size_t i)
 {
     if (cn->qlen == cn->qcap) {
         size_t cap = cn->qcap ? cn->qcap * 2 : 16, k;
@@ -860,7 +871,7 @@ static void io_read(sl_conn *cn)
             dispatch(cn);
             if (cn->fd < 0)
                 return;
-            if (cn->phase == SL_PHASE_READY && cn->qlen == 0 && cn->eng != NULL)
+            if (cn->phase == SL_PHASE_READY && cn->qlen == 0 && driven(cn))
                 close_quietly(cn, "closed the idle connection");
             else
                 failed(cn, SLUICE_EIO,
@@ -997,81 +1008,7 @@ void sl_conn_close(sl_conn *cn)
     cn->qcap = cn->qhead = cn->qlen = 0;
 }
 
-/* ------------------------------------------------------------ replies */
-
-/* twemproxy answers with its own errors for a server it cannot reach:
- * "ERR " and strerror() of the failure, or "ERR unknown" when it had no
- * errno (nutcracker 0.5.0's msg_get_error): the server closed the
- * connection with requests in flight. That one exactly: Redis's own
- * "ERR unknown command ..." is an error of the server. */
-static bool proxy_failure(const char *s)
-{
-    return strncmp(s, "ERR Connection refused", 22) == 0 ||
-           strncmp(s, "ERR Connection reset by peer", 28) == 0 ||
-           strncmp(s, "ERR Connection timed out", 24) == 0 ||
-           strncmp(s, "ERR Invalid argument", 20) == 0 ||
-           strcmp(s, "ERR unknown") == 0;
-}
-
 const char *sl_conn_endpoint(const sl_conn *cn, char *buf, size_t len)
 {
     return endpoint(cn, buf, len);
-}
-
-sluice_status sl_conn_reply_status(const sl_conn *cn, const redisReply *rep,
-                                   char *err, size_t err_len)
-{
-    char ep[300], said[SL_ESCAPE_SHOWN * 4 + 32];
-
-    if (rep->type != REDIS_REPLY_ERROR)
-        return SLUICE_OK;
-    endpoint(cn, ep, sizeof(ep));
-    sl_escape(said, sizeof(said), rep->str, rep->len);
-    if (proxy_failure(rep->str)) {
-        sl_errf(err, err_len,
-                "%s: %s cannot reach the Redis server of this key: %s", cn->who,
-                ep, said);
-        return strstr(rep->str, "timed out") ? SLUICE_ETIMEOUT : SLUICE_EIO;
-    }
-    /* A server that wants a password says so in two ways: NOAUTH, or, for
-     * a command of more than ten arguments, a protocol error. */
-    if (strncmp(rep->str, "NOAUTH", 6) == 0 ||
-        strstr(rep->str, "unauthenticated") != NULL) {
-        sl_errf(err, err_len,
-                "%s: %s requires authentication; give the password in "
-                "the URL (redis://user:password@host:port) or in "
-                "options.password (SLUICE_PASSWORD for the CLI): %s",
-                cn->who, ep, said);
-        return SLUICE_ESERVER;
-    }
-    sl_errf(err, err_len, "%s: %s answered: %s", cn->who, ep, said);
-    return SLUICE_ESERVER;
-}
-
-sluice_status sl_conn_append_reset(sl_conn *cn, const char *prefix,
-                                   const sl_request *rq, char *err,
-                                   size_t err_len)
-{
-    const sluice_ruleset *rs = rq->rules;
-    const char *argv[1 + SLUICE_MAX_RULES * SL_RESET_KEYS];
-    size_t lens[1 + SLUICE_MAX_RULES * SL_RESET_KEYS], i, j, n, a = 1;
-    char(*keys)[SL_KEY_BUF] =
-        sl_malloc(SLUICE_MAX_RULES * SL_RESET_KEYS * SL_KEY_BUF);
-    sluice_status st;
-
-    if (keys == NULL) {
-        sl_errf(err, err_len, "%s: out of memory", cn->who);
-        return SLUICE_ENOMEM;
-    }
-    argv[0] = "DEL";
-    lens[0] = 3;
-    for (i = 0; i < rs->count; i++) {
-        n = sl_key_reset_set(prefix, rq->key, rq->key_len, &rs->rules[i],
-                             rq->now_ms, keys + a - 1, lens + a);
-        for (j = 0; j < n; j++, a++)
-            argv[a] = keys[a - 1];
-    }
-    st = sl_conn_append(cn, (int)a, argv, lens, err, err_len);
-    sl_free(keys);
-    return st;
 }

@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* conn.h - one connection to a Redis server, owned by sluice: a
- * non-blocking socket (TCP or a Unix-domain socket), TLS over it when the
- * URL asks, sluice's own output buffer, and hiredis's reader to parse the
- * replies. AUTH and SELECT on connect, and the mapping of its failures to
- * sluice statuses; shared by every Redis backend.
+ * non-blocking socket (TCP or a Unix-domain socket, socket.h), TLS over it
+ * when the URL asks (tls.h), sluice's own output buffer, and hiredis's
+ * reader to parse the replies (resp.h). AUTH and SELECT on connect; every
+ * command queued is paired with a callback that gets its reply, in order.
  *
- * A connection is a state machine that never waits by itself: conn_io
+ * A connection is a state machine that never waits by itself: sl_conn_io
  * takes the readiness of its socket, sl_conn_wants says what it waits for
- * and until when. It belongs to an engine (engine.h): every command queued
- * is paired with a callback (sl_conn_expect) that receives its reply, in
- * order, or the failure that ended the connection; the engine's loop, or
- * the caller's, drives the socket. Only the connect at a handle's open
+ * and until when. Its owner drives it and learns of its socket through the
+ * callbacks it sets (sl_conn_events), as hiredis's async context reaches
+ * its event loop; the connection knows nothing of who owns it, and a job
+ * is only a token it hands back. Only the connect at a handle's open
  * waits, with poll() (sl_conn_ensure). */
-#ifndef SL_CONN_H
-#define SL_CONN_H
+#ifndef SL_NET_CONN_H
+#define SL_NET_CONN_H
 
 #include "internal.h"
 #include "net/resp.h"
@@ -21,8 +21,7 @@
 
 #include <hiredis/hiredis.h>
 
-struct sl_engine;
-struct sl_job;
+struct sl_job; /* the owner's: passed back, never looked into */
 struct sl_conn;
 
 /* Receives one command's reply (r, freed by the connection after the
@@ -39,6 +38,18 @@ typedef struct sl_expect {
     size_t i;
     uint64_t start; /* offset of the command's first byte in the stream */
 } sl_expect;
+
+/* What a connection tells its owner and asks of it, set by the owner
+ * before the first command (as hiredis's async context has ev.addRead,
+ * ev.delRead, ...). With none (unwatch NULL) the connection is used on its
+ * own, blocking: its user waits for it (sl_conn_ensure). */
+typedef struct sl_conn_events {
+    void *data; /* the owner's, passed back */
+    /* The socket is about to close: stop watching it. */
+    void (*unwatch)(void *data, struct sl_conn *cn);
+    /* How long job's call has waited so far, in ms: for messages. */
+    int64_t (*waited)(void *data, const struct sl_job *job);
+} sl_conn_events;
 
 typedef enum sl_phase {
     SL_PHASE_CLOSED = 0,
@@ -74,7 +85,7 @@ typedef struct sl_conn {
     bool doomed;                /* closes once what was written is answered */
     bool kept;                  /* the callback keeps the reply it got */
     bool answered;              /* a reply other than an error came */
-    struct sl_engine *eng;      /* NULL: used on its own (blocking) */
+    sl_conn_events ev;          /* the owner's loop; zero: none */
     const sl_endpoint *ep;      /* where, as whom, TLS */
     const sluice_options *opts; /* timeouts, shared by the handle */
     const char *who;            /* backend name, for messages */
@@ -97,10 +108,10 @@ typedef struct sl_conn {
     bool got_reply;                /* any reply came on this connection */
 } sl_conn;
 
-/* eng NULL: the connection is used on its own, blocking. */
-void sl_conn_init(sl_conn *cn, const sl_endpoint *ep,
-                  const sluice_options *opts, const char *who,
-                  struct sl_engine *eng);
+/* A closed connection to ep, for who (a backend's name, in messages); no
+ * events: the owner sets cn->ev to drive it from a loop. */
+void sl_conn_prepare(sl_conn *cn, const sl_endpoint *ep,
+                     const sluice_options *opts, const char *who);
 /* Whether the connection is open (a failure closes it). */
 bool sl_conn_is_open(const sl_conn *cn);
 bool sl_conn_is_ready(const sl_conn *cn);
@@ -173,23 +184,8 @@ sluice_status sl_conn_ensure(sl_conn *cn, char *err, size_t err_len);
  * with SLUICE_EIO; the next command reconnects. */
 void sl_conn_close(sl_conn *cn);
 
-/* SLUICE_OK unless rep is an error reply: then the status it means, with
- * the message. A proxy's "cannot reach the server" errors mean the backend
- * is unavailable (SLUICE_EIO, SLUICE_ETIMEOUT), so that fail policies
- * apply; any other error is SLUICE_ESERVER. */
-sluice_status sl_conn_reply_status(const sl_conn *cn, const redisReply *rep,
-                                   char *err, size_t err_len);
 /* The connection's server as "host:port" or the socket's path, for
  * messages. */
 const char *sl_conn_endpoint(const sl_conn *cn, char *buf, size_t len);
 
-struct sl_request;
-
-/* Queues one DEL of every key that a reset of rq at its time forgets
- * (sl_key_reset_set): shared by every backend that resets on the client's
- * clock. */
-sluice_status sl_conn_append_reset(sl_conn *cn, const char *prefix,
-                                   const struct sl_request *rq, char *err,
-                                   size_t err_len);
-
-#endif /* SL_CONN_H */
+#endif /* SL_NET_CONN_H */

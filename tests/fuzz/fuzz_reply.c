@@ -11,7 +11,7 @@
 #include "sluice.h"
 
 #include "backend.h"
-#include "net/conn.h"
+#include "backends/redis.h"
 #include "evalsha.h"
 #include "plain.h"
 #include "slotmap.h"
