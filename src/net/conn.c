@@ -1,20 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* conn.c - one connection to a Redis server: sluice's own non-blocking
- * socket (TCP, or a Unix-domain socket), TLS over it with OpenSSL when the
- * URL asks, its own output buffer, and the replies parsed by hiredis's
- * reader. A state machine (closed, connecting, TLS, setup, ready) that
- * never waits by itself: the engine waits for the socket (and, at open,
- * sl_conn_ensure at the end of this file). Every transport failure closes the
- * connection and fails the replies it awaited, so that the next command
- * reconnects. */
+/* conn.c - a connection's life once its socket is up, and its command
+ * and reply queue: the setup commands (AUTH, SELECT, PING), then the
+ * commands queued, written without waiting; the replies read, each handed
+ * to the callback of its command in order; and the failures, which close
+ * the connection and fail the replies it awaited, so that the next command
+ * reconnects. Bringing it up is connect.c's; the bytes go through
+ * socket.c or tls.c, and RESP is resp.c's. */
 #include "net/conn.h"
 
 #include "net/socket.h"
 #include "net/tls.h"
 
-#include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,7 +27,7 @@ static bool driven(const sl_conn *cn)
 }
 
 /* The socket is about to close: the owner's loop stops watching it. */
-static void unwatch(sl_conn *cn)
+void sl_conn_unwatch(sl_conn *cn)
 {
     if (cn->ev.unwatch != NULL)
         cn->ev.unwatch(cn->ev.data, cn);
@@ -72,7 +68,7 @@ bool sl_conn_is_ready(const sl_conn *cn)
 /* Closes the socket and forgets what was queued and read. */
 static void drop_socket(sl_conn *cn)
 {
-    unwatch(cn);
+    sl_conn_unwatch(cn);
     if (cn->ssl != NULL) {
         sl_tls_free(cn->ssl);
         cn->ssl = NULL;
@@ -96,8 +92,8 @@ static void drop_socket(sl_conn *cn)
 /* Fails every reply awaited: st and msg, and whether its command may have
  * gone out (written is the stream's offset that reached the socket). The
  * callbacks may queue commands again, on a fresh ring. */
-static void fail_all(sl_conn *cn, sluice_status st, uint64_t written,
-                     const char *msg)
+void sl_conn_fail_all(sl_conn *cn, sluice_status st, uint64_t written,
+                      const char *msg)
 {
     sl_expect *q = cn->q;
     size_t head = cn->qhead, len = cn->qlen, cap = cn->qcap, k;
@@ -117,10 +113,7 @@ static void fail_all(sl_conn *cn, sluice_status st, uint64_t written,
  * last_failure, and every reply awaited failed. A failure before the
  * connection was ready is SLUICE_ECONNECT, counts toward the backoff, and
  * nothing queued went out. */
-static void failed(sl_conn *cn, sluice_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void failed(sl_conn *cn, sluice_status st, const char *fmt, ...)
+void sl_conn_fail(sl_conn *cn, sluice_status st, const char *fmt, ...)
 {
     char msg[SL_ERR_LEN], ep[300];
     bool connecting = cn->phase != SL_PHASE_READY;
@@ -149,7 +142,7 @@ static void failed(sl_conn *cn, sluice_status st, const char *fmt, ...)
     }
     cn->last_status = st;
     drop_socket(cn);
-    fail_all(cn, st, written, cn->last_failure);
+    sl_conn_fail_all(cn, st, written, cn->last_failure);
 }
 
 void sl_conn_abort(sl_conn *cn, sluice_status st, const char *msg)
@@ -157,7 +150,7 @@ void sl_conn_abort(sl_conn *cn, sluice_status st, const char *msg)
     uint64_t written = cn->phase == SL_PHASE_READY ? cn->written : 0;
 
     drop_socket(cn);
-    fail_all(cn, st, written, msg);
+    sl_conn_fail_all(cn, st, written, msg);
 }
 
 /* A quiet close: the server closed an idle connection, or one doomed has
@@ -296,7 +289,7 @@ bool sl_conn_serves(const sl_conn *cn, const struct sl_job *job)
 /* ------------------------------------------------------------ connect */
 
 /* What the setup commands are, in order, for messages. */
-static const char *setup_name(const sl_conn *cn, unsigned k)
+const char *sl_conn_setup_name(const sl_conn *cn, unsigned k)
 {
     const sl_endpoint *u = cn->ep;
     const char *names[3];
@@ -323,7 +316,7 @@ static void ready(sl_conn *cn)
  * answer, so that a refused client is a failure to connect, not of the
  * first request. Nothing queued by callers is written before their
  * replies are in. */
-static void begin_setup(sl_conn *cn)
+void sl_conn_begin_setup(sl_conn *cn)
 {
     const sl_endpoint *u = cn->ep;
     char db[16];
@@ -358,216 +351,6 @@ static void begin_setup(sl_conn *cn)
         ready(cn);
     else
         cn->phase = SL_PHASE_SETUP;
-}
-
-/* One step of the TLS handshake, verification included; the setup once
- * it is done. */
-static void tls_step(sl_conn *cn)
-{
-    char why[SL_ERR_LEN];
-    int rc =
-        sl_tls_handshake(cn->ssl, cn->ep, &cn->want_write, why, sizeof(why));
-
-    if (rc > 0)
-        begin_setup(cn);
-    else if (rc < 0)
-        failed(cn, SLUICE_ECONNECT, "%s", why);
-}
-
-/* The socket is connected: TLS, or the setup. */
-static void connected(sl_conn *cn)
-{
-    if (cn->ep->socket[0] == '\0') {
-        int one = 1;
-
-        setsockopt(cn->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    }
-    cn->got_reply = false;
-    if (!sl_resp_open(&cn->resp, cn->ep->reply_max_bytes > 0
-                                     ? cn->ep->reply_max_bytes
-                                     : SL_REPLY_MAX_DEFAULT)) {
-        failed(cn, SLUICE_ENOMEM, "out of memory setting up the connection");
-        return;
-    }
-    if (cn->ep->tls) {
-        sluice_status st;
-        char why[SL_ERR_LEN];
-
-        if ((cn->ssl = sl_tls_new(cn->ep, cn->fd, &st, why, sizeof(why))) ==
-            NULL) {
-            failed(cn, st, "%s", why);
-            return;
-        }
-        cn->phase = SL_PHASE_TLS;
-        tls_step(cn);
-        return;
-    }
-    begin_setup(cn);
-}
-
-static void connect_failed(sl_conn *cn, int e)
-{
-    const sl_endpoint *u = cn->ep;
-
-    if (e == ETIMEDOUT)
-        failed(cn, SLUICE_ECONNECT,
-               "did not accept the connection in connect_timeout_ms=%u; is "
-               "the server running?",
-               cn->opts->connect_timeout_ms);
-    else if (u->socket[0] != '\0')
-        failed(cn, SLUICE_ECONNECT,
-               "cannot connect to the socket: %s; is the server running, "
-               "listening there (unixsocket), and may this process open it?",
-               strerror(e));
-    else
-        failed(cn, SLUICE_ECONNECT,
-               "cannot connect: %s; is the server running?", strerror(e));
-}
-
-/* Connects to the next address; the socket in cn->fd, connecting. */
-static void try_address(sl_conn *cn)
-{
-    for (;;) {
-        bool next;
-        int e = sl_socket_connect(&cn->addrs, cn->addr_at, cn->connect_deadline,
-                                  &cn->fd, &next);
-
-        if (e == 0 || e == EINPROGRESS) {
-            cn->phase = SL_PHASE_CONNECTING;
-            if (e == 0)
-                connected(cn);
-            return; /* else writable when done */
-        }
-        if (!next || cn->addr_at + 1 >= cn->addrs.n) {
-            connect_failed(cn, e);
-            return;
-        }
-        cn->addr_at++;
-    }
-}
-
-/* The lookup thread is done: its addresses, then the connect. */
-static void lookup_done(sl_conn *cn)
-{
-    sl_lookup *lk = cn->lookup;
-    char why[128];
-    int rc = sl_lookup_finish(lk, cn->fd, &cn->addrs, why, sizeof(why));
-
-    if (rc < 0)
-        return; /* not yet */
-    unwatch(cn);
-    close(cn->fd);
-    cn->fd = -1;
-    cn->lookup = NULL;
-    cn->phase = SL_PHASE_CLOSED;
-    sl_lookup_unref(lk);
-    if (rc > 0) {
-        failed(cn, SLUICE_ECONNECT, "cannot be looked up: %s", why);
-        return;
-    }
-    try_address(cn);
-}
-
-/* The host's addresses, looked up once and kept: a reconnect does not
- * look up again. A socket's path and a numeric address need no lookup; a
- * host name is looked up on a thread, and false is returned meanwhile. */
-static bool resolve(sl_conn *cn)
-{
-    sluice_status st;
-    char why[SL_ERR_LEN];
-
-    if (cn->addrs.n > 0 || sl_socket_addrs_now(cn->ep, &cn->addrs))
-        return true;
-    st = sl_lookup_start(cn->ep, &cn->lookup, &cn->fd, why, sizeof(why));
-    if (st != SLUICE_OK)
-        failed(cn, st, "%s", why);
-    else
-        cn->phase = SL_PHASE_RESOLVING;
-    return false;
-}
-
-/* Starts a connect, unless a backoff holds: then fails at once. */
-static void start_connect(sl_conn *cn)
-{
-    int64_t now = sl_mono_ms();
-
-    if (cn->failures > 0 && now < cn->retry_at) {
-        char msg[SL_ERR_LEN];
-
-        sl_errf(msg, sizeof(msg),
-                "%s (%u failed attempts in a row; the next in %lld ms)",
-                cn->last_failure, cn->failures,
-                (long long)(cn->retry_at - now));
-        cn->last_status = SLUICE_ECONNECT;
-        cn->olen = cn->owrote = 0; /* none of it will go out */
-        cn->queued = cn->written = 0;
-        fail_all(cn, SLUICE_ECONNECT, 0, msg);
-        return;
-    }
-    cn->connect_deadline = now + cn->opts->connect_timeout_ms;
-    cn->addr_at = 0;
-    if (resolve(cn))
-        try_address(cn);
-}
-
-void sl_conn_kick(sl_conn *cn)
-{
-    if (cn->phase == SL_PHASE_CLOSED && cn->qlen > 0)
-        start_connect(cn);
-}
-
-void sl_conn_warm(sl_conn *cn)
-{
-    if (cn->phase == SL_PHASE_CLOSED &&
-        (cn->failures == 0 || sl_mono_ms() >= cn->retry_at))
-        start_connect(cn);
-}
-
-bool sl_conn_is_connecting(const sl_conn *cn)
-{
-    return cn->phase != SL_PHASE_CLOSED && cn->phase != SL_PHASE_READY;
-}
-
-/* connect() finished, well or not. */
-static void connect_done(sl_conn *cn)
-{
-    int soerr = sl_socket_error(cn->fd);
-
-    if (soerr == 0) {
-        connected(cn);
-        return;
-    }
-    if (cn->addr_at + 1 < cn->addrs.n) {
-        unwatch(cn);
-        close(cn->fd);
-        cn->fd = -1;
-        cn->addr_at++;
-        try_address(cn);
-        return;
-    }
-    connect_failed(cn, soerr);
-}
-
-void sl_conn_check_deadline(sl_conn *cn, int64_t now)
-{
-    if (cn->phase == SL_PHASE_CLOSED || cn->phase == SL_PHASE_READY ||
-        now < cn->connect_deadline)
-        return;
-    if (cn->phase == SL_PHASE_RESOLVING)
-        failed(cn, SLUICE_ECONNECT,
-               "cannot be looked up in connect_timeout_ms=%u",
-               cn->opts->connect_timeout_ms);
-    else if (cn->phase == SL_PHASE_CONNECTING)
-        connect_failed(cn, ETIMEDOUT);
-    else if (cn->phase == SL_PHASE_TLS)
-        failed(cn, SLUICE_ECONNECT,
-               "TLS handshake did not finish in connect_timeout_ms=%u; is it "
-               "a TLS port?",
-               cn->opts->connect_timeout_ms);
-    else
-        failed(cn, SLUICE_ECONNECT,
-               "did not answer %s in connect_timeout_ms=%u", setup_name(cn, 0),
-               cn->opts->connect_timeout_ms);
 }
 
 /* ------------------------------------------------------------ writing */
@@ -623,7 +406,7 @@ static bool idle_connection_is_sound(sl_conn *cn);
 /* Before the first command queued on an idle connection: one the server
  * closed meanwhile (its idle timeout, a restart, CLIENT KILL) is reopened,
  * and the command sent on the new one, since nothing of it went out. */
-static void check_idle(sl_conn *cn)
+void sl_conn_check_idle(sl_conn *cn)
 {
     if (cn->phase == SL_PHASE_READY && cn->olen == cn->owrote &&
         cn->qlen == 0 && !idle_connection_is_sound(cn)) {
@@ -639,7 +422,7 @@ sluice_status sl_conn_append(sl_conn *cn, int argc, const char **argv,
 
     /* Blocking users check in sl_conn_ensure, before they append. */
     if (driven(cn))
-        check_idle(cn);
+        sl_conn_check_idle(cn);
     if (!obuf_reserve(cn, sl_resp_size(argc, argv, lens))) {
         sl_errf(err, err_len, "%s: out of memory queueing a command", cn->who);
         return SLUICE_ENOMEM;
@@ -659,7 +442,7 @@ sluice_status sl_conn_appendf(sl_conn *cn, char *err, size_t err_len,
     int len;
 
     if (driven(cn))
-        check_idle(cn);
+        sl_conn_check_idle(cn);
     va_start(ap, fmt);
     len = redisvFormatCommand(&cmd, fmt, ap);
     va_end(ap);
@@ -707,7 +490,7 @@ sluice_status sl_conn_expect(sl_conn *cn, sl_reply_fn fn, struct sl_job *job,
  * connection is ready, what was queued. With send()'s MSG_NOSIGNAL (or the
  * TLS BIO that uses it): a write on a connection the server has closed
  * must not raise SIGPIPE, whose default action kills the host process. */
-static void io_write(sl_conn *cn)
+void sl_conn_write(sl_conn *cn)
 {
     bool setup = cn->phase == SL_PHASE_SETUP;
     const char *buf = setup ? cn->sbuf : cn->obuf;
@@ -727,8 +510,8 @@ static void io_write(sl_conn *cn)
         if (n == -1)
             return;
         if (n < 0) {
-            failed(cn, SLUICE_EIO, "sending: %s; the next call reconnects",
-                   why);
+            sl_conn_fail(cn, SLUICE_EIO,
+                         "sending: %s; the next call reconnects", why);
             return;
         }
         *off += (size_t)n;
@@ -763,13 +546,13 @@ static int read_some(sl_conn *cn)
     if (n == 0 || n == -1)
         return (int)n;
     if (n < 0) {
-        failed(cn, SLUICE_EIO,
-               "reading a reply: %s%s; the next call reconnects", why,
-               tls_hint(cn));
+        sl_conn_fail(cn, SLUICE_EIO,
+                     "reading a reply: %s%s; the next call reconnects", why,
+                     tls_hint(cn));
         return -2;
     }
     if (!sl_resp_feed(&cn->resp, buf, (size_t)n, &st, why, sizeof(why))) {
-        failed(cn, st, "%s", why);
+        sl_conn_fail(cn, st, "%s", why);
         return -2;
     }
     return 1;
@@ -784,7 +567,7 @@ static int take_reply(sl_conn *cn, redisReply **r)
     int got = sl_resp_take(&cn->resp, r, &st, why, sizeof(why));
 
     if (got < 0)
-        failed(cn, st, "%s", why);
+        sl_conn_fail(cn, st, "%s", why);
     else if (got > 0)
         cn->got_reply = true;
     return got;
@@ -808,7 +591,8 @@ static void setup_reply(sl_conn *cn, redisReply *r)
         char said[SL_ESCAPE_SHOWN * 4 + 32];
 
         sl_escape(said, sizeof(said), r->str, r->len);
-        failed(cn, SLUICE_ECONNECT, "refused %s: %s", setup_name(cn, k), said);
+        sl_conn_fail(cn, SLUICE_ECONNECT, "refused %s: %s",
+                     sl_conn_setup_name(cn, k), said);
         return;
     }
     if (--cn->setup_left == 0)
@@ -832,9 +616,9 @@ static void dispatch(sl_conn *cn)
         }
         if (cn->qlen == 0) {
             freeReplyObject(r);
-            failed(cn, SLUICE_EPROTO,
-                   "sent a reply nobody asked for; the connection is "
-                   "dropped");
+            sl_conn_fail(cn, SLUICE_EPROTO,
+                         "sent a reply nobody asked for; the connection is "
+                         "dropped");
             return;
         }
         if (r->type != REDIS_REPLY_ERROR) {
@@ -858,7 +642,7 @@ static void dispatch(sl_conn *cn)
 }
 
 /* Reads and hands out replies; an end of stream fails what is awaited. */
-static void io_read(sl_conn *cn)
+void sl_conn_read(sl_conn *cn)
 {
     int rc, rounds;
 
@@ -874,13 +658,14 @@ static void io_read(sl_conn *cn)
             if (cn->phase == SL_PHASE_READY && cn->qlen == 0 && driven(cn))
                 close_quietly(cn, "closed the idle connection");
             else
-                failed(cn, SLUICE_EIO,
-                       "closed the connection%s%s; the next call reconnects",
-                       cn->phase == SL_PHASE_READY
-                           ? " with requests in flight; their outcome is "
-                             "unknown"
-                           : "",
-                       tls_hint(cn));
+                sl_conn_fail(
+                    cn, SLUICE_EIO,
+                    "closed the connection%s%s; the next call reconnects",
+                    cn->phase == SL_PHASE_READY
+                        ? " with requests in flight; their outcome is "
+                          "unknown"
+                        : "",
+                    tls_hint(cn));
             return;
         }
         dispatch(cn);
@@ -912,34 +697,6 @@ short sl_conn_wants(const sl_conn *cn)
     return 0;
 }
 
-void sl_conn_io(sl_conn *cn, short revents)
-{
-    switch (cn->phase) {
-    case SL_PHASE_CLOSED:
-        return;
-    case SL_PHASE_RESOLVING:
-        lookup_done(cn);
-        return;
-    case SL_PHASE_CONNECTING:
-        connect_done(cn);
-        return;
-    case SL_PHASE_TLS:
-        tls_step(cn);
-        return;
-    case SL_PHASE_SETUP:
-    case SL_PHASE_READY:
-        break;
-    }
-    if (revents & (POLLOUT | POLLERR | POLLHUP))
-        io_write(cn);
-    if (cn->fd >= 0 && (revents & (POLLIN | POLLERR | POLLHUP)))
-        io_read(cn);
-    /* The setup answered: what was queued goes out now. */
-    if (cn->fd >= 0 && cn->phase == SL_PHASE_READY && cn->owrote < cn->olen &&
-        !cn->want_write)
-        io_write(cn);
-}
-
 /* Whether an idle connection is still fit for a request: the server may
  * have closed it (its idle timeout, a restart, CLIENT KILL), and anything
  * readable on a connection that owes us nothing (a late reply, EOF, an
@@ -957,43 +714,6 @@ static bool idle_connection_is_sound(sl_conn *cn)
         return readable == 0;
     return cn->ssl != NULL ? sl_tls_still_idle(cn->ssl)
                            : sl_socket_still_idle(cn->fd);
-}
-
-/* ------------------------------------------------------- at open */
-
-/* The message of the last failure, and its status. */
-static sluice_status last(const sl_conn *cn, char *err, size_t err_len)
-{
-    sl_errf(err, err_len, "%s", cn->last_failure);
-    return cn->last_status != SLUICE_OK ? cn->last_status : SLUICE_EIO;
-}
-
-sluice_status sl_conn_ensure(sl_conn *cn, char *err, size_t err_len)
-{
-    check_idle(cn);
-    if (cn->phase == SL_PHASE_READY)
-        return SLUICE_OK;
-    if (cn->phase == SL_PHASE_CLOSED) {
-        if (cn->failures > 0 && sl_mono_ms() < cn->retry_at) {
-            sl_errf(err, err_len,
-                    "%s (%u failed attempts in a row; the next in %lld ms)",
-                    cn->last_failure, cn->failures,
-                    (long long)(cn->retry_at - sl_mono_ms()));
-            return SLUICE_ECONNECT;
-        }
-        start_connect(cn);
-    }
-    while (cn->phase != SL_PHASE_CLOSED && cn->phase != SL_PHASE_READY) {
-        int w = sl_socket_wait(cn->fd, sl_conn_wants(cn), cn->connect_deadline);
-
-        if (w > 0)
-            sl_conn_io(cn, (short)w);
-        else if (w == 0)
-            sl_conn_check_deadline(cn, sl_mono_ms());
-        else
-            failed(cn, SLUICE_ECONNECT, "%s", strerror(errno));
-    }
-    return cn->phase == SL_PHASE_READY ? SLUICE_OK : last(cn, err, err_len);
 }
 
 void sl_conn_close(sl_conn *cn)

@@ -188,4 +188,29 @@ void sl_conn_close(sl_conn *cn);
  * messages. */
 const char *sl_conn_endpoint(const sl_conn *cn, char *buf, size_t len);
 
+/* Within src/net: what conn.c (a connection's streams: the setup, the
+ * commands queued and their replies, and the failures that close it)
+ * gives connect.c (bringing it up). */
+/* The connection failed with st: closed, the message kept in
+ * last_failure, and every reply awaited failed. A failure before the
+ * connection was ready is SLUICE_ECONNECT, counts toward the backoff, and
+ * nothing queued went out. */
+void sl_conn_fail(sl_conn *cn, sluice_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Fails every reply awaited with st and msg; written is the stream's
+ * offset that reached the socket (what was sent). */
+void sl_conn_fail_all(sl_conn *cn, sluice_status st, uint64_t written,
+                      const char *msg);
+/* Tells the owner the socket is about to close. */
+void sl_conn_unwatch(sl_conn *cn);
+/* Queues AUTH, SELECT or PING as the connection needs, then is ready. */
+void sl_conn_begin_setup(sl_conn *cn);
+/* The name of setup command k, for messages. */
+const char *sl_conn_setup_name(const sl_conn *cn, unsigned k);
+/* Writes, and reads and hands out replies, without waiting. */
+void sl_conn_write(sl_conn *cn);
+void sl_conn_read(sl_conn *cn);
+/* Drops an idle connection the server closed meanwhile. */
+void sl_conn_check_idle(sl_conn *cn);
+
 #endif /* SL_NET_CONN_H */
