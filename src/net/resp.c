@@ -12,15 +12,6 @@
 
 /* Writes the RESP form of a command ourselves: hiredis's own formatting
  * (sdscatfmt per argument) was the largest client cost per decision. */
-size_t sl_resp_size(int argc, const char **argv, const size_t *lens)
-{
-    size_t need = 24, i;
-
-    for (i = 0; i < (size_t)argc; i++)
-        need += 32 + (lens != NULL ? lens[i] : strlen(argv[i]));
-    return need;
-}
-
 size_t sl_resp_format(char *dst, int argc, const char **argv,
                       const size_t *lens)
 {
@@ -162,52 +153,38 @@ static void too_big(const sl_resp *rs, sluice_status *st, char *why,
             rs->cap);
 }
 
-bool sl_resp_feed(sl_resp *rs, const char *buf, size_t n, sluice_status *st,
-                  char *why, size_t why_len)
+bool sl_resp_feed_failed(sl_resp *rs, sluice_status *st, char *why,
+                         size_t why_len)
 {
-    /* What the reader holds is the reply under way (those before it were
-     * taken): a bulk string is buffered whole before it becomes a reply,
-     * so the cap counts it here. */
     if (rs->reader->len - rs->reader->pos > rs->cap - rs->used) {
         too_big(rs, st, why, why_len);
-        return false;
-    }
-    if (redisReaderFeed(rs->reader, buf, n) != REDIS_OK) {
+    } else {
         *st = SLUICE_ENOMEM;
         sl_errf(why, why_len, "out of memory reading a reply");
-        return false;
     }
-    return true;
+    return false;
 }
 
-int sl_resp_take(sl_resp *rs, redisReply **r, sluice_status *st, char *why,
-                 size_t why_len)
+int sl_resp_take_failed(sl_resp *rs, sluice_status *st, char *why,
+                        size_t why_len)
 {
-    void *p = NULL;
+    const char *said = rs->reader->errstr;
+    char q[300];
 
-    if (redisReaderGetReply(rs->reader, &p) != REDIS_OK) {
-        const char *said = rs->reader->errstr;
-        char q[300];
-
-        if (rs->over) {
-            too_big(rs, st, why, why_len);
-        } else if (rs->reader->err == REDIS_ERR_OOM) {
-            *st = SLUICE_ENOMEM;
-            sl_errf(why, why_len, "out of memory reading a reply");
-        } else {
-            *st = SLUICE_EPROTO;
-            sl_errf(why, why_len,
-                    "sent what is not a Redis reply (%s); the next call "
-                    "reconnects",
-                    said[0] ? (sl_quote(q, sizeof(q), said, strlen(said)), q)
-                            : "protocol error");
-        }
-        return -1;
+    if (rs->over) {
+        too_big(rs, st, why, why_len);
+    } else if (rs->reader->err == REDIS_ERR_OOM) {
+        *st = SLUICE_ENOMEM;
+        sl_errf(why, why_len, "out of memory reading a reply");
+    } else {
+        *st = SLUICE_EPROTO;
+        sl_errf(why, why_len,
+                "sent what is not a Redis reply (%s); the next call "
+                "reconnects",
+                said[0] ? (sl_quote(q, sizeof(q), said, strlen(said)), q)
+                        : "protocol error");
     }
-    if (p != NULL)
-        rs->used = 0; /* the next reply counts afresh */
-    *r = p;
-    return p != NULL;
+    return -1;
 }
 
 /* ---------------------------------------------------- for messages */

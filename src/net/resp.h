@@ -10,6 +10,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include <string.h>
+
 /* The replies of one connection: hiredis's reader, and what the reply
  * under way has cost against the cap (its objects, as hiredis allocates
  * them). Lives where it is opened: the reader points back at it. */
@@ -23,7 +25,15 @@ typedef struct sl_resp {
 /* The room one command needs in RESP (an upper bound), and the command
  * written at dst, which has that room; returns its length. lens NULL:
  * every argument is a C string. */
-size_t sl_resp_size(int argc, const char **argv, const size_t *lens);
+static inline size_t sl_resp_size(int argc, const char **argv,
+                                  const size_t *lens)
+{
+    size_t need = 24, i;
+
+    for (i = 0; i < (size_t)argc; i++)
+        need += 32 + (lens != NULL ? lens[i] : strlen(argv[i]));
+    return need;
+}
 size_t sl_resp_format(char *dst, int argc, const char **argv,
                       const size_t *lens);
 
@@ -33,15 +43,41 @@ bool sl_resp_open(sl_resp *rs, size_t cap);
 void sl_resp_close(sl_resp *rs);
 /* Whether bytes of a reply not yet complete are held. */
 bool sl_resp_pending(const sl_resp *rs);
+/* The failures of sl_resp_feed and sl_resp_take, out of their way. */
+bool sl_resp_feed_failed(sl_resp *rs, sluice_status *st, char *why,
+                         size_t why_len);
+int sl_resp_take_failed(sl_resp *rs, sluice_status *st, char *why,
+                        size_t why_len);
+
 /* Feeds n bytes read; false (the connection is to be dropped): st and why
- * say what failed, the cap or memory. */
-bool sl_resp_feed(sl_resp *rs, const char *buf, size_t n, sluice_status *st,
-                  char *why, size_t why_len);
+ * say what failed, the cap or memory. What the reader holds is the reply
+ * under way (those before it were taken): a bulk string is buffered whole
+ * before it becomes a reply, so the cap counts it here. Inline, as the
+ * take below: both run for every reply. */
+static inline bool sl_resp_feed(sl_resp *rs, const char *buf, size_t n,
+                                sluice_status *st, char *why, size_t why_len)
+{
+    if (rs->reader->len - rs->reader->pos > rs->cap - rs->used ||
+        redisReaderFeed(rs->reader, buf, n) != REDIS_OK)
+        return sl_resp_feed_failed(rs, st, why, why_len);
+    return true;
+}
+
 /* Takes the next complete reply: 1 one in *r (the caller's to free with
  * freeReplyObject), 0 none yet, -1 the bytes are not RESP, or the cap or
  * memory stopped the reader: st and why say which. */
-int sl_resp_take(sl_resp *rs, redisReply **r, sluice_status *st, char *why,
-                 size_t why_len);
+static inline int sl_resp_take(sl_resp *rs, redisReply **r, sluice_status *st,
+                               char *why, size_t why_len)
+{
+    void *p = NULL;
+
+    if (redisReaderGetReply(rs->reader, &p) != REDIS_OK)
+        return sl_resp_take_failed(rs, st, why, why_len);
+    if (p != NULL)
+        rs->used = 0; /* the next reply counts afresh */
+    *r = p;
+    return p != NULL;
+}
 
 /* A reply type's name ("bulk string", "integer", ...), and a reply
  * described for a message: its type and, printably quoted and cut short,

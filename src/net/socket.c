@@ -213,39 +213,37 @@ int sl_socket_error(int fd)
 
 /* ---------------------------------------------------- reads, writes */
 
-ssize_t sl_socket_read(int fd, char *buf, size_t len, char *why, size_t why_len)
+ssize_t sl_socket_read_failed(int fd, char *buf, size_t len, char *why,
+                              size_t why_len)
 {
     for (;;) {
-        ssize_t n = recv(fd, buf, len, 0);
+        ssize_t n;
 
-        if (n >= 0)
-            return n;
-        if (errno == EINTR)
-            continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             return -1;
-        snprintf(why, why_len, "%s", strerror(errno));
-        return -2;
+        if (errno != EINTR) {
+            snprintf(why, why_len, "%s", strerror(errno));
+            return -2;
+        }
+        if ((n = recv(fd, buf, len, 0)) >= 0)
+            return n;
     }
 }
 
-/* With send()'s MSG_NOSIGNAL: a write on a connection the server has
- * closed must not raise SIGPIPE, whose default action kills the host
- * process. */
-ssize_t sl_socket_write(int fd, const char *buf, size_t len, char *why,
-                        size_t why_len)
+ssize_t sl_socket_write_failed(int fd, const char *buf, size_t len, char *why,
+                               size_t why_len)
 {
     for (;;) {
-        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+        ssize_t n;
 
-        if (n >= 0)
-            return n;
-        if (errno == EINTR)
-            continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             return -1;
-        snprintf(why, why_len, "%s", strerror(errno));
-        return -2;
+        if (errno != EINTR) {
+            snprintf(why, why_len, "%s", strerror(errno));
+            return -2;
+        }
+        if ((n = send(fd, buf, len, MSG_NOSIGNAL)) >= 0)
+            return n;
     }
 }
 

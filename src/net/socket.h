@@ -9,6 +9,7 @@
 
 #include "internal.h"
 
+#include <errno.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -50,14 +51,39 @@ int sl_socket_connect(const sl_addrs *a, size_t i, int64_t deadline, int *fd,
 /* The outcome of a connect() under way: 0, or the errno. */
 int sl_socket_error(int fd);
 
+/* What a read or a write that did not go through means (errno): EINTR
+ * tries again, EAGAIN is -1, a failure -2 with why. Out of the way of the
+ * inline calls below, which run for every reply and every command. */
+ssize_t sl_socket_read_failed(int fd, char *buf, size_t len, char *why,
+                              size_t why_len);
+ssize_t sl_socket_write_failed(int fd, const char *buf, size_t len, char *why,
+                               size_t why_len);
+
 /* Reads up to len bytes: > 0 that many, 0 the peer closed, -1 nothing yet,
  * -2 a failure (why). */
-ssize_t sl_socket_read(int fd, char *buf, size_t len, char *why,
-                       size_t why_len);
+static inline ssize_t sl_socket_read(int fd, char *buf, size_t len, char *why,
+                                     size_t why_len)
+{
+    ssize_t n = recv(fd, buf, len, 0);
+
+    if (n >= 0)
+        return n;
+    if (errno == EAGAIN || errno == EWOULDBLOCK)
+        return -1; /* how every round of reads ends */
+    return sl_socket_read_failed(fd, buf, len, why, why_len);
+}
+
 /* Writes up to len bytes: > 0 that many, -1 the socket is full (wait for
- * it to be writable), -2 a failure (why). */
-ssize_t sl_socket_write(int fd, const char *buf, size_t len, char *why,
-                        size_t why_len);
+ * it to be writable), -2 a failure (why). With send()'s MSG_NOSIGNAL: a
+ * write on a connection the server has closed must not raise SIGPIPE,
+ * whose default action kills the host process. */
+static inline ssize_t sl_socket_write(int fd, const char *buf, size_t len,
+                                      char *why, size_t why_len)
+{
+    ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+
+    return n >= 0 ? n : sl_socket_write_failed(fd, buf, len, why, why_len);
+}
 /* For an idle connection: 0 nothing to read, 1 something (bytes or an
  * end), -1 an error or a hang-up. */
 int sl_socket_readable(int fd);
