@@ -27,7 +27,7 @@ SRC = os.path.join(ROOT, "src")
 # Lowest first; a unit takes the first pattern it matches (paths from src/,
 # without extension). A file that matches none is an error: say its layer.
 LAYERS = [
-    ("base", ["alloc", "error", "version", "internal", "slot"]),
+    ("base", ["alloc", "error", "version", "internal", "slot", "clock"]),
     ("logic", ["rule", "algo", "key", "url", "store", "options"]),
     ("net", ["net/*", "conn"]),
     ("engine", ["engine"]),

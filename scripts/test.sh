@@ -80,7 +80,7 @@ skipped() { # BUILD_DIR
 
 if want format; then
     echo "== format"
-    clang-format --dry-run -Werror src/*.c src/*.h src/backends/*.[ch] src/features/*.[ch] \
+    clang-format --dry-run -Werror src/*.c src/*.h src/net/*.[ch] src/backends/*.[ch] src/features/*.[ch] \
         src/cli/*.[ch] \
         include/*.h include/sluice/*.h tests/*.c tests/*.h examples/*.c bench/*.c \
         tests/consumers/*.c tests/consumers/*.cpp tests/fuzz/*.c

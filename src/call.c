@@ -8,8 +8,8 @@
  * same last stages. */
 #include "call.h"
 
-#include "conn.h"
 #include "handle.h"
+#include "net/conn.h"
 
 #include <string.h>
 #include <time.h>

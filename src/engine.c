@@ -4,6 +4,7 @@
 #include "engine.h"
 
 #include "backend.h"
+#include "net/conn.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -18,11 +19,23 @@ void sl_engine_init(sl_engine *e, const sl_url *url)
     e->timer_at = -1;
 }
 
+static void conn_unwatch(void *data, sl_conn *cn)
+{
+    sl_engine_forget_fd(data, cn);
+}
+
+static int64_t conn_waited(void *data, const sl_job *job)
+{
+    (void)data;
+    return sl_engine_waited(job);
+}
+
 bool sl_engine_add_conn(sl_engine *e, sl_conn *cn)
 {
     if (e->nconns == SL_ENGINE_CONNS)
         return false;
     e->conns[e->nconns++] = cn;
+    cn->ev = (sl_conn_events){e, conn_unwatch, conn_waited};
     return true;
 }
 

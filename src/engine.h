@@ -14,7 +14,9 @@
 #ifndef SL_ENGINE_H
 #define SL_ENGINE_H
 
-#include "conn.h"
+#include "internal.h"
+
+struct sl_conn;
 
 #define SL_ENGINE_CONNS 80 /* a cluster's 64 nodes, and room */
 
@@ -54,7 +56,7 @@ typedef struct sl_engine {
     const struct sl_backend *be;
     void *state;
     const sl_url *url;
-    sl_conn *conns[SL_ENGINE_CONNS];
+    struct sl_conn *conns[SL_ENGINE_CONNS];
     size_t nconns;
     sl_job *head, *tail;             /* under way, soonest deadline first */
     sl_job *done_head, *done_tail;   /* answered, callbacks not yet run */
@@ -74,8 +76,9 @@ typedef struct sl_engine {
 } sl_engine;
 
 void sl_engine_init(sl_engine *e, const sl_url *url);
-/* Every connection a backend opens on the engine is registered. */
-bool sl_engine_add_conn(sl_engine *e, sl_conn *cn);
+/* Every connection a backend opens on the engine is registered: the
+ * engine drives it, and sets its events (conn.h). False: no room. */
+bool sl_engine_add_conn(sl_engine *e, struct sl_conn *cn);
 /* Fails every job under way (the handle closes) and tells the loop to
  * stop watching. */
 void sl_engine_shutdown(sl_engine *e);
@@ -112,7 +115,7 @@ void sl_engine_action(sl_engine *e, int fd, int events);
 /* Tells the loop what changed: sockets to watch, the next deadline. */
 void sl_engine_report(sl_engine *e);
 /* The connection's socket is about to close: the loop stops watching. */
-void sl_engine_forget_fd(sl_engine *e, sl_conn *cn);
+void sl_engine_forget_fd(sl_engine *e, struct sl_conn *cn);
 size_t sl_engine_pending(const sl_engine *e);
 /* A job that ended (from its done callback) sleeps until at (monotonic
  * ms); then woken runs, from the loop. At the handle's close, a sleeping

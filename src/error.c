@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* error.c - status texts and message formatting. */
-#include "conn.h"
+#include "internal.h"
 
 #include <stdio.h>
 
@@ -102,49 +102,6 @@ void sl_textf(sl_text *t, const char *fmt, ...)
     va_end(ap);
     if (n > 0)
         t->at += (size_t)n;
-}
-
-const char *sl_reply_type_name(int type)
-{
-    switch (type) {
-    case REDIS_REPLY_STRING:
-        return "bulk string";
-    case REDIS_REPLY_ARRAY:
-        return "array";
-    case REDIS_REPLY_INTEGER:
-        return "integer";
-    case REDIS_REPLY_NIL:
-        return "nil";
-    case REDIS_REPLY_STATUS:
-        return "status";
-    case REDIS_REPLY_ERROR:
-        return "error";
-    default:
-        return "reply of an unknown type";
-    }
-}
-
-void sl_reply_describe(char *dst, size_t dst_len, const redisReply *r)
-{
-    char q[300];
-
-    switch (r->type) {
-    case REDIS_REPLY_STRING:
-    case REDIS_REPLY_STATUS:
-    case REDIS_REPLY_ERROR:
-        sl_quote(q, sizeof(q), r->str, r->len);
-        snprintf(dst, dst_len, "%s \"%s\"", sl_reply_type_name(r->type), q);
-        break;
-    case REDIS_REPLY_INTEGER:
-        snprintf(dst, dst_len, "integer %lld", r->integer);
-        break;
-    case REDIS_REPLY_ARRAY:
-        snprintf(dst, dst_len, "array of %zu", r->elements);
-        break;
-    default:
-        snprintf(dst, dst_len, "%s", sl_reply_type_name(r->type));
-        break;
-    }
 }
 
 void sl_escape(char *dst, size_t dst_len, const void *p, size_t n)

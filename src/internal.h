@@ -45,6 +45,9 @@ typedef struct sl_text {
 void sl_textf(sl_text *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* clock.c: monotonic milliseconds, the clock of every deadline. */
+int64_t sl_mono_ms(void);
+
 /* rule.c */
 const char *sl_algorithm_name(sluice_algorithm a);
 /* Formats a rule back to its canonical text ("token:5/1000ms,burst=10"). */

@@ -12,8 +12,8 @@
  * key keep their order. */
 #include "share.h"
 
-#include "conn.h"
 #include "handle.h"
+#include "net/conn.h"
 
 #include <string.h>
 

@@ -4,8 +4,9 @@
  * loop, and what it tells about itself. Requests run through call.c;
  * threads share a handle through share.c; the fail policy is policy.c's. */
 #include "call.h"
-#include "conn.h"
 #include "handle.h"
+#include "net/conn.h"
+#include "net/tls.h"
 
 #include <string.h>
 #include <time.h>

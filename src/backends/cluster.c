@@ -16,8 +16,9 @@
 #define ASK_WIDTH     3  /* nodes asked for the map at once */
 
 typedef struct node {
-    sl_endpoint ep; /* the handle's endpoint with this node's host, port */
-    sl_conn conn;   /* opened when first needed */
+    struct cluster *cl; /* the cluster it belongs to */
+    sl_endpoint ep;     /* the handle's endpoint with this node's host, port */
+    sl_conn conn;       /* opened when first needed */
     /* The slot map asked of it: outstanding, and in which round. */
     bool asking;
     unsigned round;
@@ -76,6 +77,7 @@ static bool sync_nodes(cluster *c)
 
         if (n == NULL)
             return false;
+        n->cl = c;
         n->ep = c->url->ep;
         snprintf(n->ep.host, sizeof(n->ep.host), "%s",
                  c->map.nodes[c->nnodes].host);
@@ -220,7 +222,7 @@ static void on_slots(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
                      sluice_status st, bool sent, const char *msg)
 {
     node *n = node_of(cn);
-    cluster *c = n->conn.eng->state;
+    cluster *c = n->cl;
     bool current = c->refreshing && n->round == c->round;
 
     (void)job;

@@ -5,7 +5,7 @@
 #define SL_EVALSHA_H
 
 #include "backend.h"
-#include "conn.h"
+#include "backends/redis.h"
 
 #include <string.h>
 

@@ -8,7 +8,7 @@
 #define SL_PLAIN_H
 
 #include "backend.h"
-#include "conn.h"
+#include "backends/redis.h"
 
 #define SL_PLAIN_KEY_SLOTS 1024 /* the table of keys under way */
 

@@ -9,7 +9,7 @@
 #include "features/limiter.h"
 
 #include "call.h"
-#include "conn.h"
+#include "net/conn.h"
 
 #include <stdio.h>
 #include <stdlib.h>

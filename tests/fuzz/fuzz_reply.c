@@ -13,8 +13,9 @@
 #include "backend.h"
 #include "backends/evalsha.h"
 #include "backends/plain.h"
+#include "backends/redis.h"
 #include "backends/slotmap.h"
-#include "conn.h"
+#include "net/conn.h"
 
 #include <hiredis/hiredis.h>
 

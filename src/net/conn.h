@@ -1,28 +1,27 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* conn.h - one connection to a Redis server, owned by sluice: a
- * non-blocking socket (TCP or a Unix-domain socket), TLS over it when the
- * URL asks, sluice's own output buffer, and hiredis's reader to parse the
- * replies. AUTH and SELECT on connect, and the mapping of its failures to
- * sluice statuses; shared by every Redis backend.
+ * non-blocking socket (TCP or a Unix-domain socket, socket.h), TLS over it
+ * when the URL asks (tls.h), sluice's own output buffer, and hiredis's
+ * reader to parse the replies (resp.h). AUTH and SELECT on connect; every
+ * command queued is paired with a callback that gets its reply, in order.
  *
- * A connection is a state machine that never waits by itself: conn_io
+ * A connection is a state machine that never waits by itself: sl_conn_io
  * takes the readiness of its socket, sl_conn_wants says what it waits for
- * and until when. It belongs to an engine (engine.h): every command queued
- * is paired with a callback (sl_conn_expect) that receives its reply, in
- * order, or the failure that ended the connection; the engine's loop, or
- * the caller's, drives the socket. Only the connect at a handle's open
+ * and until when. Its owner drives it and learns of its socket through the
+ * callbacks it sets (sl_conn_events), as hiredis's async context reaches
+ * its event loop; the connection knows nothing of who owns it, and a job
+ * is only a token it hands back. Only the connect at a handle's open
  * waits, with poll() (sl_conn_ensure). */
-#ifndef SL_CONN_H
-#define SL_CONN_H
+#ifndef SL_NET_CONN_H
+#define SL_NET_CONN_H
 
 #include "internal.h"
+#include "net/resp.h"
+#include "net/socket.h"
 
 #include <hiredis/hiredis.h>
 
-#include <sys/socket.h>
-
-struct sl_engine;
-struct sl_job;
+struct sl_job; /* the owner's: passed back, never looked into */
 struct sl_conn;
 
 /* Receives one command's reply (r, freed by the connection after the
@@ -40,6 +39,18 @@ typedef struct sl_expect {
     uint64_t start; /* offset of the command's first byte in the stream */
 } sl_expect;
 
+/* What a connection tells its owner and asks of it, set by the owner
+ * before the first command (as hiredis's async context has ev.addRead,
+ * ev.delRead, ...). With none (unwatch NULL) the connection is used on its
+ * own, blocking: its user waits for it (sl_conn_ensure). */
+typedef struct sl_conn_events {
+    void *data; /* the owner's, passed back */
+    /* The socket is about to close: stop watching it. */
+    void (*unwatch)(void *data, struct sl_conn *cn);
+    /* How long job's call has waited so far, in ms: for messages. */
+    int64_t (*waited)(void *data, const struct sl_job *job);
+} sl_conn_events;
+
 typedef enum sl_phase {
     SL_PHASE_CLOSED = 0,
     SL_PHASE_RESOLVING,  /* the host name looked up on a thread */
@@ -49,12 +60,10 @@ typedef enum sl_phase {
     SL_PHASE_READY
 } sl_phase;
 
-#define SL_CONN_ADDRS 4
-
 typedef struct sl_conn {
-    int fd;              /* -1 when closed */
-    void *ssl;           /* SSL *, when the URL asks for TLS */
-    redisReader *reader; /* replies read and not yet taken */
+    int fd;       /* -1 when closed */
+    void *ssl;    /* SSL *, when the URL asks for TLS */
+    sl_resp resp; /* replies read and not yet taken */
     sl_phase phase;
     bool want_write; /* TLS: the last SSL call wants the socket writable */
     /* Commands queued: obuf[owrote, olen) is still to be written. queued
@@ -76,17 +85,16 @@ typedef struct sl_conn {
     bool doomed;                /* closes once what was written is answered */
     bool kept;                  /* the callback keeps the reply it got */
     bool answered;              /* a reply other than an error came */
-    struct sl_engine *eng;      /* NULL: used on its own (blocking) */
+    sl_conn_events ev;          /* the owner's loop; zero: none */
     const sl_endpoint *ep;      /* where, as whom, TLS */
     const sluice_options *opts; /* timeouts, shared by the handle */
     const char *who;            /* backend name, for messages */
     /* The addresses of the host, resolved on the first connect (numeric
      * hosts without a lookup; names on a thread, never blocking the
      * caller): a reconnect does not look up again. */
-    struct lookup *lookup; /* under way: fd is its end of a socket pair */
-    struct sockaddr_storage addrs[SL_CONN_ADDRS];
-    socklen_t addr_lens[SL_CONN_ADDRS];
-    size_t naddrs, addr_at;
+    sl_lookup *lookup; /* under way: fd is its end of a socket pair */
+    sl_addrs addrs;
+    size_t addr_at;       /* the one tried now */
     uint64_t round_trips; /* writes that carried requests to the server */
     uint64_t reopened;    /* idle connections found closed and reopened */
     /* Connect attempts that failed in a row, and the time (monotonic ms)
@@ -97,21 +105,13 @@ typedef struct sl_conn {
     int64_t retry_at;
     char last_failure[SL_ERR_LEN]; /* the message of the last failure */
     sluice_status last_status;     /* and its status */
-    /* The cap on one reply (max_reply_bytes), what the reply under way
-     * has cost so far (its objects, as hiredis allocates them), and
-     * whether the reader stopped at the cap. */
-    size_t reply_cap, reply_bytes;
-    bool reply_too_big;
-    bool got_reply; /* any reply came on this connection */
+    bool got_reply;                /* any reply came on this connection */
 } sl_conn;
 
-/* Monotonic milliseconds, the clock of every deadline. */
-int64_t sl_mono_ms(void);
-
-/* eng NULL: the connection is used on its own, blocking. */
-void sl_conn_init(sl_conn *cn, const sl_endpoint *ep,
-                  const sluice_options *opts, const char *who,
-                  struct sl_engine *eng);
+/* A closed connection to ep, for who (a backend's name, in messages); no
+ * events: the owner sets cn->ev to drive it from a loop. */
+void sl_conn_prepare(sl_conn *cn, const sl_endpoint *ep,
+                     const sluice_options *opts, const char *who);
 /* Whether the connection is open (a failure closes it). */
 bool sl_conn_is_open(const sl_conn *cn);
 bool sl_conn_is_ready(const sl_conn *cn);
@@ -184,34 +184,33 @@ sluice_status sl_conn_ensure(sl_conn *cn, char *err, size_t err_len);
  * with SLUICE_EIO; the next command reconnects. */
 void sl_conn_close(sl_conn *cn);
 
-/* SLUICE_OK unless rep is an error reply: then the status it means, with
- * the message. A proxy's "cannot reach the server" errors mean the backend
- * is unavailable (SLUICE_EIO, SLUICE_ETIMEOUT), so that fail policies
- * apply; any other error is SLUICE_ESERVER. */
-sluice_status sl_conn_reply_status(const sl_conn *cn, const redisReply *rep,
-                                   char *err, size_t err_len);
 /* The connection's server as "host:port" or the socket's path, for
  * messages. */
 const char *sl_conn_endpoint(const sl_conn *cn, char *buf, size_t len);
 
-/* error.c: a reply type's name ("bulk string", "integer", ...), and a
- * reply described for a message: its type and, printably quoted and cut
- * short, its value ("error \"ERR \x1b[31m...\"", "integer -1"). */
-const char *sl_reply_type_name(int type);
-void sl_reply_describe(char *dst, size_t dst_len, const redisReply *r);
+/* Within src/net: what conn.c (a connection's streams: the setup, the
+ * commands queued and their replies, and the failures that close it)
+ * gives connect.c (bringing it up). */
+/* The connection failed with st: closed, the message kept in
+ * last_failure, and every reply awaited failed. A failure before the
+ * connection was ready is SLUICE_ECONNECT, counts toward the backoff, and
+ * nothing queued went out. */
+void sl_conn_fail(sl_conn *cn, sluice_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Fails every reply awaited with st and msg; written is the stream's
+ * offset that reached the socket (what was sent). */
+void sl_conn_fail_all(sl_conn *cn, sluice_status st, uint64_t written,
+                      const char *msg);
+/* Tells the owner the socket is about to close. */
+void sl_conn_unwatch(sl_conn *cn);
+/* Queues AUTH, SELECT or PING as the connection needs, then is ready. */
+void sl_conn_begin_setup(sl_conn *cn);
+/* The name of setup command k, for messages. */
+const char *sl_conn_setup_name(const sl_conn *cn, unsigned k);
+/* Writes, and reads and hands out replies, without waiting. */
+void sl_conn_write(sl_conn *cn);
+void sl_conn_read(sl_conn *cn);
+/* Drops an idle connection the server closed meanwhile. */
+void sl_conn_check_idle(sl_conn *cn);
 
-/* Checks what a connection will need of the URL's TLS settings (its
- * files readable, its certificate and key a pair), so that a bad setting
- * is SLUICE_EURL when the handle opens, not a failure of every call. */
-sluice_status sl_tls_check(const sl_url *url, char *err, size_t err_len);
-
-struct sl_request;
-
-/* Queues one DEL of every key that a reset of rq at its time forgets
- * (sl_key_reset_set): shared by every backend that resets on the client's
- * clock. */
-sluice_status sl_conn_append_reset(sl_conn *cn, const char *prefix,
-                                   const struct sl_request *rq, char *err,
-                                   size_t err_len);
-
-#endif /* SL_CONN_H */
+#endif /* SL_NET_CONN_H */
