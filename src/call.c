@@ -9,7 +9,6 @@
 #include "call.h"
 
 #include "handle.h"
-#include "net/conn.h"
 
 #include <string.h>
 #include <time.h>
