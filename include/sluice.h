@@ -215,7 +215,8 @@ SLUICE_API void sluice_options_init(sluice_options *opts);
  * capacity, in ms: exact up to 2047 ms, and above that rounded up by less
  * than 0.1 % (never early, never past reset_after_ms), as the padding it
  * lives in holds 16 bits; reset_after_ms, the whole key's, when that is the
- * same or when no rule decided. For a single rule it is always reset_after_ms. NULL: 0. */
+ * same or when no rule decided. For a single rule it is always reset_after_ms.
+ * NULL: 0. */
 SLUICE_API int64_t sluice_result_rule_reset_ms(const sluice_result *res);
 
 /* Static text for a status; never NULL, never to be freed. */

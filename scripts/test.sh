@@ -13,7 +13,7 @@
 #                              examples) in the gcc build: the
 #                              edit-compile-test loop, no installing
 # Each pass picks its tests by the labels of tests/CMakeLists.txt (its
-# Tiers block; tests/TIERS.md has the table of which test runs where).
+# Tiers block; tests/README.md has the table of which test runs where).
 # Each pass runs its tests in parallel (ctest -j, $TEST_JOBS or the number
 # of CPUs; a test that freezes or kills a server has servers of its own),
 # and says how long it took and how many test cases skipped.
@@ -150,7 +150,7 @@ run sanitize "-LE nosanitize" \
 # alone under valgrind and TSan: RUN_SERIAL in tests/CMakeLists.txt) this
 # pass took 7 min 55 s with its build in a fresh Debian 12 root on 2
 # cores with nothing else running, before it left out 35 more tests
-# (about 39% of its test-seconds; tests/TIERS.md has the figures).
+# (about 39% of its test-seconds; tests/README.md has the table).
 run valgrind "-LE novalgrind" \
     -DCMAKE_BUILD_TYPE=Debug -DSLUICE_VALGRIND=ON
 # ThreadSanitizer over the tests that run threads (label tsan).
