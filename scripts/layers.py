@@ -28,7 +28,8 @@ SRC = os.path.join(ROOT, "src")
 # without extension). A file that matches none is an error: say its layer.
 LAYERS = [
     ("base", ["alloc", "error", "version", "internal", "slot", "clock"]),
-    ("logic", ["rule", "algo", "key", "url", "store", "options"]),
+    ("logic", ["rule", "algo", "key", "url", "store", "options",
+               "request"]),
     ("net", ["net/*", "conn"]),
     ("engine", ["engine"]),
     ("backends", ["backend", "backends/*", "plain", "slotmap", "evalsha"]),

@@ -3,8 +3,8 @@
  * the caller's loop (sluice_attach) or, for a blocking call, by poll(). */
 #include "engine.h"
 
-#include "backend.h"
 #include "net/conn.h"
+#include "request.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -12,10 +12,13 @@
 #include <stdio.h>
 #include <string.h>
 
-void sl_engine_init(sl_engine *e, const sl_url *url)
+void sl_engine_init(sl_engine *e, const sl_url *url, const char *name,
+                    const sl_engine_ops *ops)
 {
     memset(e, 0, sizeof(*e));
     e->url = url;
+    e->name = name;
+    e->ops = ops;
     e->timer_at = -1;
 }
 
@@ -107,8 +110,8 @@ void sl_engine_answer(sl_job *job, size_t i, sluice_status st, const char *msg)
         snprintf(job->err, sizeof(job->err), "%s", msg);
     /* Before the count: what the hook starts (the next request on the
      * key) may answer others of this job, never end it. */
-    if (e->be->answered != NULL)
-        e->be->answered(e->state, job, i);
+    if (e->ops->answered != NULL)
+        e->ops->answered(e->state, job, i);
     if (--job->left > 0)
         return;
     job->finished = true;
@@ -142,7 +145,7 @@ static void start_job(sl_engine *e, sl_job *job)
         return;
     }
     insert_by_deadline(e, job);
-    e->be->start(e->state, job);
+    e->ops->start(e->state, job);
 }
 
 /* Connects what has replies waiting and is closed; a connection in a
@@ -224,7 +227,7 @@ static void run_timers(sl_engine *e, int64_t now)
         sl_conn_check_deadline(e->conns[i], now);
     if (e->wake_at > 0 && e->wake_at <= now) {
         e->wake_at = 0;
-        e->be->resume(e->state, NULL);
+        e->ops->resume(e->state, NULL);
     }
     /* The expired: at the head. A backend's step may end other jobs, so
      * the head is looked at afresh after each. */
@@ -233,14 +236,21 @@ static void run_timers(sl_engine *e, int64_t now)
         size_t k;
 
         j->expired = true;
-        e->be->expire(e->state, j);
-        sl_errf(msg, sizeof(msg),
-                "%s: no answer within %lld ms (timeout_ms=%u); the outcome "
-                "is unknown",
-                e->be->name, (long long)sl_engine_waited(j),
-                e->url->opts.command_timeout_ms);
-        for (k = 0; k < j->n && !j->finished; k++)
+        for (i = 0; i < e->nconns && !j->finished; i++)
+            sl_conn_expire(e->conns[i], j);
+        for (k = 0; k < j->n && !j->finished; k++) {
+            if (sl_engine_answered(j, k))
+                continue;
+            if (e->ops->overdue != NULL)
+                e->ops->overdue(e->state, j, k, msg, sizeof(msg));
+            else
+                sl_errf(msg, sizeof(msg),
+                        "%s: no answer within %lld ms (timeout_ms=%u); the "
+                        "outcome is unknown",
+                        e->name, (long long)sl_engine_waited(j),
+                        e->url->opts.command_timeout_ms);
             sl_engine_answer(j, k, j->last, msg);
+        }
         /* Its replies, should any still come, go nowhere. */
         for (i = 0; i < e->nconns; i++)
             sl_conn_forget(e->conns[i], j);
@@ -250,7 +260,7 @@ again:
     for (j = e->head; e->waking > 0 && j != NULL; j = j->next) {
         if (j->wake_at > 0 && j->wake_at <= now) {
             sl_engine_wake(j, 0);
-            e->be->resume(e->state, j);
+            e->ops->resume(e->state, j);
             goto again;
         }
     }
@@ -422,8 +432,7 @@ sluice_status sl_engine_decide(sl_engine *e, const sl_request *reqs, size_t n,
     job.out = out;
     job.marks = n <= sizeof(small) ? small : sl_malloc(n);
     if (job.marks == NULL) {
-        sl_errf(err, err_len, "%s: out of memory for %zu requests", e->be->name,
-                n);
+        sl_errf(err, err_len, "%s: out of memory for %zu requests", e->name, n);
         return SLUICE_ENOMEM;
     }
     e->depth++;

@@ -10,7 +10,8 @@
  * A backend that works on the engine starts a job by queueing its commands
  * on connections with a callback each (conn.h); the callbacks answer the
  * job's requests one by one (sl_engine_answer), or queue the next step
- * (EVAL after NOSCRIPT, a redirection, a retry after a backoff). */
+ * (EVAL after NOSCRIPT, a redirection, a retry after a backoff). The
+ * engine knows the backend only through sl_engine_ops, below. */
 #ifndef SL_ENGINE_H
 #define SL_ENGINE_H
 
@@ -52,8 +53,30 @@ struct sl_job {
     sl_job *prev, *next;
 };
 
+/* What the engine calls of whoever starts jobs on it (the handle's
+ * backend), with that one's state. */
+typedef struct sl_engine_ops {
+    /* Starts deciding the job's requests without waiting: queues commands
+     * with their callbacks on the engine's connections, which answer each
+     * request (sl_engine_answer) now or later. */
+    void (*start)(void *state, sl_job *job);
+    /* Optional, NULL: never asked for. The job's wake_at has come (job
+     * NULL: the engine's own wake_at, sl_engine_wake_all). */
+    void (*resume)(void *state, sl_job *job);
+    /* Optional: request i of the job was answered, by the backend or by
+     * the engine (its deadline, the handle's close); what the backend
+     * keeps for it goes. Called before the job ends. */
+    void (*answered)(void *state, sl_job *job, size_t i);
+    /* Optional: at the job's deadline, request i was carried by no
+     * connection (waiting for a retry, a slot's owner): why, for its
+     * message. NULL: the engine says no answer came in time. */
+    void (*overdue)(void *state, const sl_job *job, size_t i, char *msg,
+                    size_t len);
+} sl_engine_ops;
+
 typedef struct sl_engine {
-    const struct sl_backend *be;
+    const char *name; /* the backend's, for messages */
+    const sl_engine_ops *ops;
     void *state;
     const sl_url *url;
     struct sl_conn *conns[SL_ENGINE_CONNS];
@@ -75,7 +98,8 @@ typedef struct sl_engine {
     bool closing; /* the handle closes: nothing is sent again */
 } sl_engine;
 
-void sl_engine_init(sl_engine *e, const sl_url *url);
+void sl_engine_init(sl_engine *e, const sl_url *url, const char *name,
+                    const sl_engine_ops *ops);
 /* Every connection a backend opens on the engine is registered: the
  * engine drives it, and sets its events (conn.h). False: no room. */
 bool sl_engine_add_conn(sl_engine *e, struct sl_conn *cn);
@@ -92,7 +116,10 @@ static inline bool sl_engine_answered(const sl_job *job, size_t i)
 }
 /* How long the job's call has waited so far, in ms: for messages. */
 int64_t sl_engine_waited(const sl_job *job);
-/* The backend resumes the job at at (monotonic ms; 0: never). */
+/* The backend resumes the job at at (monotonic ms; 0: never). At its
+ * deadline the engine expires the job itself: every connection carrying
+ * its requests fails them (sl_conn_expire), and what is left gets
+ * job->last. */
 void sl_engine_wake(sl_job *job, int64_t at);
 
 /* The blocking call: decides reqs on the engine, driving it with poll().

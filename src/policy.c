@@ -96,7 +96,7 @@ static bool fallback_result(const sluice *sl, const sl_request *rq,
     if (r.now_ms < 0) /* the server's clock: ours instead */
         r.now_ms = sl->url.opts.clock(sl->url.opts.clock_ctx);
     memset(out, 0, sizeof(*out));
-    if (sl_backend_memory.decide(sl->fallback, &r, 1, out, err, sizeof(err)) !=
+    if (sl_memory_decide(sl->fallback, &r, 1, out, err, sizeof(err)) !=
             SLUICE_OK ||
         out->status != SLUICE_OK)
         return false;

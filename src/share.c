@@ -116,8 +116,8 @@ static void run_batch(sluice *sl, sl_waiter *batch)
 
     if (batch->next == NULL) {
         sl->eng.call_started = batch->since;
-        batch->st = sl->backend->decide(sl->state, batch->reqs, batch->n,
-                                        batch->res, batch->err, SL_ERR_LEN);
+        batch->st = sl_engine_decide(&sl->eng, batch->reqs, batch->n,
+                                     batch->res, batch->err, SL_ERR_LEN);
         sl->eng.call_started = 0;
         sl_share_count_trips(sl, batch->n);
         return;
@@ -141,8 +141,8 @@ static void run_batch(sluice *sl, sl_waiter *batch)
             sl_free(res);
         for (w = batch; w != NULL; w = w->next) {
             sl->eng.call_started = w->since;
-            w->st = sl->backend->decide(sl->state, w->reqs, w->n, w->res,
-                                        w->err, SL_ERR_LEN);
+            w->st = sl_engine_decide(&sl->eng, w->reqs, w->n, w->res, w->err,
+                                     SL_ERR_LEN);
         }
         sl->eng.call_started = 0;
         sl_share_count_trips(sl, total);
@@ -154,7 +154,7 @@ static void run_batch(sluice *sl, sl_waiter *batch)
     }
     memset(res, 0, total * sizeof(*res));
     sl->eng.call_started = batch->since;
-    st = sl->backend->decide(sl->state, reqs, total, res, err, SL_ERR_LEN);
+    st = sl_engine_decide(&sl->eng, reqs, total, res, err, SL_ERR_LEN);
     sl->eng.call_started = 0;
     sl_share_count_trips(sl, total);
     at = 0;

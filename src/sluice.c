@@ -95,8 +95,7 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
         goto fail;
     }
     sl_stats_init(&sl->stats, !sl->url.opts.no_metrics);
-    sl_engine_init(&sl->eng, &sl->url);
-    sl->eng.be = sl->backend;
+    sl_engine_init(&sl->eng, &sl->url, sl->backend->name, &sl->backend->ops);
     st = sl->backend->open(&sl->url, &sl->eng, &sl->state, err, err_len);
     if (st != SLUICE_OK) {
         sl_deny_free(&sl->deny);
@@ -177,11 +176,6 @@ sluice_status sluice_attach(sluice *sl, const sluice_loop *loop)
     if (loop == NULL || loop->watch == NULL || loop->timer == NULL) {
         sl_errf(err, SL_ERR_LEN, "attach: the loop needs watch and timer");
         return SLUICE_EINVAL;
-    }
-    if (sl->backend->start == NULL) {
-        sl_errf(err, SL_ERR_LEN, "attach: %s has no event-loop mode",
-                sl->backend->name);
-        return SLUICE_EUNSUPPORTED;
     }
     if (sl->eng.attached) {
         sl_errf(err, SL_ERR_LEN, "attach: the handle is attached already");

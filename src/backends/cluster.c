@@ -708,47 +708,20 @@ static void cluster_resume(void *p, sl_job *job)
         want_refresh(c);
 }
 
-/* The job's deadline passed: nodes still holding its requests are stuck
- * (a node answers in order) and close; requests never sent were not
- * charged. */
-static void cluster_expire(void *p, sl_job *job)
+/* At the job's deadline, request k was with no node (the engine expired
+ * the nodes holding the others: a node answers in order, so they close):
+ * it waited for its slot's owner, and was never sent, nor charged. */
+static void cluster_overdue(void *p, const sl_job *job, size_t k, char *msg,
+                            size_t len)
 {
-    cluster *c = p;
-    char msg[SL_ERR_LEN];
-    size_t i, k;
+    const cluster *c = p;
+    const route *rt = &((const route *)job->data)[k];
 
-    for (i = 0; i < c->nnodes && !job->finished; i++) {
-        node *nd = c->nodes[i];
-
-        sl_errf(msg, sizeof(msg),
-                "cluster: %s:%d did not answer within %lld ms "
-                "(timeout_ms=%u); the outcome is unknown, and the next call "
-                "reconnects",
-                nd->ep.host, nd->ep.port, (long long)sl_engine_waited(job),
-                c->url->opts.command_timeout_ms);
-        sl_conn_expire(&nd->conn, job, msg);
-    }
-    for (k = 0; k < job->n && !job->finished; k++) {
-        route *rt = &((route *)job->data)[k];
-
-        if (sl_engine_answered(job, k))
-            continue;
-        sl_errf(msg, sizeof(msg),
-                "cluster: no owner of slot %u answered within %lld ms "
-                "(failover or resharding under way?)%s%s",
-                rt->slot, (long long)sl_engine_waited(job),
-                c->last_msg[0] ? "; last: " : "", c->last_msg);
-        sl_engine_answer(job, k, job->last, msg);
-    }
-}
-
-static sluice_status cluster_decide(void *p, const sl_request *reqs, size_t n,
-                                    sluice_result *out, char *err,
-                                    size_t err_len)
-{
-    cluster *c = p;
-
-    return sl_engine_decide(c->eng, reqs, n, out, err, err_len);
+    sl_errf(msg, len,
+            "cluster: no owner of slot %u answered within %lld ms "
+            "(failover or resharding under way?)%s%s",
+            rt->slot, (long long)sl_engine_waited(job),
+            c->last_msg[0] ? "; last: " : "", c->last_msg);
 }
 
 static uint64_t cluster_round_trips(void *p)
@@ -767,9 +740,8 @@ const sl_backend sl_backend_cluster = {
     .version = SL_BACKEND_VERSION,
     .open = cluster_open,
     .close = cluster_close,
-    .decide = cluster_decide,
     .round_trips = cluster_round_trips,
-    .start = cluster_start,
-    .resume = cluster_resume,
-    .expire = cluster_expire,
+    .ops = {.start = cluster_start,
+            .resume = cluster_resume,
+            .overdue = cluster_overdue},
 };

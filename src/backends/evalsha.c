@@ -580,28 +580,6 @@ static void evalsha_resume(void *p, sl_job *job)
 
 /* The job's deadline passed: the connection carrying it is stuck (Redis
  * answers in order), so it closes, failing what it carried. */
-static void evalsha_expire(void *p, sl_job *job)
-{
-    state *s = p;
-    char msg[SL_ERR_LEN];
-
-    sl_errf(msg, sizeof(msg),
-            "evalsha: %s:%d did not answer within %lld ms (timeout_ms=%u); "
-            "the outcome is unknown, and the next call reconnects",
-            s->url->ep.host, s->url->ep.port, (long long)sl_engine_waited(job),
-            s->url->opts.command_timeout_ms);
-    sl_conn_expire(&s->conn, job, msg);
-}
-
-static sluice_status evalsha_decide(void *p, const sl_request *reqs, size_t n,
-                                    sluice_result *out, char *err,
-                                    size_t err_len)
-{
-    state *s = p;
-
-    return sl_engine_decide(s->eng, reqs, n, out, err, err_len);
-}
-
 static uint64_t evalsha_round_trips(void *p)
 {
     return ((state *)p)->conn.round_trips;
@@ -612,9 +590,6 @@ const sl_backend sl_backend_evalsha = {
     .version = SL_BACKEND_VERSION,
     .open = evalsha_open,
     .close = evalsha_close,
-    .decide = evalsha_decide,
     .round_trips = evalsha_round_trips,
-    .start = evalsha_start,
-    .resume = evalsha_resume,
-    .expire = evalsha_expire,
+    .ops = {.start = evalsha_start, .resume = evalsha_resume},
 };

@@ -688,9 +688,8 @@ static sluice_status decide_request(store *s, const handle *h,
     return SLUICE_OK;
 }
 
-static sluice_status memory_decide(void *state, const sl_request *reqs,
-                                   size_t n, sluice_result *out, char *err,
-                                   size_t err_len)
+sluice_status sl_memory_decide(void *state, const sl_request *reqs, size_t n,
+                               sluice_result *out, char *err, size_t err_len)
 {
     handle *h = state;
     store *s = h->s;
@@ -720,19 +719,12 @@ static void memory_start(void *state, sl_job *job)
 {
     char err[SL_ERR_LEN] = "";
     sluice_status st =
-        memory_decide(state, job->reqs, job->n, job->out, err, sizeof(err));
+        sl_memory_decide(state, job->reqs, job->n, job->out, err, sizeof(err));
     size_t i;
 
     for (i = 0; i < job->n && !job->finished; i++)
         sl_engine_answer(job, i, st != SLUICE_OK ? st : job->out[i].status,
                          err);
-}
-
-/* Nothing of a memory job waits: neither is ever called. */
-static void memory_nothing(void *state, sl_job *job)
-{
-    (void)state;
-    (void)job;
 }
 
 size_t sl_memory_count(void *state)
@@ -751,8 +743,6 @@ const sl_backend sl_backend_memory = {
     .version = SL_BACKEND_VERSION,
     .open = memory_open,
     .close = memory_close,
-    .decide = memory_decide,
-    .start = memory_start,
-    .resume = memory_nothing,
-    .expire = memory_nothing,
+    /* Nothing of a memory job waits: it never resumes nor expires. */
+    .ops = {.start = memory_start},
 };

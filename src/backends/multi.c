@@ -15,10 +15,8 @@ const sl_backend sl_backend_multi = {
     .version = SL_BACKEND_VERSION,
     .open = multi_open,
     .close = sl_plain_close,
-    .decide = sl_plain_decide,
     .round_trips = sl_plain_round_trips,
-    .start = sl_plain_start,
-    .resume = sl_plain_resume,
-    .expire = sl_plain_expire,
-    .answered = sl_plain_answered,
+    .ops = {.start = sl_plain_start,
+            .resume = sl_plain_resume,
+            .answered = sl_plain_answered},
 };

@@ -692,27 +692,6 @@ void sl_plain_resume(void *state, sl_job *job)
 
 /* The job's deadline passed: the connection carrying it is stuck (Redis
  * answers in order), so it closes, failing what it carried. */
-void sl_plain_expire(void *state, sl_job *job)
-{
-    sl_plain *p = state;
-    char msg[SL_ERR_LEN];
-
-    sl_errf(msg, sizeof(msg),
-            "%s: %s:%d did not answer within %lld ms (timeout_ms=%u); the "
-            "outcome is unknown, and the next call reconnects",
-            p->name, p->url->ep.host, p->url->ep.port,
-            (long long)sl_engine_waited(job), p->url->opts.command_timeout_ms);
-    sl_conn_expire(&p->conn, job, msg);
-}
-
-sluice_status sl_plain_decide(void *state, const sl_request *reqs, size_t n,
-                              sluice_result *out, char *err, size_t err_len)
-{
-    sl_plain *p = state;
-
-    return sl_engine_decide(p->eng, reqs, n, out, err, err_len);
-}
-
 sluice_status sl_plain_open(const sl_url *url, bool multi, sl_engine *eng,
                             void **state, char *err, size_t err_len)
 {

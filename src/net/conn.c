@@ -215,39 +215,42 @@ bool sl_conn_withdraw(sl_conn *cn, const struct sl_job *job)
     return true;
 }
 
-sluice_status sl_conn_expire(sl_conn *cn, const struct sl_job *job,
-                             const char *msg)
+sluice_status sl_conn_expire(sl_conn *cn, const struct sl_job *job)
 {
     sl_expect *gone;
     size_t k, ngone;
     char why[SL_ERR_LEN], ep[300];
+    long long waited =
+        cn->ev.waited != NULL ? (long long)cn->ev.waited(cn->ev.data, job) : 0;
 
     if (!sl_conn_serves(cn, job))
         return SLUICE_OK;
+    endpoint(cn, ep, sizeof(ep));
     if (cn->phase == SL_PHASE_READY || cn->phase == SL_PHASE_CLOSED) {
         /* Sent, and stuck: Redis answers in order, so whatever was sent
          * after it waits too. */
-        sl_conn_abort(cn, SLUICE_ETIMEOUT, msg);
+        sl_errf(why, sizeof(why),
+                "%s: %s did not answer within %lld ms (timeout_ms=%u); the "
+                "outcome is unknown, and the next call reconnects",
+                cn->who, ep, waited, cn->opts->command_timeout_ms);
+        sl_conn_abort(cn, SLUICE_ETIMEOUT, why);
         return SLUICE_ETIMEOUT;
     }
     /* Still connecting: nothing was written, so the job's commands leave
      * the buffer, and the connect goes on for the calls after it. */
-    if ((gone = sl_malloc(cn->qlen * sizeof(*gone))) == NULL) {
-        sl_conn_abort(cn, SLUICE_ECONNECT, msg);
-        return SLUICE_ECONNECT;
-    }
-    ngone = withdraw(cn, job, gone);
     sl_errf(why, sizeof(why),
             "%s: %s: not connected within %lld ms (timeout_ms=%u; %s); "
             "nothing was sent, and the connect goes on for the next calls",
-            cn->who, endpoint(cn, ep, sizeof(ep)),
-            (long long)(cn->ev.waited != NULL ? cn->ev.waited(cn->ev.data, job)
-                                              : 0),
-            cn->opts->command_timeout_ms,
+            cn->who, ep, waited, cn->opts->command_timeout_ms,
             cn->phase == SL_PHASE_RESOLVING    ? "host name lookup under way"
             : cn->phase == SL_PHASE_CONNECTING ? "connect() under way"
             : cn->phase == SL_PHASE_TLS        ? "TLS handshake under way"
                                                : "setup under way");
+    if ((gone = sl_malloc(cn->qlen * sizeof(*gone))) == NULL) {
+        sl_conn_abort(cn, SLUICE_ECONNECT, why);
+        return SLUICE_ECONNECT;
+    }
+    ngone = withdraw(cn, job, gone);
     for (k = 0; k < ngone; k++)
         if (gone[k].fn != NULL)
             gone[k].fn(cn, gone[k].job, gone[k].i, NULL, SLUICE_ECONNECT, false,

@@ -143,12 +143,12 @@ bool sl_conn_serves(const sl_conn *cn, const struct sl_job *job);
 void sl_conn_forget(sl_conn *cn, const struct sl_job *job);
 /* The deadline of job passed with replies of it awaited here. On a ready
  * connection they are stuck (Redis answers in order): it closes, failing
- * what it awaited with SLUICE_ETIMEOUT and msg. On one still connecting
- * nothing was sent: the job's commands leave the buffer, its callbacks get
- * SLUICE_ECONNECT (sent false), and the connect goes on. Returns the
- * status given, SLUICE_OK when nothing of job was here. */
-sluice_status sl_conn_expire(sl_conn *cn, const struct sl_job *job,
-                             const char *msg);
+ * what it awaited with SLUICE_ETIMEOUT and a message naming the endpoint
+ * and the wait. On one still connecting nothing was sent: the job's
+ * commands leave the buffer, its callbacks get SLUICE_ECONNECT (sent
+ * false), and the connect goes on. Returns the status given, SLUICE_OK
+ * when nothing of job was here. */
+sluice_status sl_conn_expire(sl_conn *cn, const struct sl_job *job);
 /* On a connection not ready yet (nothing written): the commands of job
  * leave it, their callbacks uncalled. False when there were none, or the
  * connection is ready (they may have gone out). */

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* request.h - a request as the pipeline (call.c) hands it to a backend,
+ * through the engine: validated, its key within the cap, its rules
+ * checked, its cost in range. */
+#ifndef SL_REQUEST_H
+#define SL_REQUEST_H
+
+#include "internal.h"
+
+typedef enum sl_op {
+    SL_OP_ACQUIRE = 1,
+    SL_OP_PEEK,
+    SL_OP_RESET,
+    SL_OP_AT_MOST, /* acquire at most cost: *granted says how much */
+    SL_OP_REFUND,  /* give back up to cost; answers the state it leaves */
+    /* A named limiter's stored rules, under the key
+     * "<prefix>{key}:rules" (sl_key_rules): */
+    SL_OP_RULES_GET, /* read the value; a keep-alive in it starts again */
+    SL_OP_RULES_PUT, /* store value (cost 1: only if absent), then read */
+    SL_OP_RULES_DEL, /* delete it; found says whether there was one */
+    /* Leases on "<prefix>{key}:lease" (sl_key_lease): cost is the most
+     * holders, ttl_ms the lease time, value the lease's id. */
+    SL_OP_LEASE_ACQUIRE,
+    SL_OP_LEASE_RELEASE
+} sl_op;
+
+/* The longest value a rules op stores or reads. */
+#define SL_VALUE_MAX 512
+
+/* What a rules op read: found, and the value (SL_OP_RULES_GET and PUT).
+ * kept: the backend started the keep-alive in the value again itself (the
+ * script, mem://); the plain backends, which cannot read it first, leave
+ * it false and start the keep-alive they were sent. */
+typedef struct sl_value {
+    bool found;
+    bool kept;
+    size_t len;
+    char buf[SL_VALUE_MAX];
+} sl_value;
+
+/* A validated request: key within the cap, rules checked, cost in range. */
+typedef struct sl_request {
+    sl_op op;
+    const void *key;
+    size_t key_len;
+    const sluice_ruleset *rules;
+    int64_t cost;       /* ignored by reset */
+    int64_t now_ms;     /* the handle's clock; -1: the server's clock */
+    int64_t *granted;   /* SL_OP_AT_MOST: where the amount granted goes */
+    const char *prefix; /* the key prefix; NULL: the handle's */
+    /* Rules ops: the value to store (PUT), its keep-alive in ms (0: none;
+     * GET, for backends that cannot read it first: > 0 starts that one,
+     * -1 takes the key's TTL away, 0 leaves it), and where what was read
+     * goes. */
+    const char *value;
+    size_t value_len;
+    int64_t ttl_ms;
+    sl_value *read;
+} sl_request;
+
+#endif /* SL_REQUEST_H */
