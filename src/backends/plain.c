@@ -28,6 +28,9 @@
  * as it comes. A reply no Redis sends is SLUICE_EPROTO, never a number to
  * decide on, and ends the connection at once (out_of_step): every later
  * reply on it might belong to another command. */
+#include "backends/plain.h"
+
+#include "backends/plain_lease.h"
 #include "backends/plain_ops.h"
 #include "store.h"
 
@@ -54,36 +57,6 @@ static bool has_bucket(const sluice_ruleset *rs)
         if (sl_store_is_bucket(&rs->rules[i]))
             return true;
     return false;
-}
-
-static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
-                     sluice_status st, bool sent, const char *msg);
-
-/* The command just queued (st, the queueing's status) answers to unit u.
- * One that could not be queued breaks the step; the connection then
- * writes nothing more (a MULTI cut short must not go out), and what it
- * carried goes on the next. */
-void sl_plain_expect(sl_plain *p, unit *u, want w, sluice_status st)
-{
-    if (st == SLUICE_OK && u->expect >= STEP_MAX)
-        st = SLUICE_ENOMEM; /* cannot happen: STEP_MAX bounds every step */
-    if (st == SLUICE_OK && u->dry) {
-        u->wants[u->expect++] = (unsigned char)w;
-        return;
-    }
-    if (st == SLUICE_OK)
-        st = sl_conn_expect(&p->conn, on_reply, u->job, u->i);
-    if (st == SLUICE_OK) {
-        u->wants[u->expect++] = (unsigned char)w;
-        return;
-    }
-    if (!u->broken) {
-        u->broken = true;
-        u->st = SLUICE_ENOMEM;
-        sl_errf(u->msg, sizeof(u->msg), "%s: out of memory queueing a command",
-                p->name);
-    }
-    sl_conn_doom(&p->conn);
 }
 
 /* -------------------------------------------------- order and holding */
@@ -717,6 +690,7 @@ sluice_status sl_plain_open(const sl_url *url, bool multi, sl_engine *eng,
     p->multi = multi;
     p->nonce = sl_plain_ops_seed(p);
     sl_conn_init(&p->conn, &url->ep, &url->opts, name, eng);
+    p->on_reply = on_reply;
     /* A server that is down never fails the open (as evalsha_open). */
     st = sl_conn_ensure(&p->conn, err, err_len);
     if (st == SLUICE_ENOMEM) {

@@ -5,7 +5,7 @@
  * A lease is judged on the client, never above the most holders: each
  * lease admitted was counted with every lease added before it, as a
  * window's charge is. */
-#include "backends/plain_ops.h"
+#include "backends/plain_lease.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,172 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* plain_ops.h - what the three files of the plain family share: a request
- * under way (its unit), the reply each command must get (its want), the
- * reply cursor that reads a block's replies in the order they were asked
- * for (plain_reply.c), and the tables of operations, {emit, parse, undo},
- * that the engine side (plain.c) runs: plain_ops.c for the rules' state,
- * plain_lease.c for leases and a named limiter's stored rules. */
+/* plain_ops.h - the table of operations on the rules' state, {emit,
+ * parse, undo} (plain_ops.c), that the steps (plain.c) run: what each
+ * sends and how exactly its replies are read, through the reply cursor
+ * (plain_reply.h). */
 #ifndef SL_PLAIN_OPS_H
 #define SL_PLAIN_OPS_H
 
-#include "algo.h"
-#include "backends/plain.h"
-
-#define KEYBUF SL_KEY_BUF
-
-typedef enum job_mode {
-    JOB_OPTIMISTIC = 1, /* acquire of windows and logs */
-    JOB_READ,           /* peek, or the reads of a watched acquire */
-    JOB_RESET,
-    JOB_RULES, /* a named limiter's stored rules: plain GET, SET, DEL */
-    JOB_LEASE  /* a lease: added, judged, removed again if denied */
-} job_mode;
-
-/* One rule's state as read back, and what a charge must write. */
-typedef struct rule_io {
-    int64_t k, to_end;     /* windows: index and time to its end */
-    int64_t ttl;           /* TTL sent with the optimistic charge */
-    sl_log_entry *entries; /* log: oldest first, without our own */
-    int64_t keep;          /* token, gcra: live at least until then */
-    size_t cap;
-    char member[64]; /* log: our entry */
-} rule_io;
-
-/* The steps of a unit; each queues its commands and ends when their
- * replies are in. */
-typedef enum step {
-    STEP_BLOCK = 1, /* the charge, the reads, or the DEL of a reset */
-    STEP_FOLLOW,    /* taking back a denied charge, re-stamping a log */
-    STEP_WATCH,     /* WATCH and the reads of a bucket acquire */
-    STEP_EXEC       /* its writes in MULTI/EXEC */
-} step;
-
-/* The most replies of a block: a sliding window's four, each rule. */
-#define BLOCK_MAX (4 * SLUICE_MAX_RULES)
-/* The most commands of a step: a block with MULTI and EXEC (a follow-up
- * sends at most four a rule, the writes three, MULTI and EXEC aside). */
-#define STEP_MAX  (BLOCK_MAX + 2)
-
-/* The reply each command must get: the exact type and range Redis gives
- * it. Anything else is a reply no Redis sends (a proxy or server out of
- * step, or not Redis): SLUICE_EPROTO, never a number to decide on. */
-typedef enum want {
-    WANT_OK = 1,   /* +OK: MULTI, WATCH, SET */
-    WANT_OK_NIL,   /* SET ... NX: +OK, or nil when the key exists */
-    WANT_QUEUED,   /* any command inside MULTI */
-    WANT_BOOL,     /* PEXPIRE, PERSIST, ZADD or ZREM of one member: 0 or 1 */
-    WANT_COUNT,    /* DEL, ZREMRANGEBYSCORE: an integer >= 0 */
-    WANT_INT,      /* INCRBY, DECRBY: any integer */
-    WANT_BULK_NIL, /* GET: a bulk string, or nil */
-    WANT_ARRAY,    /* ZRANGE, ZRANGEBYSCORE: an array, read by its parser */
-    WANT_EXEC      /* EXEC: the array of the queued commands' replies, or nil
-                    * after a WATCH */
-} want;
-
-/* One request under way. */
-typedef struct sl_unit unit;
-struct sl_unit {
-    const sl_request *rq;
-    sl_job *job; /* and i, the request's place in it */
-    size_t i;
-    job_mode mode;
-    bool watched; /* a bucket rule: WATCH, read, MULTI/EXEC */
-    bool wrapped; /* its block goes in MULTI/EXEC */
-    bool dry;     /* sl_plain_decode: commands are counted, never sent */
-    step step;    /* the step under way, or waiting for the connection */
-    int attempt;  /* of a watched acquire */
-    size_t ncmds; /* commands of its block, MULTI/EXEC aside */
-    size_t first; /* the want of the block's first command (after MULTI
-                   * or WATCH) */
-    /* The replies of the step: awaited and come; a failure of the
-     * connection under it, and whether any of its commands went out. */
-    size_t expect, got;
-    bool broken, sent, exec_nil;
-    /* A reply no Redis sends came for this step: the connection was ended
-     * (out_of_step), and the request ends with SLUICE_EPROTO. */
-    bool desync;
-    unsigned char wants[STEP_MAX]; /* want of each command of the step */
-    sluice_status st;              /* the step's first failure */
-    char msg[SL_ERR_LEN];
-    redisReply *exec;            /* a wrapped block's EXEC reply */
-    redisReply *reps[BLOCK_MAX]; /* the block's replies (in exec, or own) */
-    rule_io io[SLUICE_MAX_RULES];
-    sl_state_view views[SLUICE_MAX_RULES];
-    sl_verdict v[SLUICE_MAX_RULES];
-    sl_charge ch[SLUICE_MAX_RULES];
-    bool all;
-    int64_t charged;    /* the cost charged: an acquire at most's grant */
-    int64_t lease_last; /* a lease: when the last live one ends */
-    /* The key's queue: the unit under way on the key is in the table
-     * (hnext), with the last unit waiting behind it (qtail). */
-    bool keyed, held;
-    uint32_t hash;
-    unit *hnext, *qtail, *before, *after;
-    unit *hold_prev, *hold_next; /* waiting for the connection */
-};
-
-/* plain.c: the command just queued (st, the queueing's status) answers
- * to unit u with a reply of want w. */
-void sl_plain_expect(sl_plain *p, unit *u, want w, sluice_status st);
-
-/* Queues one command of unit u; hiredis formats it. A dry unit records
- * its want and sends nothing. */
-#define APPEND(p, u, w, ...)        \
-    sl_plain_expect((p), (u), (w),  \
-                    (u)->dry        \
-                        ? SLUICE_OK \
-                        : sl_conn_appendf(&(p)->conn, NULL, 0, __VA_ARGS__))
-
-/* The prefix of u's keys. */
-static inline const char *sl_plain_prefix(const sl_plain *p, const unit *u)
-{
-    return u->rq->prefix != NULL ? u->rq->prefix : p->url->prefix;
-}
-
-/* ------------------------------------------------------ the reply cursor */
-
-/* The replies of one block, read in the order their commands were
- * queued: each read names the want its command was queued with (an
- * assert: parse reads what emit asked, by construction) and the range it
- * accepts; anything else marks the cursor bad, and the block is
- * SLUICE_EPROTO. */
-typedef struct sl_cursor {
-    redisReply **reps;
-    const unsigned char *wants; /* the want each was queued with */
-    size_t n, at;
-    bool bad;
-} sl_cursor;
-
-/* plain_reply.c: frees the replies u keeps; checks reply r to a command
- * of want w as it comes (what names it when it is not a whole reply), an
- * EXEC reply's elements, and takes a wrapped block's replies from its
- * EXEC reply. */
-void sl_plain_reply_release(unit *u);
-void sl_plain_reply_check(sl_plain *p, unit *u, want w, const redisReply *r,
-                          const char *what);
-void sl_plain_reply_check_exec(sl_plain *p, unit *u, const redisReply *x);
-void sl_plain_reply_take_exec(sl_plain *p, unit *u);
-
-/* The cursor over unit u's block (its wants after MULTI or WATCH). */
-sl_cursor sl_plain_cursor(unit *u, redisReply **reps);
-/* The next reply, of want w; NULL (and bad) when it does not fit. */
-const redisReply *sl_cursor_next(sl_cursor *c, want w);
-/* The next reply, of the want it was queued with: one the op does not
- * read (false when it does not fit). */
-bool sl_cursor_skip(sl_cursor *c);
-/* The next reply, an integer of want w within lo..hi. */
-bool sl_cursor_int(sl_cursor *c, want w, int64_t lo, int64_t hi, int64_t *v);
-/* The next reply, a GET of a count: nil is 0, else a whole decimal
- * within lo..hi. */
-bool sl_cursor_count(sl_cursor *c, int64_t lo, int64_t hi, int64_t *v);
-/* Whether every reply was read, none bad. */
-bool sl_cursor_done(const sl_cursor *c);
-
-/* Whether r is what Redis answers to a command of want w, and how a
- * message names w. */
-bool sl_plain_fits(want w, const redisReply *r);
-const char *sl_plain_want_text(want w);
-/* A whole decimal int64, as Redis writes one. */
-bool sl_plain_i64(const char *s, size_t len, int64_t *v);
+#include "backends/plain_reply.h"
 
 /* ------------------------------------------------- the tables of ops */
 
@@ -195,10 +35,11 @@ void sl_plain_ops_watch(sl_plain *p, unit *u);
 /* Where a handle's log members start counting (random). */
 uint64_t sl_plain_ops_seed(const void *p);
 
-/* plain_lease.c: the block of a lease op or a stored-rules op, its parse,
- * and a lease's follow-up. */
-size_t sl_plain_lease_block(sl_plain *p, unit *u);
-sluice_status sl_plain_lease_parse(sl_plain *p, unit *u);
-size_t sl_plain_lease_follow(sl_plain *p, unit *u);
+/* For the fuzzer: reads the n replies of one request's block (a peek's
+ * when read_mode, else an optimistic acquire's) into state views and
+ * decides on them, as a decision does. The caller keeps reps. */
+sluice_status sl_plain_decode(const sl_request *rq, bool read_mode,
+                              redisReply **reps, size_t n, char *err,
+                              size_t err_len);
 
 #endif /* SL_PLAIN_OPS_H */

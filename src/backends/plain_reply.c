@@ -5,11 +5,39 @@
  * the server's status), and the reply cursor through which the tables of
  * plain_ops.c and plain_lease.c read a block's replies in the order they
  * were asked for. */
-#include "backends/plain_ops.h"
+#include "backends/plain_reply.h"
 
 #include <assert.h>
 #include <stdio.h>
 #include <string.h>
+
+/* The command just queued (st, the queueing's status) answers to unit u,
+ * through the steps' callback.
+ * One that could not be queued breaks the step; the connection then
+ * writes nothing more (a MULTI cut short must not go out), and what it
+ * carried goes on the next. */
+void sl_plain_expect(sl_plain *p, unit *u, want w, sluice_status st)
+{
+    if (st == SLUICE_OK && u->expect >= STEP_MAX)
+        st = SLUICE_ENOMEM; /* cannot happen: STEP_MAX bounds every step */
+    if (st == SLUICE_OK && u->dry) {
+        u->wants[u->expect++] = (unsigned char)w;
+        return;
+    }
+    if (st == SLUICE_OK)
+        st = sl_conn_expect(&p->conn, p->on_reply, u->job, u->i);
+    if (st == SLUICE_OK) {
+        u->wants[u->expect++] = (unsigned char)w;
+        return;
+    }
+    if (!u->broken) {
+        u->broken = true;
+        u->st = SLUICE_ENOMEM;
+        sl_errf(u->msg, sizeof(u->msg), "%s: out of memory queueing a command",
+                p->name);
+    }
+    sl_conn_doom(&p->conn);
+}
 
 bool sl_plain_fits(want w, const redisReply *r)
 {

@@ -12,7 +12,7 @@
 
 #include "backend.h"
 #include "backends/evalsha.h"
-#include "backends/plain.h"
+#include "backends/plain_ops.h"
 #include "backends/redis.h"
 #include "backends/slotmap.h"
 #include "net/conn.h"
