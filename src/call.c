@@ -25,9 +25,11 @@ static sluice_status prepare(sluice *sl, sl_op op, const void *key,
     memset(r, 0, sizeof(*r)); /* no prefix, value or read unless set */
     if ((st = sl_key_check(key, key_len, err, SL_ERR_LEN)) != SLUICE_OK)
         return st;
-    if ((st = sluice_ruleset_check(rules, err, SL_ERR_LEN)) != SLUICE_OK)
+    if (sl_op_decides(op) &&
+        (st = sluice_ruleset_check(rules, err, SL_ERR_LEN)) != SLUICE_OK)
         return st;
-    if (op != SL_OP_RESET && (op != SL_OP_REFUND || cost != 0) &&
+    if (sl_op_decides(op) && op != SL_OP_RESET &&
+        (op != SL_OP_REFUND || cost != 0) &&
         (st = sl_cost_check(cost, err, SL_ERR_LEN)) != SLUICE_OK)
         return st;
     /* The server's clock is read by the script; ours is checked here. */
@@ -37,9 +39,11 @@ static sluice_status prepare(sluice *sl, sl_op op, const void *key,
     r->op = op;
     r->key = key;
     r->key_len = key_len;
-    r->rules = rules;
-    r->cost = cost;
     r->now_ms = now;
+    if (sl_op_decides(op)) {
+        r->decide.rules = rules;
+        r->decide.cost = cost;
+    }
     return SLUICE_OK;
 }
 
@@ -117,8 +121,8 @@ static void shadow_at_most(const sluice *sl, const sl_request *rq,
                            sluice_result *r)
 {
     if (sl->url.opts.shadow && r->status == SLUICE_OK &&
-        *rq->granted < rq->cost) {
-        *rq->granted = rq->cost;
+        *rq->decide.granted < rq->decide.cost) {
+        *rq->decide.granted = rq->decide.cost;
         r->allowed = true;
         r->status = SLUICE_SHADOWED;
     }
@@ -293,7 +297,7 @@ static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
         return st;
     t0 = sl_stats_start(&sl->stats);
     st = sl_call_prepare(sl, op, key, key_len, rules, cost, &r, err);
-    r.granted = granted;
+    r.decide.granted = granted;
     if (granted != NULL)
         *granted = 0;
     if (st == SLUICE_OK)
@@ -459,7 +463,7 @@ typedef struct async_call {
     sluice *sl;
     sl_call_to to;
     int64_t granted;
-    char value[24]; /* a lease's id */
+    char lease_id[24];
     sl_op op;
     bool many;
     bool cached;           /* a single call the deny cache answered */
@@ -615,15 +619,18 @@ sluice_status sl_call_ready(const sluice *sl, bool has_answer, char *err)
     return SLUICE_OK;
 }
 
-/* Request m of a, prepared, points at its own copies of key and rules. */
+/* Request m of a, prepared, points at its own copies of key and rules
+ * (a decision's; rules NULL: none). */
 static void keep_request(async_call *a, size_t m, size_t at_key,
                          const void *key, size_t key_len,
                          const sluice_ruleset *rules)
 {
     memcpy(a->keys + at_key, key, key_len);
-    a->rules[m] = *rules;
     a->reqs[m].key = a->keys + at_key;
-    a->reqs[m].rules = &a->rules[m];
+    if (rules != NULL) {
+        a->rules[m] = *rules;
+        a->reqs[m].decide.rules = &a->rules[m];
+    }
 }
 
 /* Starts the prepared request r on the loop: its key, rules and value
@@ -639,12 +646,14 @@ static sluice_status start_prepared(sluice *sl, const sl_request *r,
         return SLUICE_ENOMEM;
     }
     a->reqs[0] = *r;
-    keep_request(a, 0, 0, r->key, r->key_len, r->rules);
+    keep_request(a, 0, 0, r->key, r->key_len,
+                 sl_op_decides(r->op) ? r->decide.rules : NULL);
     if (r->op == SL_OP_AT_MOST)
-        a->reqs[0].granted = &a->granted;
-    if (r->value != NULL && r->value_len < sizeof(a->value)) {
-        memcpy(a->value, r->value, r->value_len);
-        a->reqs[0].value = a->value;
+        a->reqs[0].decide.granted = &a->granted;
+    if ((r->op == SL_OP_LEASE_ACQUIRE || r->op == SL_OP_LEASE_RELEASE) &&
+        r->lease.id_len < sizeof(a->lease_id)) {
+        memcpy(a->lease_id, r->lease.id, r->lease.id_len);
+        a->reqs[0].lease.id = a->lease_id;
     }
     a->op = r->op;
     a->wait_until = wait_ms > 0 ? sl_mono_ms() + wait_ms : 0;

@@ -15,9 +15,10 @@
 /* The time a request carries: the handle's clock, or -1 for the
  * server's. */
 int64_t sl_call_now(const sluice *sl);
-/* Checks one request (key, rules, cost, the time) and fills r, stamped
- * with sl_call_now; the message in err. Set r->prefix, r->value and the
- * like after. */
+/* Checks one request (key, the time, and for a decision its rules and
+ * cost; rules NULL for the ops that do not decide) and fills r, stamped
+ * with sl_call_now; the message in err. Set r->prefix, and a stored-rules
+ * or lease op's member (r->stored, r->lease), after. */
 sluice_status sl_call_prepare(sluice *sl, sl_op op, const void *key,
                               size_t key_len, const sluice_ruleset *rules,
                               int64_t cost, sl_request *r, char *err);

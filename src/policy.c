@@ -91,8 +91,10 @@ static bool fallback_result(const sluice *sl, const sl_request *rq,
     sl_request r = *rq;
     char err[SL_ERR_LEN];
 
-    fallback_rules(sl, rq->rules, &rs);
-    r.rules = &rs;
+    if (sl_op_decides(rq->op)) { /* a lease keeps its most holders */
+        fallback_rules(sl, rq->decide.rules, &rs);
+        r.decide.rules = &rs;
+    }
     if (r.now_ms < 0) /* the server's clock: ours instead */
         r.now_ms = sl->url.opts.clock(sl->url.opts.clock_ctx);
     memset(out, 0, sizeof(*out));
@@ -107,7 +109,6 @@ static bool fallback_result(const sluice *sl, const sl_request *rq,
 static void policy_result(const sluice *sl, const sl_request *rq,
                           sluice_status st, sluice_result *out)
 {
-    const sluice_ruleset *rs = rq->rules;
     bool open = sl->url.opts.fail == SLUICE_FAIL_OPEN;
 
     if (sl->url.opts.fail == SLUICE_FAIL_FALLBACK &&
@@ -116,8 +117,10 @@ static void policy_result(const sluice *sl, const sl_request *rq,
     out->status = st;
     out->allowed = open;
     if (rq->op == SL_OP_AT_MOST)
-        *rq->granted = open ? rq->cost : 0;
-    out->limit = sl_rule_capacity(&rs->rules[0]);
+        *rq->decide.granted = open ? rq->decide.cost : 0;
+    out->limit = sl_op_decides(rq->op)
+                     ? sl_rule_capacity(&rq->decide.rules->rules[0])
+                     : rq->lease.max; /* a lease acquire */
     out->remaining = 0;
     /* A closed denial suggests retrying after a reconnect could succeed. */
     out->retry_after_ms = open ? -1 : (int64_t)sl->url.opts.connect_timeout_ms;

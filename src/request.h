@@ -8,18 +8,18 @@
 #include "internal.h"
 
 typedef enum sl_op {
+    /* Decisions on a key's rules (sl_decision): */
     SL_OP_ACQUIRE = 1,
     SL_OP_PEEK,
     SL_OP_RESET,
     SL_OP_AT_MOST, /* acquire at most cost: *granted says how much */
     SL_OP_REFUND,  /* give back up to cost; answers the state it leaves */
     /* A named limiter's stored rules, under the key
-     * "<prefix>{key}:rules" (sl_key_rules): */
+     * "<prefix>{key}:rules" (sl_key_rules; sl_stored): */
     SL_OP_RULES_GET, /* read the value; a keep-alive in it starts again */
-    SL_OP_RULES_PUT, /* store value (cost 1: only if absent), then read */
+    SL_OP_RULES_PUT, /* store value (if_absent: only then), then read */
     SL_OP_RULES_DEL, /* delete it; found says whether there was one */
-    /* Leases on "<prefix>{key}:lease" (sl_key_lease): cost is the most
-     * holders, ttl_ms the lease time, value the lease's id. */
+    /* Leases on "<prefix>{key}:lease" (sl_key_lease; sl_lease_op): */
     SL_OP_LEASE_ACQUIRE,
     SL_OP_LEASE_RELEASE
 } sl_op;
@@ -38,24 +38,55 @@ typedef struct sl_value {
     char buf[SL_VALUE_MAX];
 } sl_value;
 
-/* A validated request: key within the cap, rules checked, cost in range. */
+/* A decision's operands. */
+typedef struct sl_decision {
+    const sluice_ruleset *rules;
+    int64_t cost;     /* ignored by reset */
+    int64_t *granted; /* SL_OP_AT_MOST: where the amount granted goes */
+} sl_decision;
+
+/* A stored-rules op's: the value to store (PUT), whether only if absent
+ * (PUT), its keep-alive in ms (0: none; GET, for backends that cannot
+ * read it first: > 0 starts that one, -1 takes the key's TTL away, 0
+ * leaves it), and where what was read goes. */
+typedef struct sl_stored {
+    const char *value;
+    size_t value_len;
+    bool if_absent;
+    int64_t ttl_ms;
+    sl_value *read;
+} sl_stored;
+
+/* A lease op's: the most holders (acquire), the lease time, and the
+ * lease's id (a member of the key's set). */
+typedef struct sl_lease_op {
+    int64_t max;
+    int64_t lease_ms;
+    const char *id;
+    size_t id_len;
+} sl_lease_op;
+
+/* A validated request: key within the cap, rules checked, cost in range.
+ * What it carries besides its key and time depends on op: one member of
+ * the union, named for its kind (as SQLite's sqlite3_io_methods has one
+ * typed method per operation), never a field that changes meaning. */
 typedef struct sl_request {
     sl_op op;
     const void *key;
     size_t key_len;
-    const sluice_ruleset *rules;
-    int64_t cost;       /* ignored by reset */
-    int64_t now_ms;     /* the handle's clock; -1: the server's clock */
-    int64_t *granted;   /* SL_OP_AT_MOST: where the amount granted goes */
     const char *prefix; /* the key prefix; NULL: the handle's */
-    /* Rules ops: the value to store (PUT), its keep-alive in ms (0: none;
-     * GET, for backends that cannot read it first: > 0 starts that one,
-     * -1 takes the key's TTL away, 0 leaves it), and where what was read
-     * goes. */
-    const char *value;
-    size_t value_len;
-    int64_t ttl_ms;
-    sl_value *read;
+    int64_t now_ms;     /* the handle's clock; -1: the server's clock */
+    union {
+        sl_decision decide; /* ACQUIRE, PEEK, RESET, AT_MOST, REFUND */
+        sl_stored stored;   /* RULES_GET, RULES_PUT, RULES_DEL */
+        sl_lease_op lease;  /* LEASE_ACQUIRE, LEASE_RELEASE */
+    };
 } sl_request;
+
+/* Whether op decides on a key's rules (its request's decide member). */
+static inline bool sl_op_decides(sl_op op)
+{
+    return op <= SL_OP_REFUND;
+}
 
 #endif /* SL_REQUEST_H */

@@ -425,13 +425,25 @@ static sluice_status request_slot(const cluster *c, const sl_request *rq,
                                   unsigned *slot, char *err, size_t err_len)
 {
     char key[SLUICE_MAX_KEY_LEN + 128], q[300];
+    const char *prefix = rq->prefix != NULL ? rq->prefix : c->url->prefix;
     size_t i, n;
 
-    for (i = 0; i < rq->rules->count; i++) {
+    /* A stored-rules or lease op has one key. */
+    if (rq->op == SL_OP_LEASE_ACQUIRE || rq->op == SL_OP_LEASE_RELEASE) {
+        n = sl_key_lease(key, sizeof(key), prefix, rq->key, rq->key_len);
+        *slot = sl_slot_of_key(key, n);
+        return SLUICE_OK;
+    }
+    if (!sl_op_decides(rq->op)) {
+        n = sl_key_rules(key, sizeof(key), prefix, rq->key, rq->key_len);
+        *slot = sl_slot_of_key(key, n);
+        return SLUICE_OK;
+    }
+    for (i = 0; i < rq->decide.rules->count; i++) {
         unsigned s;
 
         n = sl_key_build(key, sizeof(key), c->url->prefix, rq->key, rq->key_len,
-                         &rq->rules->rules[i]);
+                         &rq->decide.rules->rules[i]);
         s = sl_slot_of_key(key, n);
         if (i > 0 && s != *slot) {
             sl_quote(q, sizeof(q), rq->key, rq->key_len);

@@ -137,17 +137,19 @@ static sluice_status append_rules(sl_conn *cn, const char *prefix,
     int64_t op = script_op(rq->op);
     bool lease = is_lease_op(rq->op);
 
-    if (rq->op == SL_OP_RULES_PUT && rq->cost != 1)
+    if (rq->op == SL_OP_RULES_PUT && !rq->stored.if_absent)
         op = 7;
     memset(packed, 0, sizeof(packed));
     /* Leases: t, op, the most holders, the tag, the lease time, the TTL
      * floor. Rules: 0, op, the keep-alive to store, the tag. */
     put_i64(&pk, lease ? rq->now_ms : 0);
     put_i64(&pk, op);
-    put_i64(&pk, lease ? rq->cost : rq->op == SL_OP_RULES_PUT ? rq->ttl_ms : 0);
+    put_i64(&pk, lease                       ? rq->lease.max
+                 : rq->op == SL_OP_RULES_PUT ? rq->stored.ttl_ms
+                                             : 0);
     put_i64(&pk, (int64_t)(tag & ((UINT64_C(1) << 52) - 1)));
     if (lease) {
-        put_i64(&pk, rq->ttl_ms);
+        put_i64(&pk, rq->lease.lease_ms);
         put_i64(&pk, floor_ms);
     }
     argv[0] = as_eval ? "EVAL" : "EVALSHA";
@@ -162,8 +164,12 @@ static sluice_status append_rules(sl_conn *cn, const char *prefix,
     argv[3] = key;
     argv[4] = packed;
     lens[4] = sizeof(packed);
-    argv[5] = rq->value != NULL ? rq->value : "";
-    lens[5] = rq->value != NULL ? rq->value_len : 0;
+    argv[5] = lease                      ? rq->lease.id
+              : rq->stored.value != NULL ? rq->stored.value
+                                         : "";
+    lens[5] = lease                      ? rq->lease.id_len
+              : rq->stored.value != NULL ? rq->stored.value_len
+                                         : 0;
     return sl_conn_append(cn, 6, argv, lens, err, err_len);
 }
 
@@ -176,7 +182,7 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
                                 const sl_request *rq, bool as_eval,
                                 uint64_t tag, char *err, size_t err_len)
 {
-    const sluice_ruleset *rs = rq->rules;
+    const sluice_ruleset *rs = rq->decide.rules;
     const char *argv[3 + 2 * SLUICE_MAX_RULES + 2];
     size_t lens[sizeof(argv) / sizeof(argv[0])];
     char keys[2 * SLUICE_MAX_RULES][SL_KEY_BUF];
@@ -197,7 +203,7 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
     lens[1] = as_eval ? sl_lua_script_len : 40;
     put_i64(&pk, rq->now_ms);
     put_i64(&pk, script_op(rq->op));
-    put_i64(&pk, rq->cost);
+    put_i64(&pk, rq->decide.cost);
     put_i64(&pk, wire_tag(tag));
     /* The keys, and each rule's numbers: a window on the client's clock
      * sends its own key (a sliding window also the one before), its end
@@ -253,7 +259,7 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
     argv[2] = numkeys;
     argv[a] = packed;
     lens[a++] = (size_t)(pk - packed);
-    lens[a] = sl_i64toa(rq->cost, cost);
+    lens[a] = sl_i64toa(rq->decide.cost, cost);
     argv[a++] = cost;
     return sl_conn_append(cn, (int)a, argv, lens, err, err_len);
 }
@@ -345,13 +351,13 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
                                 uint64_t tag, sluice_result *out, char *err,
                                 size_t err_len)
 {
-    const sluice_ruleset *rs = rq->rules;
+    const sluice_ruleset *rs = rq->decide.rules;
     sl_state_view views[SLUICE_MAX_RULES];
     sl_log_entry entries[SLUICE_MAX_RULES][2];
     bool admits[SLUICE_MAX_RULES];
     sl_verdict v[SLUICE_MAX_RULES];
     sl_charge ch[SLUICE_MAX_RULES];
-    int64_t t = rq->now_ms, echo = -1, cost = rq->cost, g = 0;
+    int64_t t = rq->now_ms, echo = -1, cost = rq->decide.cost, g = 0;
     wire w;
     size_t i;
     char got[400];
@@ -402,8 +408,8 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
             !wire_num(&w, -1, SL_EXACT_BOUND, &last) ||
             !wire_num(&w, 0, SL_MAX_TIME_MS, &at) ||
             (live > 0) != (first > at && last >= first) ||
-            sl_lease_decide(at, rq->cost, rq->ttl_ms, live, first, last, out) !=
-                (admit == 1)) {
+            sl_lease_decide(at, rq->lease.max, rq->lease.lease_ms, live, first,
+                            last, out) != (admit == 1)) {
             sl_errf(err, err_len,
                     "evalsha: unexpected reply for a lease; is another "
                     "program using the key prefix?");
@@ -425,10 +431,10 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
                     rep->len);
             return SLUICE_EPROTO;
         }
-        rq->read->found = found > 0;
-        rq->read->kept = found > 0;
-        rq->read->len = vlen;
-        memcpy(rq->read->buf, rep->str, vlen);
+        rq->stored.read->found = found > 0;
+        rq->stored.read->kept = found > 0;
+        rq->stored.read->len = vlen;
+        memcpy(rq->stored.read->buf, rep->str, vlen);
         out->status = SLUICE_OK;
         return SLUICE_OK;
     }
@@ -444,7 +450,7 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
     /* On the server's clock, the time the script decided at; for an
      * acquire at most, what it granted. */
     if ((rq->now_ms < 0 && !wire_num(&w, 0, SL_MAX_TIME_MS, &t)) ||
-        (rq->op == SL_OP_AT_MOST && !wire_num(&w, 0, rq->cost, &g)) ||
+        (rq->op == SL_OP_AT_MOST && !wire_num(&w, 0, rq->decide.cost, &g)) ||
         w.at + 1 != w.n) {
         sl_errf(err, err_len, "evalsha: script reply of %zu values", w.n);
         return SLUICE_EPROTO;
@@ -455,14 +461,15 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
     if (rq->op == SL_OP_REFUND)
         cost = 1;
     if (rq->op == SL_OP_AT_MOST) {
-        if (g != sl_grant(rs, views, t, rq->cost)) {
+        if (g != sl_grant(rs, views, t, rq->decide.cost)) {
             sl_errf(err, err_len,
                     "evalsha: the script granted %lld where the client "
                     "finds %lld; is the script of another version?",
-                    (long long)g, (long long)sl_grant(rs, views, t, rq->cost));
+                    (long long)g,
+                    (long long)sl_grant(rs, views, t, rq->decide.cost));
             return SLUICE_EPROTO;
         }
-        *rq->granted = g;
+        *rq->decide.granted = g;
         cost = g > 0 ? g : 1;
     }
     sl_decide(rs, views, t, cost, v, ch);

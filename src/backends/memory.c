@@ -540,7 +540,7 @@ static sluice_status lease_request(store *s, const handle *h,
         for (i = 0; i < e->u.leases.n; i++) {
             struct lease *l = &e->u.leases.l[i];
 
-            if (rq->op == SL_OP_LEASE_RELEASE ? strcmp(l->id, rq->value) == 0
+            if (rq->op == SL_OP_LEASE_RELEASE ? strcmp(l->id, rq->lease.id) == 0
                                               : l->end <= t)
                 continue;
             first = o == 0 ? l->end : sl_min64(first, l->end);
@@ -551,7 +551,8 @@ static sluice_status lease_request(store *s, const handle *h,
     }
     if (rq->op == SL_OP_LEASE_RELEASE)
         return SLUICE_OK;
-    if (!sl_lease_decide(t, rq->cost, rq->ttl_ms, (int64_t)o, first, last, out))
+    if (!sl_lease_decide(t, rq->lease.max, rq->lease.lease_ms, (int64_t)o,
+                         first, last, out))
         return SLUICE_OK;
     if (e == NULL && (e = obtain(s, key, kl, LEASES, t)) == NULL)
         goto nomem;
@@ -564,10 +565,10 @@ static sluice_status lease_request(store *s, const handle *h,
         e->u.leases.l = l;
         e->u.leases.cap = cap;
     }
-    snprintf(e->u.leases.l[e->u.leases.n].id, 24, "%s", rq->value);
-    e->u.leases.l[e->u.leases.n++].end = t + rq->ttl_ms;
-    e->expires_at =
-        sl_max64(e->expires_at, t + sl_max64(2 * rq->ttl_ms, h->ttl_floor_ms));
+    snprintf(e->u.leases.l[e->u.leases.n].id, 24, "%s", rq->lease.id);
+    e->u.leases.l[e->u.leases.n++].end = t + rq->lease.lease_ms;
+    e->expires_at = sl_max64(
+        e->expires_at, t + sl_max64(2 * rq->lease.lease_ms, h->ttl_floor_ms));
     return SLUICE_OK;
 nomem:
     sl_errf(err, err_len, "memory: out of memory storing a lease");
@@ -588,17 +589,17 @@ static sluice_status rules_request(store *s, const handle *h,
     char *v;
 
     out->status = SLUICE_OK;
-    rq->read->found = false;
-    rq->read->len = 0;
+    rq->stored.read->found = false;
+    rq->stored.read->len = 0;
     if (rq->op == SL_OP_RULES_DEL) {
         if (e != NULL) {
             e->expires_at = t; /* gone: lookups drop it */
-            rq->read->found = true;
+            rq->stored.read->found = true;
         }
         return SLUICE_OK;
     }
-    if (rq->op == SL_OP_RULES_PUT && (e == NULL || rq->cost != 1)) {
-        if ((v = sl_memdup(rq->value, rq->value_len)) == NULL ||
+    if (rq->op == SL_OP_RULES_PUT && (e == NULL || !rq->stored.if_absent)) {
+        if ((v = sl_memdup(rq->stored.value, rq->stored.value_len)) == NULL ||
             (e = obtain(s, key, kl, BLOB, t)) == NULL) {
             sl_free(v);
             sl_errf(err, err_len, "memory: out of memory storing rules");
@@ -606,18 +607,18 @@ static sluice_status rules_request(store *s, const handle *h,
         }
         sl_free(e->u.blob.v);
         e->u.blob.v = v;
-        e->u.blob.n = rq->value_len;
-        e->u.blob.keepalive = rq->ttl_ms;
+        e->u.blob.n = rq->stored.value_len;
+        e->u.blob.keepalive = rq->stored.ttl_ms;
         e->expires_at = INT64_MAX;
     }
     if (e == NULL)
         return SLUICE_OK;
     if (e->u.blob.keepalive > 0)
         e->expires_at = t + e->u.blob.keepalive;
-    rq->read->found = true;
-    rq->read->kept = true;
-    rq->read->len = e->u.blob.n;
-    memcpy(rq->read->buf, e->u.blob.v, e->u.blob.n);
+    rq->stored.read->found = true;
+    rq->stored.read->kept = true;
+    rq->stored.read->len = e->u.blob.n;
+    memcpy(rq->stored.read->buf, e->u.blob.v, e->u.blob.n);
     return SLUICE_OK;
 }
 
@@ -626,7 +627,7 @@ static sluice_status decide_request(store *s, const handle *h,
                                     char *err, size_t err_len)
 {
     const char *prefix = rq->prefix != NULL ? rq->prefix : h->prefix;
-    const sluice_ruleset *rs = rq->rules;
+    const sluice_ruleset *rs = rq->decide.rules;
     sl_verdict v[SLUICE_MAX_RULES];
     sl_state_view views[SLUICE_MAX_RULES];
     sl_charge ch[SLUICE_MAX_RULES];
@@ -652,16 +653,17 @@ static sluice_status decide_request(store *s, const handle *h,
     if (rq->op == SL_OP_REFUND) {
         for (i = 0; i < rs->count; i++)
             if (es[i] != NULL)
-                refund_rule(es[i], &rs->rules[i], t, rq->cost, &views[i]);
+                refund_rule(es[i], &rs->rules[i], t, rq->decide.cost,
+                            &views[i]);
         for (i = 0; i < rs->count; i++)
             view_of(es[i], &rs->rules[i], t, &views[i]);
         sl_describe(rs, views, t, out);
         return SLUICE_OK;
     }
-    cost = rq->cost;
+    cost = rq->decide.cost;
     if (rq->op == SL_OP_AT_MOST) {
-        *rq->granted = sl_grant(rs, views, t, rq->cost);
-        cost = *rq->granted > 0 ? *rq->granted : 1;
+        *rq->decide.granted = sl_grant(rs, views, t, rq->decide.cost);
+        cost = *rq->decide.granted > 0 ? *rq->decide.granted : 1;
     }
     all = sl_decide(rs, views, t, cost, v, ch);
     sl_combine(rs, v, out);

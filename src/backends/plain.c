@@ -301,14 +301,15 @@ static void step_failed(sl_plain *p, unit *u)
 static bool decide(unit *u)
 {
     const sl_request *rq = u->rq;
-    int64_t cost = rq->cost;
+    int64_t cost = rq->decide.cost;
 
     if (rq->op == SL_OP_AT_MOST) {
-        *rq->granted = sl_grant(rq->rules, u->views, rq->now_ms, rq->cost);
-        cost = *rq->granted > 0 ? *rq->granted : 1;
+        *rq->decide.granted =
+            sl_grant(rq->decide.rules, u->views, rq->now_ms, rq->decide.cost);
+        cost = *rq->decide.granted > 0 ? *rq->decide.granted : 1;
     }
     u->charged = cost;
-    return sl_decide(rq->rules, u->views, rq->now_ms, cost, u->v, u->ch);
+    return sl_decide(rq->decide.rules, u->views, rq->now_ms, cost, u->v, u->ch);
 }
 
 /* The block's replies are in: decide. */
@@ -344,7 +345,7 @@ static void block_done(sl_plain *p, unit *u)
         return;
     }
     u->all = decide(u);
-    sl_combine(rq->rules, u->v, out);
+    sl_combine(rq->decide.rules, u->v, out);
     if (u->mode == JOB_READ) {
         finish(u, SLUICE_OK, NULL);
         return;
@@ -372,12 +373,12 @@ static void watch_done(sl_plain *p, unit *u)
     if (rq->op == SL_OP_REFUND) {
         /* Answered with the state after it. */
         sl_plain_ops_refund_views(u);
-        sl_describe(rq->rules, u->views, rq->now_ms, &u->job->out[u->i]);
+        sl_describe(rq->decide.rules, u->views, rq->now_ms, &u->job->out[u->i]);
         begin(p, u, STEP_EXEC);
         return;
     }
     u->all = decide(u);
-    sl_combine(rq->rules, u->v, &u->job->out[u->i]);
+    sl_combine(rq->decide.rules, u->v, &u->job->out[u->i]);
     if (!u->all) {
         unwatch(p, u);
         finish(u, SLUICE_OK, NULL);
@@ -532,7 +533,7 @@ static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
                 "the proxy (the Lua backend, one EVAL per decision)",
                 p->name);
         return false;
-    } else if (rq->op == SL_OP_REFUND && !all_buckets(rq->rules)) {
+    } else if (rq->op == SL_OP_REFUND && !all_buckets(rq->decide.rules)) {
         /* Windows and logs are charged here before they are judged: a
          * refund could give back a charge another client is about to
          * take back, and leave the key counting less than was admitted. */
@@ -546,7 +547,7 @@ static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
     } else if (rq->op == SL_OP_REFUND) {
         j->watched = true;
         j->mode = JOB_READ;
-    } else if (has_bucket(rq->rules) && !p->multi) {
+    } else if (has_bucket(rq->decide.rules) && !p->multi) {
         sl_errf(err, err_len,
                 "%s: token and gcra need an atomic "
                 "read-modify-write that a proxy's plain commands cannot "
@@ -556,7 +557,7 @@ static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
         return false;
     } else if (rq->op == SL_OP_PEEK) {
         j->mode = JOB_READ;
-    } else if (has_bucket(rq->rules)) {
+    } else if (has_bucket(rq->decide.rules)) {
         j->watched = true;
         j->mode = JOB_READ;
     } else {

@@ -23,29 +23,31 @@ static size_t rules_emit(sl_plain *p, unit *j, size_t i)
     switch (rq->op) {
     case SL_OP_RULES_GET:
         APPEND(p, j, WANT_BULK_NIL, "GET %b", key, kl);
-        if (rq->ttl_ms > 0) {
+        if (rq->stored.ttl_ms > 0) {
             APPEND(p, j, WANT_BOOL, "PEXPIRE %b %lld", key, kl,
-                   (long long)rq->ttl_ms);
+                   (long long)rq->stored.ttl_ms);
             return 2;
         }
-        if (rq->ttl_ms < 0) {
+        if (rq->stored.ttl_ms < 0) {
             APPEND(p, j, WANT_BOOL, "PERSIST %b", key, kl);
             return 2;
         }
         return 1;
     case SL_OP_RULES_PUT:
-        if (rq->ttl_ms > 0 && rq->cost == 1)
+        if (rq->stored.ttl_ms > 0 && rq->stored.if_absent)
             APPEND(p, j, WANT_OK_NIL, "SET %b %b PX %lld NX", key, kl,
-                   rq->value, rq->value_len, (long long)rq->ttl_ms);
-        else if (rq->ttl_ms > 0)
-            APPEND(p, j, WANT_OK, "SET %b %b PX %lld", key, kl, rq->value,
-                   rq->value_len, (long long)rq->ttl_ms);
-        else if (rq->cost == 1)
-            APPEND(p, j, WANT_OK_NIL, "SET %b %b NX", key, kl, rq->value,
-                   rq->value_len);
+                   rq->stored.value, rq->stored.value_len,
+                   (long long)rq->stored.ttl_ms);
+        else if (rq->stored.ttl_ms > 0)
+            APPEND(p, j, WANT_OK, "SET %b %b PX %lld", key, kl,
+                   rq->stored.value, rq->stored.value_len,
+                   (long long)rq->stored.ttl_ms);
+        else if (rq->stored.if_absent)
+            APPEND(p, j, WANT_OK_NIL, "SET %b %b NX", key, kl, rq->stored.value,
+                   rq->stored.value_len);
         else
-            APPEND(p, j, WANT_OK, "SET %b %b", key, kl, rq->value,
-                   rq->value_len);
+            APPEND(p, j, WANT_OK, "SET %b %b", key, kl, rq->stored.value,
+                   rq->stored.value_len);
         APPEND(p, j, WANT_BULK_NIL, "GET %b", key, kl);
         return 2;
     default:
@@ -66,24 +68,24 @@ static bool rules_parse(sl_plain *p, unit *j, size_t i, sl_cursor *c)
     if (rq->op == SL_OP_RULES_DEL) {
         if (!sl_cursor_int(c, WANT_COUNT, 0, INT64_MAX, &n))
             return false;
-        rq->read->found = n > 0;
+        rq->stored.read->found = n > 0;
         return true;
     }
     if (rq->op == SL_OP_RULES_PUT)
         sl_cursor_skip(c); /* SET, NX or not */
     r = sl_cursor_next(c, WANT_BULK_NIL);
-    if (rq->op == SL_OP_RULES_GET && rq->ttl_ms != 0)
+    if (rq->op == SL_OP_RULES_GET && rq->stored.ttl_ms != 0)
         sl_cursor_next(c, WANT_BOOL); /* PEXPIRE or PERSIST */
     if (r == NULL || c->bad)
         return false;
-    rq->read->found = r->type != REDIS_REPLY_NIL;
-    rq->read->len = 0;
-    if (!rq->read->found)
+    rq->stored.read->found = r->type != REDIS_REPLY_NIL;
+    rq->stored.read->len = 0;
+    if (!rq->stored.read->found)
         return true;
     if (r->len > SL_VALUE_MAX)
         return false;
-    rq->read->len = r->len;
-    memcpy(rq->read->buf, r->str, r->len);
+    rq->stored.read->len = r->len;
+    memcpy(rq->stored.read->buf, r->str, r->len);
     return true;
 }
 
@@ -99,17 +101,17 @@ static size_t lease_emit(sl_plain *p, unit *j, size_t i)
 
     (void)i;
     if (rq->op == SL_OP_LEASE_RELEASE) {
-        APPEND(p, j, WANT_BOOL, "ZREM %b %b", key, kl, rq->value,
-               rq->value_len);
+        APPEND(p, j, WANT_BOOL, "ZREM %b %b", key, kl, rq->lease.id,
+               rq->lease.id_len);
         return 1;
     }
     APPEND(p, j, WANT_COUNT, "ZREMRANGEBYSCORE %b -inf %lld", key, kl, t);
     APPEND(p, j, WANT_BOOL, "ZADD %b %lld %b", key, kl,
-           t + (long long)rq->ttl_ms, rq->value, rq->value_len);
+           t + (long long)rq->lease.lease_ms, rq->lease.id, rq->lease.id_len);
     APPEND(p, j, WANT_ARRAY, "ZRANGEBYSCORE %b (%lld +inf WITHSCORES", key, kl,
            t);
     APPEND(p, j, WANT_BOOL, "PEXPIRE %b %lld", key, kl,
-           (long long)sl_max64(2 * rq->ttl_ms,
+           (long long)sl_max64(2 * rq->lease.lease_ms,
                                (int64_t)p->url->opts.ttl_floor_ms));
     return 4;
 }
@@ -140,7 +142,8 @@ static bool lease_parse(sl_plain *p, unit *j, size_t i, sl_cursor *c)
 
         if (m->type != REDIS_REPLY_STRING || sc->type != REDIS_REPLY_STRING)
             return false;
-        if (m->len == rq->value_len && memcmp(m->str, rq->value, m->len) == 0)
+        if (m->len == rq->lease.id_len &&
+            memcmp(m->str, rq->lease.id, m->len) == 0)
             continue; /* ours */
         end = strtoll(sc->str, &e, 10);
         if (e == sc->str || *e != '\0' || end <= rq->now_ms ||
@@ -150,9 +153,10 @@ static bool lease_parse(sl_plain *p, unit *j, size_t i, sl_cursor *c)
         last = n == 0 ? end : sl_max64(last, end);
         n++;
     }
-    j->all =
-        sl_lease_decide(rq->now_ms, rq->cost, rq->ttl_ms, n, first, last, out);
-    j->lease_last = sl_max64(last, j->all ? rq->now_ms + rq->ttl_ms : -1);
+    j->all = sl_lease_decide(rq->now_ms, rq->lease.max, rq->lease.lease_ms, n,
+                             first, last, out);
+    j->lease_last =
+        sl_max64(last, j->all ? rq->now_ms + rq->lease.lease_ms : -1);
     return true;
 }
 
@@ -168,14 +172,16 @@ static size_t lease_undo(sl_plain *p, unit *j, size_t i)
 
     (void)i;
     if (!j->all) {
-        APPEND(p, j, WANT_BOOL, "ZREM %b %b", key, kl, rq->value,
-               rq->value_len);
+        APPEND(p, j, WANT_BOOL, "ZREM %b %b", key, kl, rq->lease.id,
+               rq->lease.id_len);
         n++;
     }
-    if (j->lease_last + rq->ttl_ms > rq->now_ms + 2 * rq->ttl_ms) {
-        APPEND(p, j, WANT_BOOL, "PEXPIRE %b %lld", key, kl,
-               (long long)sl_max64(j->lease_last + rq->ttl_ms - rq->now_ms,
-                                   (int64_t)p->url->opts.ttl_floor_ms));
+    if (j->lease_last + rq->lease.lease_ms >
+        rq->now_ms + 2 * rq->lease.lease_ms) {
+        APPEND(
+            p, j, WANT_BOOL, "PEXPIRE %b %lld", key, kl,
+            (long long)sl_max64(j->lease_last + rq->lease.lease_ms - rq->now_ms,
+                                (int64_t)p->url->opts.ttl_floor_ms));
         n++;
     }
     return n;

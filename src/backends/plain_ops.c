@@ -40,7 +40,7 @@
 static size_t rule_key(const sl_plain *p, const unit *u, size_t i, int64_t k,
                        char *buf)
 {
-    const sluice_rule *r = &u->rq->rules->rules[i];
+    const sluice_rule *r = &u->rq->decide.rules->rules[i];
     size_t n = sl_key_build(buf, KEYBUF, sl_plain_prefix(p, u), u->rq->key,
                             u->rq->key_len, r);
 
@@ -55,7 +55,7 @@ static int64_t ttl_floor(const sl_plain *p)
 /* The TTL rule i's key needs after unit u's charge (store.h). */
 static int64_t charge_ttl(const sl_plain *p, const unit *u, size_t i)
 {
-    return sl_store_ttl(&u->rq->rules->rules[i], u->rq->now_ms,
+    return sl_store_ttl(&u->rq->decide.rules->rules[i], u->rq->now_ms,
                         u->v[i].reset_ms, ttl_floor(p));
 }
 
@@ -156,7 +156,7 @@ static size_t emit_log_entry(sl_plain *p, unit *u, const char *key, size_t kl,
 /* Reads: GET of each window the rule reads, the oldest first. */
 static size_t window_read(sl_plain *p, unit *u, size_t i)
 {
-    int windows = sl_store_of(u->rq->rules->rules[i].algorithm).windows;
+    int windows = sl_store_of(u->rq->decide.rules->rules[i].algorithm).windows;
     char key[KEYBUF];
     size_t kl;
     int d;
@@ -170,7 +170,7 @@ static size_t window_read(sl_plain *p, unit *u, size_t i)
 
 static bool window_read_parse(sl_plain *p, unit *u, size_t i, sl_cursor *c)
 {
-    const sluice_rule *r = &u->rq->rules->rules[i];
+    const sluice_rule *r = &u->rq->decide.rules->rules[i];
     sl_state_view *s = &u->views[i];
 
     (void)p;
@@ -185,7 +185,7 @@ static bool window_read_parse(sl_plain *p, unit *u, size_t i, sl_cursor *c)
  * key without one); then the windows before t's that the rule reads. */
 static size_t window_charge(sl_plain *p, unit *u, size_t i)
 {
-    const sluice_rule *r = &u->rq->rules->rules[i];
+    const sluice_rule *r = &u->rq->decide.rules->rules[i];
     rule_io *io = &u->io[i];
     char key[KEYBUF];
     size_t kl = rule_key(p, u, i, io->k, key), n = 3;
@@ -194,7 +194,8 @@ static size_t window_charge(sl_plain *p, unit *u, size_t i)
     io->ttl = sl_store_window_ttl(r, io->to_end, ttl_floor(p));
     APPEND(p, u, WANT_OK_NIL, "SET %b 0 NX PX %lld", key, kl,
            (long long)io->ttl);
-    APPEND(p, u, WANT_INT, "INCRBY %b %lld", key, kl, (long long)u->rq->cost);
+    APPEND(p, u, WANT_INT, "INCRBY %b %lld", key, kl,
+           (long long)u->rq->decide.cost);
     APPEND(p, u, WANT_BOOL, "PEXPIRE %b %lld", key, kl, (long long)io->ttl);
     for (d = 1; d < sl_store_of(r->algorithm).windows; d++, n++) {
         kl = rule_key(p, u, i, io->k - d, key);
@@ -205,9 +206,9 @@ static size_t window_charge(sl_plain *p, unit *u, size_t i)
 
 static bool window_charge_parse(sl_plain *p, unit *u, size_t i, sl_cursor *c)
 {
-    const sluice_rule *r = &u->rq->rules->rules[i];
+    const sluice_rule *r = &u->rq->decide.rules->rules[i];
     sl_state_view *s = &u->views[i];
-    int64_t cost = u->rq->cost;
+    int64_t cost = u->rq->decide.cost;
 
     (void)p;
     sl_cursor_next(c, WANT_OK_NIL);
@@ -226,7 +227,8 @@ static bool window_charge_parse(sl_plain *p, unit *u, size_t i, sl_cursor *c)
  * TTL. */
 static size_t window_undo(sl_plain *p, unit *u, size_t i)
 {
-    int64_t back = u->all ? u->rq->cost - u->charged : u->rq->cost;
+    int64_t back =
+        u->all ? u->rq->decide.cost - u->charged : u->rq->decide.cost;
     char key[KEYBUF];
     size_t kl;
 
@@ -278,14 +280,14 @@ static bool log_read_parse(sl_plain *p, unit *u, size_t i, sl_cursor *c)
  * a period later). */
 static size_t log_charge(sl_plain *p, unit *u, size_t i)
 {
-    const sluice_rule *r = &u->rq->rules->rules[i];
+    const sluice_rule *r = &u->rq->decide.rules->rules[i];
     rule_io *io = &u->io[i];
     char key[KEYBUF];
     size_t kl = rule_key(p, u, i, 0, key);
     int64_t t = u->rq->now_ms;
 
     io->ttl = sl_store_ttl(r, t, r->period_ms, ttl_floor(p));
-    log_member(p, t, u->rq->cost, io->member, sizeof(io->member));
+    log_member(p, t, u->rq->decide.cost, io->member, sizeof(io->member));
     APPEND(p, u, WANT_BOOL, "ZADD %b %lld %s", key, kl, (long long)t,
            io->member);
     APPEND(p, u, WANT_ARRAY, "ZRANGE %b 0 -1 WITHSCORES", key, kl);
@@ -319,7 +321,7 @@ static bool log_charge_parse(sl_plain *p, unit *u, size_t i, sl_cursor *c)
  * the top of the file). */
 static size_t log_undo(sl_plain *p, unit *u, size_t i)
 {
-    const sluice_rule *r = &u->rq->rules->rules[i];
+    const sluice_rule *r = &u->rq->decide.rules->rules[i];
     const sl_state_view *s = &u->views[i];
     char key[KEYBUF];
     size_t kl = rule_key(p, u, i, 0, key), n = 0, dead;
@@ -334,10 +336,10 @@ static size_t log_undo(sl_plain *p, unit *u, size_t i)
         return 1;
     }
     dead = log_dead(s, upto);
-    if (!late && u->rq->cost == u->charged &&
+    if (!late && u->rq->decide.cost == u->charged &&
         (dead < PRUNE_MIN || dead < s->n - dead))
         return 0;
-    if (late || u->rq->cost > u->charged) {
+    if (late || u->rq->decide.cost > u->charged) {
         n += emit_log_entry(p, u, key, kl, u->ch[i].x, u->charged,
                             (long long)charge_ttl(p, u, i));
         APPEND(p, u, WANT_BOOL, "ZREM %b %s", key, kl, u->io[i].member);
@@ -351,7 +353,7 @@ static size_t log_undo(sl_plain *p, unit *u, size_t i)
 /* A watched acquire's writes, admitted: the dead entries, ours. */
 static size_t log_write(sl_plain *p, unit *u, size_t i)
 {
-    const sluice_rule *r = &u->rq->rules->rules[i];
+    const sluice_rule *r = &u->rq->decide.rules->rules[i];
     char key[KEYBUF];
     size_t kl = rule_key(p, u, i, 0, key);
 
@@ -391,7 +393,7 @@ static bool bucket_read_parse(sl_plain *p, unit *u, size_t i, sl_cursor *c)
  * drains faster than the rule that charged before). */
 static size_t bucket_write(sl_plain *p, unit *u, size_t i)
 {
-    const sluice_rule *r = &u->rq->rules->rules[i];
+    const sluice_rule *r = &u->rq->decide.rules->rules[i];
     int64_t t = u->rq->now_ms;
     char key[KEYBUF], packed[SL_BUCKET_LEN];
     size_t kl = rule_key(p, u, i, 0, key);
@@ -458,7 +460,8 @@ static const plain_op ops[SL_FAMILY_BUCKET + 1][PHASE_COUNT] = {
 
 static const plain_op *op_of(const unit *u, size_t i, phase ph)
 {
-    return &ops[sl_store_of(u->rq->rules->rules[i].algorithm).family][ph];
+    return &ops[sl_store_of(u->rq->decide.rules->rules[i].algorithm).family]
+               [ph];
 }
 
 /* Runs emit (or undo) of phase ph for every rule of u. */
@@ -466,7 +469,7 @@ static size_t emit_all(sl_plain *p, unit *u, phase ph, bool undo)
 {
     size_t i, n = 0;
 
-    for (i = 0; i < u->rq->rules->count; i++) {
+    for (i = 0; i < u->rq->decide.rules->count; i++) {
         const plain_op *op = op_of(u, i, ph);
         size_t (*f)(sl_plain *, unit *, size_t) = undo ? op->undo : op->emit;
 
@@ -480,9 +483,9 @@ size_t sl_plain_ops_block(sl_plain *p, unit *u)
 {
     size_t i;
 
-    for (i = 0; i < u->rq->rules->count; i++)
-        sl_window_locate(&u->rq->rules->rules[i], u->rq->now_ms, &u->io[i].k,
-                         &u->io[i].to_end);
+    for (i = 0; i < u->rq->decide.rules->count; i++)
+        sl_window_locate(&u->rq->decide.rules->rules[i], u->rq->now_ms,
+                         &u->io[i].k, &u->io[i].to_end);
     return emit_all(p, u, u->mode == JOB_READ ? PHASE_READ : PHASE_CHARGE,
                     false);
 }
@@ -495,7 +498,7 @@ sluice_status sl_plain_ops_parse(sl_plain *p, unit *u, redisReply **reps,
     size_t i;
     bool ok = true;
 
-    for (i = 0; i < u->rq->rules->count && ok; i++) {
+    for (i = 0; i < u->rq->decide.rules->count && ok; i++) {
         const plain_op *op = op_of(u, i, ph);
 
         memset(&u->views[i], 0, sizeof(u->views[i]));
@@ -524,14 +527,14 @@ size_t sl_plain_ops_writes(sl_plain *p, unit *u)
  * they become the state after it. */
 void sl_plain_ops_refund_views(unit *u)
 {
-    const sluice_ruleset *rs = u->rq->rules;
+    const sluice_ruleset *rs = u->rq->decide.rules;
     size_t i;
 
     for (i = 0; i < rs->count; i++) {
         sl_state_view *s = &u->views[i];
 
         s->has = sl_refund_bucket(&rs->rules[i], u->rq->now_ms, s->has, s->x,
-                                  s->d, u->rq->cost, &s->x, &s->d);
+                                  s->d, u->rq->decide.cost, &s->x, &s->d);
     }
 }
 
@@ -544,7 +547,7 @@ size_t sl_plain_ops_refund_writes(sl_plain *p, unit *u)
  * windows every window it reads. */
 void sl_plain_ops_watch(sl_plain *p, unit *u)
 {
-    const sluice_ruleset *rs = u->rq->rules;
+    const sluice_ruleset *rs = u->rq->decide.rules;
     const char *argv[1 + 2 * SLUICE_MAX_RULES];
     size_t lens[1 + 2 * SLUICE_MAX_RULES], i;
     char keys[2 * SLUICE_MAX_RULES][KEYBUF];
@@ -621,10 +624,10 @@ sluice_status sl_plain_decode(const sl_request *rq, bool read_mode,
     sluice_status st;
     size_t i;
 
-    for (i = 0; !read_mode && i < rq->rules->count; i++)
-        if (sl_store_is_bucket(&rq->rules->rules[i]))
+    for (i = 0; !read_mode && i < rq->decide.rules->count; i++)
+        if (sl_store_is_bucket(&rq->decide.rules->rules[i]))
             break;
-    if (!read_mode && i < rq->rules->count) {
+    if (!read_mode && i < rq->decide.rules->count) {
         sl_errf(err, err_len, "decode: buckets are never charged blindly");
         return SLUICE_EINVAL;
     }
@@ -643,16 +646,16 @@ sluice_status sl_plain_decode(const sl_request *rq, bool read_mode,
         return SLUICE_EINVAL;
     }
     if (!read_mode)
-        for (i = 0; i < rq->rules->count; i++)
+        for (i = 0; i < rq->decide.rules->count; i++)
             snprintf(j->io[i].member, sizeof(j->io[i].member), "%lld:%lld:0",
-                     (long long)rq->now_ms, (long long)rq->cost);
+                     (long long)rq->now_ms, (long long)rq->decide.cost);
     st = sl_plain_ops_parse(&p, j, reps, err, err_len);
     if (st == SLUICE_OK) {
         sluice_result out;
 
-        j->all =
-            sl_decide(rq->rules, j->views, rq->now_ms, rq->cost, j->v, j->ch);
-        sl_combine(rq->rules, j->v, &out);
+        j->all = sl_decide(rq->decide.rules, j->views, rq->now_ms,
+                           rq->decide.cost, j->v, j->ch);
+        sl_combine(rq->decide.rules, j->v, &out);
     }
     for (i = 0; i < SLUICE_MAX_RULES; i++)
         sl_free(j->io[i].entries);

@@ -70,7 +70,7 @@ sluice_status sl_conn_append_reset(sl_conn *cn, const char *prefix,
                                    const sl_request *rq, char *err,
                                    size_t err_len)
 {
-    const sluice_ruleset *rs = rq->rules;
+    const sluice_ruleset *rs = rq->decide.rules;
     const char *argv[1 + SLUICE_MAX_RULES * SL_RESET_KEYS];
     size_t lens[1 + SLUICE_MAX_RULES * SL_RESET_KEYS], i, j, n, a = 1;
     char(*keys)[SL_KEY_BUF] =

@@ -79,8 +79,8 @@ static bool same_key(const sl_deny_entry *e, const void *key, size_t len)
 
 static bool matches(const sl_deny_entry *e, const sl_request *rq)
 {
-    return same_key(e, rq->key, rq->key_len) && e->cost == rq->cost &&
-           same_rules(&e->rules, rq->rules);
+    return same_key(e, rq->key, rq->key_len) && e->cost == rq->decide.cost &&
+           same_rules(&e->rules, rq->decide.rules);
 }
 
 bool sl_deny_lookup(sl_deny_cache *c, const sl_request *rq, int64_t now,
@@ -159,8 +159,8 @@ void sl_deny_store(sl_deny_cache *c, const sl_request *rq, int64_t now,
         e->key = key;
         e->key_len = rq->key_len;
     }
-    e->cost = rq->cost;
-    e->rules = *rq->rules;
+    e->cost = rq->decide.cost;
+    e->rules = *rq->decide.rules;
     e->res = *res;
     e->at = now;
     e->until = now + res->retry_after_ms;

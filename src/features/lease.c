@@ -38,14 +38,13 @@ static void lease_id(char *dst)
     snprintf(dst, 24, "%016llx", (unsigned long long)x);
 }
 
-/* Checks a lease op and prepares r on *rs, whose one rule names the most
- * holders (the limit a fail policy's answer gives), with the lease's id;
- * an acquire passes its lease as named too, which names it here. A bad
- * request is counted. */
+/* Checks a lease op and prepares r: the most holders, the lease time and
+ * the lease's id; an acquire passes its lease as named too, which names it
+ * here. A bad request is counted. */
 static sluice_status lease_check(sluice *sl, sl_op op, const void *key,
                                  size_t key_len, int64_t max, int64_t lease_ms,
                                  const sluice_lease *lease, sluice_lease *named,
-                                 sluice_ruleset *rs, sl_request *r, char *err)
+                                 sl_request *r, char *err)
 {
     sluice_status st;
 
@@ -69,17 +68,14 @@ static sluice_status lease_check(sluice *sl, sl_op op, const void *key,
                 (long long)lease_ms);
         return SLUICE_EINVAL;
     }
-    *rs = (sluice_ruleset){1, {{SLUICE_FIXED, max, 1000, 0, 0}}};
-    st = sl_call_prepare(sl, op, key, key_len, rs, max, r, err);
+    st = sl_call_prepare(sl, op, key, key_len, NULL, 0, r, err);
     if (st != SLUICE_OK) {
         sl_call_count(sl, op, st);
         return st;
     }
     if (named != NULL)
         lease_id(named->id);
-    r->ttl_ms = lease_ms;
-    r->value = lease->id;
-    r->value_len = strlen(lease->id);
+    r->lease = (sl_lease_op){max, lease_ms, lease->id, strlen(lease->id)};
     return SLUICE_OK;
 }
 
@@ -87,7 +83,6 @@ sluice_status sluice_lease_acquire(sluice *sl, const void *key, size_t key_len,
                                    int64_t max_holders, int64_t lease_ms,
                                    sluice_lease *lease, sluice_result *out)
 {
-    sluice_ruleset rs;
     sl_request r;
     sluice_status st;
     char *err;
@@ -101,7 +96,7 @@ sluice_status sluice_lease_acquire(sluice *sl, const void *key, size_t key_len,
     }
     if ((st = sl_call_blocking(sl, err)) != SLUICE_OK ||
         (st = lease_check(sl, SL_OP_LEASE_ACQUIRE, key, key_len, max_holders,
-                          lease_ms, lease, lease, &rs, &r, err)) != SLUICE_OK)
+                          lease_ms, lease, lease, &r, err)) != SLUICE_OK)
         return st;
     return sl_call_run(sl, &r, out, err);
 }
@@ -109,7 +104,6 @@ sluice_status sluice_lease_acquire(sluice *sl, const void *key, size_t key_len,
 sluice_status sluice_lease_release(sluice *sl, const void *key, size_t key_len,
                                    const sluice_lease *lease)
 {
-    sluice_ruleset rs;
     sluice_result out;
     sl_request r;
     sluice_status st;
@@ -120,7 +114,7 @@ sluice_status sluice_lease_release(sluice *sl, const void *key, size_t key_len,
     err = sl_share_err(sl);
     if ((st = sl_call_blocking(sl, err)) != SLUICE_OK ||
         (st = lease_check(sl, SL_OP_LEASE_RELEASE, key, key_len, 1, 1, lease,
-                          NULL, &rs, &r, err)) != SLUICE_OK)
+                          NULL, &r, err)) != SLUICE_OK)
         return st;
     return sl_call_run(sl, &r, &out, err);
 }
@@ -131,7 +125,6 @@ sluice_status sluice_lease_acquire_async(sluice *sl, const void *key,
                                          sluice_done_fn done, void *arg)
 {
     sl_call_to to = {done, NULL, NULL, arg};
-    sluice_ruleset rs;
     sl_request r;
     sluice_status st;
     char *err;
@@ -141,7 +134,7 @@ sluice_status sluice_lease_acquire_async(sluice *sl, const void *key,
     err = sl_share_err(sl);
     if ((st = sl_call_ready(sl, done != NULL, err)) != SLUICE_OK ||
         (st = lease_check(sl, SL_OP_LEASE_ACQUIRE, key, key_len, max_holders,
-                          lease_ms, lease, lease, &rs, &r, err)) != SLUICE_OK)
+                          lease_ms, lease, lease, &r, err)) != SLUICE_OK)
         return st;
     return sl_call_start(sl, &r, 0, 0, &to, err);
 }
@@ -152,7 +145,6 @@ sluice_status sluice_lease_release_async(sluice *sl, const void *key,
                                          sluice_done_fn done, void *arg)
 {
     sl_call_to to = {done, NULL, NULL, arg};
-    sluice_ruleset rs;
     sl_request r;
     sluice_status st;
     char *err;
@@ -162,7 +154,7 @@ sluice_status sluice_lease_release_async(sluice *sl, const void *key,
     err = sl_share_err(sl);
     if ((st = sl_call_ready(sl, done != NULL, err)) != SLUICE_OK ||
         (st = lease_check(sl, SL_OP_LEASE_RELEASE, key, key_len, 1, 1, lease,
-                          NULL, &rs, &r, err)) != SLUICE_OK)
+                          NULL, &r, err)) != SLUICE_OK)
         return st;
     return sl_call_start(sl, &r, 0, 0, &to, err);
 }

@@ -20,8 +20,9 @@
 #define MAX_KEEP  SL_MAX_PERIOD_MS
 #define CACHE_MS  1000
 
-/* What rules ops route by: any one rule will do (its keys are unused). */
-static const sluice_ruleset no_rules = {1, {{SLUICE_FIXED, 1, 1000, 0, 0}}};
+/* Rules that pass the check, for checking a request before its rules are
+ * read. */
+static const sluice_ruleset any_rules = {1, {{SLUICE_FIXED, 1, 1000, 0, 0}}};
 
 static void limiters_free(sl_ext *e)
 {
@@ -211,7 +212,7 @@ static void cache_put(sl_limiters *l, const void *name, size_t name_len,
 /* One rules op on name: its result in *v. */
 static sluice_status rules_op(sluice *sl, sl_op op, const void *name,
                               size_t name_len, const char *value,
-                              size_t value_len, int64_t ttl_ms, int64_t cost,
+                              size_t value_len, int64_t ttl_ms, bool if_absent,
                               sl_value *v, char *err)
 {
     char key[32 + SL_LIMITER_KEY_MAX];
@@ -219,14 +220,11 @@ static sluice_status rules_op(sluice *sl, sl_op op, const void *name,
     sl_request r;
     sluice_status st;
 
-    st = check(sl, op, key, kl, &no_rules, cost, &r, err);
+    st = check(sl, op, key, kl, NULL, 0, &r, err);
     if (st != SLUICE_OK)
         return st;
     r.prefix = lims(sl)->prefix;
-    r.value = value;
-    r.value_len = value_len;
-    r.ttl_ms = ttl_ms;
-    r.read = v;
+    r.stored = (sl_stored){value, value_len, if_absent, ttl_ms, v};
     memset(v, 0, sizeof(*v));
     return sl_call_run(sl, &r, NULL, err);
 }
@@ -285,8 +283,8 @@ static sluice_status read_rules(sluice *sl, const void *name, size_t name_len,
     bool last = false;
 
     for (;;) {
-        st = rules_op(sl, SL_OP_RULES_GET, name, name_len, NULL, 0, sent, 1, &v,
-                      err);
+        st = rules_op(sl, SL_OP_RULES_GET, name, name_len, NULL, 0, sent, false,
+                      &v, err);
         if (!read_ended(sl, name, name_len, &st, &v, last, &sent, rs, keepalive,
                         err))
             return st;
@@ -359,7 +357,7 @@ static sluice_status store(sluice *sl, const void *name, size_t name_len,
     }
     len = encode(value, rules, keepalive);
     st = rules_op(sl, SL_OP_RULES_PUT, name, name_len, value, len, keepalive,
-                  only_if_absent ? 1 : 2, &v, err);
+                  only_if_absent, &v, err);
     if (st != SLUICE_OK)
         return st;
     if (!v.found) /* deleted or expired at once: what was asked is gone */
@@ -434,7 +432,8 @@ sluice_status sluice_limiter_delete(sluice *sl, const void *name,
         return st;
     if ((st = check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
         return st;
-    st = rules_op(sl, SL_OP_RULES_DEL, name, name_len, NULL, 0, 0, 1, &v, err);
+    st = rules_op(sl, SL_OP_RULES_DEL, name, name_len, NULL, 0, 0, false, &v,
+                  err);
     if (st != SLUICE_OK)
         return st;
     cache_put(lims(sl), name, name_len, NULL, 0);
@@ -533,13 +532,12 @@ static sluice_status read_async(by_name_call *c, char *err)
     sl_request r;
     sluice_status st;
 
-    st =
-        sl_call_prepare(c->sl, SL_OP_RULES_GET, key, kl, &no_rules, 1, &r, err);
+    st = sl_call_prepare(c->sl, SL_OP_RULES_GET, key, kl, NULL, 0, &r, err);
     if (st != SLUICE_OK)
         return st;
     r.prefix = lims(c->sl)->prefix;
-    r.ttl_ms = c->sent;
-    r.read = &c->v;
+    r.stored.ttl_ms = c->sent;
+    r.stored.read = &c->v;
     memset(&c->v, 0, sizeof(c->v));
     return sl_call_start(c->sl, &r, c->began, 0, &to, err);
 }
@@ -617,8 +615,9 @@ static sluice_status by_name_async(sluice *sl, sl_op op, const void *name,
     kl = compose(key, name, name_len, client, client_len);
     if (cached_rules(lims(sl), name, name_len, &rs, &known))
         return decide_async(sl, op, key, kl, &rs, cost, 0, done, arg, err);
-    /* Bad input is returned now, before the rules are read. */
-    if ((st = sl_call_prepare(sl, op, key, kl, &no_rules, cost, &r, err)) !=
+    /* Bad input (the key, the cost) is returned now, before the rules are
+     * read: checked with any valid rules in their place. */
+    if ((st = sl_call_prepare(sl, op, key, kl, &any_rules, cost, &r, err)) !=
         SLUICE_OK)
         return st;
     if ((c = sl_calloc(1, sizeof(*c))) == NULL) {

@@ -160,7 +160,7 @@ static void decode_script(const sl_request *rq, const redisReply *rep,
         broken("a script reply refused with an unexpected status",
                sluice_strerror(st));
     if (st == SLUICE_OK && rq->op == SL_OP_AT_MOST &&
-        (*rq->granted < 0 || *rq->granted > rq->cost))
+        (*rq->decide.granted < 0 || *rq->decide.granted > rq->decide.cost))
         broken("a grant out of range", "");
 }
 
@@ -221,7 +221,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 3 || huge_array(data + 3, size - 3))
         return 0;
     memset(&rq, 0, sizeof(rq));
-    rq.rules = &rulesets[data[0] % NRULESETS];
     tag = data[1];
     rq.op = (data[2] & 3) == 1   ? SL_OP_PEEK
             : (data[2] & 3) == 2 ? SL_OP_RESET
@@ -229,17 +228,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                  : SL_OP_ACQUIRE;
     if (data[2] & 0x20)
         rq.op = SL_OP_REFUND;
-    rq.granted = &granted;
     /* A lease, or a named limiter's rules, read as replies too. */
-    rq.value = "0123456789abcdef";
-    rq.value_len = 16;
-    rq.ttl_ms = 1000;
-    rq.read = &value;
     if (data[2] & 0x40)
         rq.op = SL_OP_LEASE_ACQUIRE;
     if (data[2] & 0x80)
         rq.op = SL_OP_RULES_GET;
-    rq.cost = (data[2] & 4) ? 1 : 3;
+    if (rq.op == SL_OP_LEASE_ACQUIRE)
+        rq.lease =
+            (sl_lease_op){(data[2] & 4) ? 1 : 3, 1000, "0123456789abcdef", 16};
+    else if (rq.op == SL_OP_RULES_GET)
+        rq.stored = (sl_stored){NULL, 0, false, 1000, &value};
+    else
+        rq.decide = (sl_decision){&rulesets[data[0] % NRULESETS],
+                                  (data[2] & 4) ? 1 : 3, &granted};
     rq.now_ms = clocks[(data[2] >> 3) & 3];
     rq.key = "k";
     rq.key_len = 1;
