@@ -33,7 +33,7 @@ static sluice_status prepare(sluice *sl, sl_op op, const void *key,
         (st = sl_cost_check(cost, err, SL_ERR_LEN)) != SLUICE_OK)
         return st;
     /* The server's clock is read by the script; ours is checked here. */
-    if (!sl->url.opts.server_clock &&
+    if (!sl->url.cfg.server_clock &&
         (st = sl_time_check(now, err, SL_ERR_LEN)) != SLUICE_OK)
         return st;
     r->op = op;
@@ -49,9 +49,9 @@ static sluice_status prepare(sluice *sl, sl_op op, const void *key,
 
 int64_t sl_call_now(const sluice *sl)
 {
-    if (sl->url.opts.server_clock)
+    if (sl->url.cfg.server_clock)
         return -1;
-    return sl->url.opts.clock(sl->url.opts.clock_ctx);
+    return sl->url.cfg.clock(sl->url.cfg.clock_ctx);
 }
 
 sluice_status sl_call_prepare(sluice *sl, sl_op op, const void *key,
@@ -68,7 +68,7 @@ sluice_status sl_call_prepare(sluice *sl, sl_op op, const void *key,
 static int64_t deny_now(const sluice *sl, const sl_request *r)
 {
     return r->now_ms >= 0 ? r->now_ms
-                          : sl->url.opts.clock(sl->url.opts.clock_ctx);
+                          : sl->url.cfg.clock(sl->url.cfg.clock_ctx);
 }
 
 /* Before a request goes out: a reset forgets the key's denials; an
@@ -108,7 +108,7 @@ static void deny_keep(sluice *sl, const sl_request *rs,
  * admitted, its status saying so; it was not charged. */
 static void shadow(const sluice *sl, sl_op op, sluice_result *r)
 {
-    if (sl->url.opts.shadow && op == SL_OP_ACQUIRE && !r->allowed &&
+    if (sl->url.cfg.shadow && op == SL_OP_ACQUIRE && !r->allowed &&
         (r->status == SLUICE_OK || r->status == SLUICE_CACHED)) {
         r->allowed = true;
         r->status = SLUICE_SHADOWED;
@@ -120,7 +120,7 @@ static void shadow(const sluice *sl, sl_op op, sluice_result *r)
 static void shadow_at_most(const sluice *sl, const sl_request *rq,
                            sluice_result *r)
 {
-    if (sl->url.opts.shadow && r->status == SLUICE_OK &&
+    if (sl->url.cfg.shadow && r->status == SLUICE_OK &&
         *rq->decide.granted < rq->decide.cost) {
         *rq->decide.granted = rq->decide.cost;
         r->allowed = true;
@@ -500,7 +500,7 @@ static bool async_sleeps(async_call *a)
     int64_t now = sl_mono_ms(), sleep;
 
     if (a->wait_until == 0 || a->sl->eng.closing || a->job.err[0] != '\0' ||
-        a->sl->url.opts.shadow ||
+        a->sl->url.cfg.shadow ||
         (sleep = wait_more(r, now, a->wait_until)) == 0)
         return false;
     sl_engine_sleep(&a->sl->eng, &a->job, now + sleep, async_woken);

@@ -137,7 +137,7 @@ static void start_job(sl_engine *e, sl_job *job)
      * reconnect spends it, never extends it. */
     job->started = e->call_started > 0 ? e->call_started : sl_mono_ms();
     e->call_started = 0;
-    job->deadline = job->started + e->url->opts.command_timeout_ms;
+    job->deadline = job->started + e->url->cfg.command_timeout_ms;
     memset(job->marks, 0, job->n);
     if (job->n == 0) {
         job->finished = true;
@@ -248,7 +248,7 @@ static void run_timers(sl_engine *e, int64_t now)
                         "%s: no answer within %lld ms (timeout_ms=%u); the "
                         "outcome is unknown",
                         e->name, (long long)sl_engine_waited(j),
-                        e->url->opts.command_timeout_ms);
+                        e->url->cfg.command_timeout_ms);
             sl_engine_answer(j, k, j->last, msg);
         }
         /* Its replies, should any still come, go nowhere. */

@@ -124,7 +124,7 @@ typedef enum sl_scheme {
 
 /* Where a connection goes and as whom: one server (a cluster node has its
  * own), apart from the configuration every connection of a handle shares
- * (sluice_options). */
+ * (sl_config). */
 typedef struct sl_endpoint {
     char host[256];
     int port;
@@ -139,6 +139,28 @@ typedef struct sl_endpoint {
     size_t reply_max_bytes;    /* ?max_reply_bytes=N; 0: the default */
 } sl_endpoint;
 
+/* How a handle behaves, whatever it connects to: the caller's
+ * sluice_options resolved (defaults applied, the URL's query over them),
+ * kept in the library's own struct, not the public one (which grows by
+ * struct_size and holds credentials and pointers the caller owns). */
+typedef struct sl_config {
+    sluice_clock_fn clock; /* never NULL once the handle is open */
+    void *clock_ctx;
+    bool server_clock;
+    uint32_t connect_timeout_ms;
+    uint32_t command_timeout_ms;
+    uint32_t ttl_floor_ms;
+    sluice_fail_policy fail;
+    char prefix[64]; /* every key's prefix */
+    uint32_t deny_cache;
+    bool no_metrics;
+    bool shadow;
+    uint32_t fallback_instances;
+    int64_t rules_cache_ms; /* 0: the default; < 0: never cached */
+} sl_config;
+
+/* A parsed URL: where (the endpoint, a cluster's seeds) and how (the
+ * configuration), two structs. */
 typedef struct sl_url {
     sl_scheme scheme;
     char name[128]; /* mem://NAME */
@@ -148,8 +170,7 @@ typedef struct sl_url {
         char host[256];
         int port;
     } seeds[SL_MAX_SEEDS];
-    sluice_options opts; /* defaults resolved, query applied */
-    char prefix[64];     /* storage of opts.key_prefix */
+    sl_config cfg;
 } sl_url;
 
 /* Copies url into dst with its password shown as "***"; every message
@@ -159,8 +180,10 @@ void sl_url_redact(const char *url, char *dst, size_t dst_len);
  * the last. The one list the parser, its messages and the docs test read. */
 const char *sl_url_option(size_t i);
 
-/* Parses url; opts (may be NULL) gives the defaults that the query
- * overrides, and credentials where the URL has none. */
+/* Parses url into where (out's endpoint and seeds) and how (out->cfg);
+ * opts (may be NULL) gives the configuration that the query overrides,
+ * and credentials where the URL has none. Nothing of opts is kept by
+ * reference: the prefix is copied into out->cfg.prefix. */
 sluice_status sl_url_parse(const char *url, const sluice_options *opts,
                            sl_url *out, char *err, size_t err_len);
 

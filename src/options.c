@@ -215,8 +215,8 @@ static char *text_of(option_id id, sl_url *u, size_t *cap)
     *cap = 256;
     switch (id) {
     case PREFIX:
-        *cap = sizeof(u->prefix);
-        return u->prefix;
+        *cap = sizeof(u->cfg.prefix);
+        return u->cfg.prefix;
     case SOCKET:
         *cap = sizeof(u->ep.socket);
         return u->ep.socket;
@@ -240,36 +240,36 @@ static void store(option_id id, long long n, sl_url *u)
 {
     switch (id) {
     case TIMEOUT_MS:
-        u->opts.command_timeout_ms = (uint32_t)n;
+        u->cfg.command_timeout_ms = (uint32_t)n;
         break;
     case CONNECT_TIMEOUT_MS:
-        u->opts.connect_timeout_ms = (uint32_t)n;
+        u->cfg.connect_timeout_ms = (uint32_t)n;
         break;
     case TTL_FLOOR_MS:
-        u->opts.ttl_floor_ms = (uint32_t)n;
+        u->cfg.ttl_floor_ms = (uint32_t)n;
         break;
     case CLOCK:
-        u->opts.server_clock = n == 1;
+        u->cfg.server_clock = n == 1;
         break;
     case FAIL:
-        u->opts.fail = (sluice_fail_policy)n;
+        u->cfg.fail = (sluice_fail_policy)n;
         break;
     case DENY_CACHE:
-        u->opts.deny_cache = (uint32_t)n;
+        u->cfg.deny_cache = (uint32_t)n;
         break;
     case METRICS:
-        u->opts.no_metrics = n == 0;
+        u->cfg.no_metrics = n == 0;
         break;
     case SHADOW:
-        u->opts.shadow = n != 0;
+        u->cfg.shadow = n != 0;
         break;
     case FALLBACK_INSTANCES:
-        u->opts.fallback_instances = (uint32_t)n;
+        u->cfg.fallback_instances = (uint32_t)n;
         break;
     case RULES_CACHE_MS:
         /* 0 in the URL reads the rules with every decision: -1 in the
          * options, where 0 means the default. */
-        u->opts.rules_cache_ms = n == 0 ? -1 : (int64_t)n;
+        u->cfg.rules_cache_ms = n == 0 ? -1 : (int64_t)n;
         break;
     case MAX_REPLY_BYTES:
         u->ep.reply_max_bytes = (size_t)n;
@@ -279,9 +279,6 @@ static void store(option_id id, long long n, sl_url *u)
         break;
     case TLS_VERIFY:
         u->ep.tls_insecure = n == 0;
-        break;
-    case PREFIX:
-        u->opts.key_prefix = u->prefix;
         break;
     default:
         break;

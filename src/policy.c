@@ -20,8 +20,7 @@ sluice_status sl_policy_open(sluice *sl, char *err, size_t err_len)
         return SLUICE_ENOMEM;
     }
     mem->scheme = SL_SCHEME_MEM;
-    mem->opts = sl->url.opts;
-    memcpy(mem->prefix, sl->url.prefix, sizeof(mem->prefix));
+    mem->cfg = sl->url.cfg;
     st = sl_backend_memory.open(mem, NULL, &sl->fallback, err, err_len);
     sl_free(mem); /* the memory backend keeps what it needs */
     return st;
@@ -35,7 +34,7 @@ sluice_status sl_policy_open(sluice *sl, char *err, size_t err_len)
  * those are the caller's to fix, and an open policy would hide them. */
 bool sl_policy_answers(const sluice *sl, sluice_status st)
 {
-    if (sl->url.opts.fail == SLUICE_FAIL_ERROR)
+    if (sl->url.cfg.fail == SLUICE_FAIL_ERROR)
         return false;
     switch (st) {
     case SLUICE_ECONNECT:
@@ -67,8 +66,8 @@ bool sl_policy_answers(const sluice *sl, sluice_status st)
 static void fallback_rules(const sluice *sl, const sluice_ruleset *rs,
                            sluice_ruleset *out)
 {
-    int64_t n = sl->url.opts.fallback_instances > 1
-                    ? (int64_t)sl->url.opts.fallback_instances
+    int64_t n = sl->url.cfg.fallback_instances > 1
+                    ? (int64_t)sl->url.cfg.fallback_instances
                     : 1;
     size_t i;
 
@@ -96,7 +95,7 @@ static bool fallback_result(const sluice *sl, const sl_request *rq,
         r.decide.rules = &rs;
     }
     if (r.now_ms < 0) /* the server's clock: ours instead */
-        r.now_ms = sl->url.opts.clock(sl->url.opts.clock_ctx);
+        r.now_ms = sl->url.cfg.clock(sl->url.cfg.clock_ctx);
     memset(out, 0, sizeof(*out));
     if (sl_memory_decide(sl->fallback, &r, 1, out, err, sizeof(err)) !=
             SLUICE_OK ||
@@ -109,9 +108,9 @@ static bool fallback_result(const sluice *sl, const sl_request *rq,
 static void policy_result(const sluice *sl, const sl_request *rq,
                           sluice_status st, sluice_result *out)
 {
-    bool open = sl->url.opts.fail == SLUICE_FAIL_OPEN;
+    bool open = sl->url.cfg.fail == SLUICE_FAIL_OPEN;
 
-    if (sl->url.opts.fail == SLUICE_FAIL_FALLBACK &&
+    if (sl->url.cfg.fail == SLUICE_FAIL_FALLBACK &&
         fallback_result(sl, rq, st, out))
         return;
     out->status = st;
@@ -123,7 +122,7 @@ static void policy_result(const sluice *sl, const sl_request *rq,
                      : rq->lease.max; /* a lease acquire */
     out->remaining = 0;
     /* A closed denial suggests retrying after a reconnect could succeed. */
-    out->retry_after_ms = open ? -1 : (int64_t)sl->url.opts.connect_timeout_ms;
+    out->retry_after_ms = open ? -1 : (int64_t)sl->url.cfg.connect_timeout_ms;
     out->reset_after_ms = 0;
     out->rule = 0;
     out->rule_reset_code = 0;

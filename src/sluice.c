@@ -52,13 +52,12 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
     st = sl_url_parse(url, opts, &sl->url, err, err_len);
     if (st != SLUICE_OK)
         goto fail;
-    sl->url.opts.key_prefix = sl->url.prefix; /* point into our copy */
-    if (sl->url.opts.clock == NULL)
-        sl->url.opts.clock = realtime_ms;
+    if (sl->url.cfg.clock == NULL)
+        sl->url.cfg.clock = realtime_ms;
     switch (sl->url.scheme) {
     case SL_SCHEME_MEM:
         sl->backend = &sl_backend_memory;
-        if (sl->url.opts.server_clock) {
+        if (sl->url.cfg.server_clock) {
             sl_errf(err, err_len,
                     "url \"%s\": mem:// has no server clock; "
                     "drop clock=server or use a redis:// URL",
@@ -82,19 +81,19 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
     }
     if ((st = sl_tls_check(&sl->url, err, err_len)) != SLUICE_OK)
         goto fail;
-    if (sl->url.opts.deny_cache > 1000000) {
+    if (sl->url.cfg.deny_cache > 1000000) {
         sl_errf(err, err_len,
                 "open: deny_cache %u: expected 0..1000000 denials to keep",
-                (unsigned)sl->url.opts.deny_cache);
+                (unsigned)sl->url.cfg.deny_cache);
         st = SLUICE_EINVAL;
         goto fail;
     }
-    if (sl_deny_init(&sl->deny, sl->url.opts.deny_cache) != SLUICE_OK) {
+    if (sl_deny_init(&sl->deny, sl->url.cfg.deny_cache) != SLUICE_OK) {
         sl_errf(err, err_len, "open: out of memory for the deny cache");
         st = SLUICE_ENOMEM;
         goto fail;
     }
-    sl_stats_init(&sl->stats, !sl->url.opts.no_metrics);
+    sl_stats_init(&sl->stats, !sl->url.cfg.no_metrics);
     sl_engine_init(&sl->eng, &sl->url, sl->backend->name, &sl->backend->ops);
     st = sl->backend->open(&sl->url, &sl->eng, &sl->state, err, err_len);
     if (st != SLUICE_OK) {
@@ -102,7 +101,7 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
         goto fail;
     }
     sl->eng.state = sl->state;
-    if (sl->url.opts.fail == SLUICE_FAIL_FALLBACK &&
+    if (sl->url.cfg.fail == SLUICE_FAIL_FALLBACK &&
         (st = sl_policy_open(sl, err, err_len)) != SLUICE_OK) {
         sl_engine_shutdown(&sl->eng);
         sl->backend->close(sl->state);

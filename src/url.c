@@ -275,12 +275,14 @@ static sluice_status parse_cluster(const char *url, const char *rest, size_t n,
     return parse_redis(url, rest, first, u, err, err_len);
 }
 
-/* Copies the caller's options as long as the caller's header made them
+/* Reads the caller's options as far as the caller's header made them
  * (struct_size): a struct from an older header is shorter than ours, and
  * the fields it lacks stay zero, their defaults; one from a newer header is
  * longer, and is accepted when every field we do not know is zero (as
  * Linux's extensible system calls accept a newer struct). A struct_size of
- * 0, a struct zeroed by hand, means the fields before struct_size. */
+ * 0, a struct zeroed by hand, means the fields before struct_size. The
+ * configuration takes what it keeps; credentials go to the endpoint
+ * (credentials_from_options), the prefix is copied (config_prefix). */
 static sluice_status copy_options(const sluice_options *in, sluice_options *out,
                                   char *err, size_t err_len)
 {
@@ -314,6 +316,24 @@ static sluice_status copy_options(const sluice_options *in, sluice_options *out,
     memcpy(out, in, n < sizeof(*out) ? n : sizeof(*out));
     out->struct_size = sizeof(*out);
     return SLUICE_OK;
+}
+
+/* The configuration the options give, before the URL's query. */
+static void config_of(const sluice_options *o, sl_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->clock = o->clock;
+    c->clock_ctx = o->clock_ctx;
+    c->server_clock = o->server_clock;
+    c->connect_timeout_ms = o->connect_timeout_ms;
+    c->command_timeout_ms = o->command_timeout_ms;
+    c->ttl_floor_ms = o->ttl_floor_ms;
+    c->fail = o->fail;
+    c->deny_cache = o->deny_cache;
+    c->no_metrics = o->no_metrics;
+    c->shadow = o->shadow;
+    c->fallback_instances = o->fallback_instances;
+    c->rules_cache_ms = o->rules_cache_ms;
 }
 
 /* Credentials given in the options, where the URL gave none. */
@@ -355,6 +375,7 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
                    {"twemproxy://", SL_SCHEME_TWEMPROXY},
                    {"redis-cluster://", SL_SCHEME_CLUSTER}};
     const char *rest = NULL, *q;
+    sluice_options given;
     size_t i, n;
     sluice_status st;
 
@@ -363,9 +384,11 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
         return SLUICE_EINVAL;
     }
     memset(out, 0, sizeof(*out));
+    memset(&given, 0, sizeof(given));
     if (opts != NULL &&
-        (st = copy_options(opts, &out->opts, err, err_len)) != SLUICE_OK)
+        (st = copy_options(opts, &given, err, err_len)) != SLUICE_OK)
         return st;
+    config_of(&given, &out->cfg);
     for (i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
         size_t plen = strlen(schemes[i].prefix);
 
@@ -394,24 +417,23 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
         st = parse_redis(url, rest, n, out, err, err_len);
     if (st != SLUICE_OK)
         return st;
-    if ((st = credentials_from_options(url, opts ? &out->opts : NULL, out, err,
+    if ((st = credentials_from_options(url, opts ? &given : NULL, out, err,
                                        err_len)) != SLUICE_OK)
         return st;
     if (out->scheme == SL_SCHEME_TWEMPROXY && (out->ep.user[0] || out->ep.db))
         return bad(err, err_len, url,
                    "twemproxy takes only a password (AUTH with one "
                    "argument) and no database: use the pool's redis_db");
-    if (out->opts.key_prefix != NULL && out->opts.key_prefix != out->prefix) {
-        if (strlen(out->opts.key_prefix) >= sizeof(out->prefix))
+    if (given.key_prefix != NULL) {
+        if (strlen(given.key_prefix) >= sizeof(out->cfg.prefix))
             return bad(err, err_len, url, "key_prefix longer than 63 bytes");
-        strcpy(out->prefix, out->opts.key_prefix);
-    } else if (out->opts.key_prefix == NULL) {
-        strcpy(out->prefix, "sluice:");
+        strcpy(out->cfg.prefix, given.key_prefix);
+    } else {
+        strcpy(out->cfg.prefix, "sluice:");
     }
     if (q != NULL &&
         (st = parse_query(url, q + 1, out, err, err_len)) != SLUICE_OK)
         return st;
-    out->opts.key_prefix = out->prefix;
     if (out->scheme == SL_SCHEME_MEM && (out->ep.tls || out->ep.socket[0]))
         return bad(err, err_len, url,
                    "mem:// keeps its state in this process: no socket, no "
@@ -433,25 +455,25 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
     if (out->ep.socket[0] != '\0' && out->ep.socket[0] != '/')
         return bad(err, err_len, url,
                    "option socket: expected an absolute path");
-    if (strpbrk(out->prefix, "{}") != NULL)
+    if (strpbrk(out->cfg.prefix, "{}") != NULL)
         return bad(err, err_len, url,
                    "key prefix may not hold '{' or '}': the key's hash tag "
                    "must be the first braces");
-    if (out->opts.connect_timeout_ms == 0)
-        out->opts.connect_timeout_ms = 1000;
-    if (out->opts.command_timeout_ms == 0)
-        out->opts.command_timeout_ms = 250;
-    if (out->opts.ttl_floor_ms == 0)
-        out->opts.ttl_floor_ms = 1000;
-    if (out->opts.fail != SLUICE_FAIL_ERROR &&
-        out->opts.fail != SLUICE_FAIL_OPEN &&
-        out->opts.fail != SLUICE_FAIL_CLOSED &&
-        out->opts.fail != SLUICE_FAIL_FALLBACK)
+    if (out->cfg.connect_timeout_ms == 0)
+        out->cfg.connect_timeout_ms = 1000;
+    if (out->cfg.command_timeout_ms == 0)
+        out->cfg.command_timeout_ms = 250;
+    if (out->cfg.ttl_floor_ms == 0)
+        out->cfg.ttl_floor_ms = 1000;
+    if (out->cfg.fail != SLUICE_FAIL_ERROR &&
+        out->cfg.fail != SLUICE_FAIL_OPEN &&
+        out->cfg.fail != SLUICE_FAIL_CLOSED &&
+        out->cfg.fail != SLUICE_FAIL_FALLBACK)
         return bad(err, err_len, url, "options.fail is not a fail policy");
-    if (out->opts.fallback_instances > 10000)
+    if (out->cfg.fallback_instances > 10000)
         return bad(err, err_len, url,
                    "options.fallback_instances: expected 1..10000");
-    if (out->opts.rules_cache_ms > 86400000)
+    if (out->cfg.rules_cache_ms > 86400000)
         return bad(err, err_len, url,
                    "options.rules_cache_ms: expected at most 86400000 "
                    "(negative: never cached)");

@@ -248,7 +248,7 @@ static void cluster_urls_take_several_seeds(void **state)
     assert_string_equal(u.seeds[2].host, "::1");
     assert_string_equal(u.ep.user, "a");
     assert_string_equal(u.ep.host, "h1");
-    assert_int_equal(u.opts.command_timeout_ms, 9);
+    assert_int_equal(u.cfg.command_timeout_ms, 9);
     assert_int_equal(sl_url_parse("redis-cluster://h1:7000,,h2:1", NULL, &u,
                                   err, sizeof(err)),
                      SLUICE_EURL);

@@ -71,19 +71,19 @@ static void defaults_are_filled_and_query_overrides_them(void **state)
     (void)state;
     assert_int_equal(u.scheme, SL_SCHEME_MEM);
     assert_string_equal(u.name, "");
-    assert_int_equal(u.opts.command_timeout_ms, 250);
-    assert_int_equal(u.opts.connect_timeout_ms, 1000);
-    assert_int_equal(u.opts.ttl_floor_ms, 1000);
-    assert_int_equal(u.opts.fail, SLUICE_FAIL_ERROR);
-    assert_string_equal(u.prefix, "sluice:");
+    assert_int_equal(u.cfg.command_timeout_ms, 250);
+    assert_int_equal(u.cfg.connect_timeout_ms, 1000);
+    assert_int_equal(u.cfg.ttl_floor_ms, 1000);
+    assert_int_equal(u.cfg.fail, SLUICE_FAIL_ERROR);
+    assert_string_equal(u.cfg.prefix, "sluice:");
     u = parse_ok("redis://h:1?timeout_ms=50&connect_timeout_ms=70&clock=server"
                  "&fail=closed&prefix=rl%3A&ttl_floor_ms=5");
-    assert_int_equal(u.opts.command_timeout_ms, 50);
-    assert_int_equal(u.opts.connect_timeout_ms, 70);
-    assert_true(u.opts.server_clock);
-    assert_int_equal(u.opts.fail, SLUICE_FAIL_CLOSED);
-    assert_string_equal(u.prefix, "rl:");
-    assert_int_equal(u.opts.ttl_floor_ms, 5);
+    assert_int_equal(u.cfg.command_timeout_ms, 50);
+    assert_int_equal(u.cfg.connect_timeout_ms, 70);
+    assert_true(u.cfg.server_clock);
+    assert_int_equal(u.cfg.fail, SLUICE_FAIL_CLOSED);
+    assert_string_equal(u.cfg.prefix, "rl:");
+    assert_int_equal(u.cfg.ttl_floor_ms, 5);
     memset(&o, 0, sizeof(o));
     o.fail = SLUICE_FAIL_OPEN;
     o.key_prefix = "app:";
@@ -92,9 +92,9 @@ static void defaults_are_filled_and_query_overrides_them(void **state)
         sl_url_parse("mem://shared-1?fail=error", &o, &u, err, sizeof(err)),
         SLUICE_OK);
     assert_string_equal(u.name, "shared-1");
-    assert_int_equal(u.opts.fail, SLUICE_FAIL_ERROR);
-    assert_int_equal(u.opts.command_timeout_ms, 9);
-    assert_string_equal(u.prefix, "app:");
+    assert_int_equal(u.cfg.fail, SLUICE_FAIL_ERROR);
+    assert_int_equal(u.cfg.command_timeout_ms, 9);
+    assert_string_equal(u.cfg.prefix, "app:");
 }
 
 static void bad_urls_are_refused_with_the_reason(void **state)
@@ -222,7 +222,7 @@ static void every_url_form_parses_alike_with_and_without_a_query(void **state)
                 assert_int_equal(u.seeds[s].port, plain.seeds[s].port);
             }
             if (q != 3)
-                assert_int_equal(u.opts.command_timeout_ms, 100);
+                assert_int_equal(u.cfg.command_timeout_ms, 100);
         }
     }
     assert_int_equal(
@@ -238,7 +238,7 @@ static void percent_escapes_are_two_hex_digits_and_never_nul(void **state)
 {
     (void)state;
     assert_string_equal(parse_ok("redis://u:%41%62@h:1").ep.password, "Ab");
-    assert_string_equal(parse_ok("redis://h:1?prefix=a%3Ab").prefix, "a:b");
+    assert_string_equal(parse_ok("redis://h:1?prefix=a%3Ab").cfg.prefix, "a:b");
     parse_bad("redis://u:%-1@h:1", "escape");
     parse_bad("redis://u:%+9@h:1", "escape");
     parse_bad("redis://u:% f@h:1", "escape");
@@ -318,7 +318,7 @@ static void options_are_read_as_far_as_their_struct_size_says(void **state)
     o.command_timeout_ms = 7;
     assert_int_equal(sl_url_parse("mem://", &o, &u, err, sizeof(err)),
                      SLUICE_OK);
-    assert_int_equal(u.opts.command_timeout_ms, 7);
+    assert_int_equal(u.cfg.command_timeout_ms, 7);
     o.struct_size = 8;
     assert_int_equal(sl_url_parse("mem://", &o, &u, err, sizeof(err)),
                      SLUICE_EINVAL);
@@ -329,7 +329,7 @@ static void options_are_read_as_far_as_their_struct_size_says(void **state)
     big.o.command_timeout_ms = 9;
     assert_int_equal(sl_url_parse("mem://", &big.o, &u, err, sizeof(err)),
                      SLUICE_OK);
-    assert_int_equal(u.opts.command_timeout_ms, 9);
+    assert_int_equal(u.cfg.command_timeout_ms, 9);
     big.newer[3] = 1;
     assert_int_equal(sl_url_parse("mem://", &big.o, &u, err, sizeof(err)),
                      SLUICE_EINVAL);

@@ -82,7 +82,7 @@ static bool sync_nodes(cluster *c)
         snprintf(n->ep.host, sizeof(n->ep.host), "%s",
                  c->map.nodes[c->nnodes].host);
         n->ep.port = c->map.nodes[c->nnodes].port;
-        sl_conn_init(&n->conn, &n->ep, &c->url->opts, "cluster", c->eng);
+        sl_conn_init(&n->conn, &n->ep, &c->url->cfg, "cluster", c->eng);
         c->nodes[c->nnodes++] = n;
     }
     return true;
@@ -310,8 +310,8 @@ static bool ask_more(cluster *c)
         /* A node still to connect has its connect's time as well. */
         n->asked_at = now;
         n->ask_deadline =
-            now + c->url->opts.command_timeout_ms +
-            (sl_conn_is_ready(&n->conn) ? 0 : c->url->opts.connect_timeout_ms);
+            now + c->url->cfg.command_timeout_ms +
+            (sl_conn_is_ready(&n->conn) ? 0 : c->url->cfg.connect_timeout_ms);
         if (n->ask_deadline > c->round_deadline)
             c->round_deadline = n->ask_deadline;
     }
@@ -395,8 +395,8 @@ static sluice_status cluster_open(const sl_url *url, sl_engine *eng, void **out,
                                   char *err, size_t err_len)
 {
     cluster *c = sl_calloc(1, sizeof(*c));
-    int64_t deadline = sl_mono_ms() + url->opts.connect_timeout_ms +
-                       url->opts.command_timeout_ms;
+    int64_t deadline = sl_mono_ms() + url->cfg.connect_timeout_ms +
+                       url->cfg.command_timeout_ms;
 
     if (c == NULL) {
         sl_errf(err, err_len, "cluster: out of memory");
@@ -425,7 +425,7 @@ static sluice_status request_slot(const cluster *c, const sl_request *rq,
                                   unsigned *slot, char *err, size_t err_len)
 {
     char key[SLUICE_MAX_KEY_LEN + 128], q[300];
-    const char *prefix = rq->prefix != NULL ? rq->prefix : c->url->prefix;
+    const char *prefix = rq->prefix != NULL ? rq->prefix : c->url->cfg.prefix;
     size_t i, n;
 
     /* A stored-rules or lease op has one key. */
@@ -442,8 +442,8 @@ static sluice_status request_slot(const cluster *c, const sl_request *rq,
     for (i = 0; i < rq->decide.rules->count; i++) {
         unsigned s;
 
-        n = sl_key_build(key, sizeof(key), c->url->prefix, rq->key, rq->key_len,
-                         &rq->decide.rules->rules[i]);
+        n = sl_key_build(key, sizeof(key), c->url->cfg.prefix, rq->key,
+                         rq->key_len, &rq->decide.rules->rules[i]);
         s = sl_slot_of_key(key, n);
         if (i > 0 && s != *slot) {
             sl_quote(q, sizeof(q), rq->key, rq->key_len);

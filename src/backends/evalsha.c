@@ -42,7 +42,7 @@ static sluice_status evalsha_open(const sl_url *url, sl_engine *eng, void **out,
     }
     s->url = url;
     s->eng = eng;
-    sl_conn_init(&s->conn, &url->ep, &url->opts, "evalsha", eng);
+    sl_conn_init(&s->conn, &url->ep, &url->cfg, "evalsha", eng);
     /* One connect, within connect_timeout_ms, so that the first call
      * finds it ready; a server that is down or refuses the client never
      * fails the open: the calls answer by the fail policy, and connect
@@ -190,8 +190,8 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
     char cost[24], numkeys[24];
     size_t i, a = 3, nk = 0;
     bool local = rq->now_ms >= 0;
-    int64_t floor = url->opts.ttl_floor_ms;
-    const char *prefix = rq->prefix != NULL ? rq->prefix : url->prefix;
+    int64_t floor = url->cfg.ttl_floor_ms;
+    const char *prefix = rq->prefix != NULL ? rq->prefix : url->cfg.prefix;
 
     if (is_rules_op(rq->op) || is_lease_op(rq->op))
         return append_rules(cn, prefix, floor, rq, as_eval, tag, err, err_len);

@@ -173,8 +173,8 @@ static sluice_status memory_open(const sl_url *url, sl_engine *eng,
         return SLUICE_ENOMEM;
     }
     h->s = s;
-    strcpy(h->prefix, url->prefix);
-    h->ttl_floor_ms = url->opts.ttl_floor_ms;
+    strcpy(h->prefix, url->cfg.prefix);
+    h->ttl_floor_ms = url->cfg.ttl_floor_ms;
     *state = h;
     return SLUICE_OK;
 }

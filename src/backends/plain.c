@@ -673,7 +673,7 @@ sluice_status sl_plain_open(const sl_url *url, bool multi, sl_engine *eng,
     sluice_status st;
     const char *name = multi ? "multi" : "twemproxy";
 
-    if (url->opts.server_clock) {
+    if (url->cfg.server_clock) {
         sl_errf(err, err_len,
                 "%s: clock=server needs TIME inside a script; "
                 "use redis:// (the Lua backend) for the server's clock",
@@ -690,7 +690,7 @@ sluice_status sl_plain_open(const sl_url *url, bool multi, sl_engine *eng,
     p->name = name;
     p->multi = multi;
     p->nonce = sl_plain_ops_seed(p);
-    sl_conn_init(&p->conn, &url->ep, &url->opts, name, eng);
+    sl_conn_init(&p->conn, &url->ep, &url->cfg, name, eng);
     p->on_reply = on_reply;
     /* A server that is down never fails the open (as evalsha_open). */
     st = sl_conn_ensure(&p->conn, err, err_len);

@@ -112,7 +112,7 @@ static size_t lease_emit(sl_plain *p, unit *j, size_t i)
            t);
     APPEND(p, j, WANT_BOOL, "PEXPIRE %b %lld", key, kl,
            (long long)sl_max64(2 * rq->lease.lease_ms,
-                               (int64_t)p->url->opts.ttl_floor_ms));
+                               (int64_t)p->url->cfg.ttl_floor_ms));
     return 4;
 }
 
@@ -181,7 +181,7 @@ static size_t lease_undo(sl_plain *p, unit *j, size_t i)
         APPEND(
             p, j, WANT_BOOL, "PEXPIRE %b %lld", key, kl,
             (long long)sl_max64(j->lease_last + rq->lease.lease_ms - rq->now_ms,
-                                (int64_t)p->url->opts.ttl_floor_ms));
+                                (int64_t)p->url->cfg.ttl_floor_ms));
         n++;
     }
     return n;
@@ -210,12 +210,12 @@ sluice_status sl_plain_lease_parse(sl_plain *p, unit *u)
         sl_errf(u->msg, sizeof(u->msg),
                 "%s: unexpected data under the leases of this key; is another "
                 "program using the key prefix \"%s\"?",
-                p->name, p->url->prefix);
+                p->name, p->url->cfg.prefix);
     else
         sl_errf(u->msg, sizeof(u->msg),
                 "%s: unexpected reply for a limiter's rules; is another "
                 "program using the key prefix \"%s\"?",
-                p->name, p->url->prefix);
+                p->name, p->url->cfg.prefix);
     return SLUICE_EPROTO;
 }
 

@@ -49,7 +49,7 @@ static size_t rule_key(const sl_plain *p, const unit *u, size_t i, int64_t k,
 
 static int64_t ttl_floor(const sl_plain *p)
 {
-    return (int64_t)p->url->opts.ttl_floor_ms;
+    return (int64_t)p->url->cfg.ttl_floor_ms;
 }
 
 /* The TTL rule i's key needs after unit u's charge (store.h). */
@@ -509,7 +509,7 @@ sluice_status sl_plain_ops_parse(sl_plain *p, unit *u, redisReply **reps,
     sl_errf(err, err_len,
             "%s: unexpected data under the keys of this "
             "request; is another program using the key prefix \"%s\"?",
-            p->name, p->url->prefix);
+            p->name, p->url->cfg.prefix);
     return SLUICE_EPROTO;
 }
 
@@ -618,7 +618,7 @@ sluice_status sl_plain_decode(const sl_request *rq, bool read_mode,
                               redisReply **reps, size_t n, char *err,
                               size_t err_len)
 {
-    static const sl_url url = {.prefix = "sluice:"};
+    static const sl_url url = {.cfg = {.prefix = "sluice:"}};
     sl_plain p = {.url = &url, .name = "decode"};
     unit *j;
     sluice_status st;

@@ -144,7 +144,7 @@ void sl_plain_expect(sl_plain *p, unit *u, want w, sluice_status st);
 /* The prefix of u's keys. */
 static inline const char *sl_plain_prefix(const sl_plain *p, const unit *u)
 {
-    return u->rq->prefix != NULL ? u->rq->prefix : p->url->prefix;
+    return u->rq->prefix != NULL ? u->rq->prefix : p->url->cfg.prefix;
 }
 
 /* ------------------------------------------------------ the reply cursor */

@@ -10,10 +10,10 @@
 
 /* ------------------------------------------------------- connections */
 
-void sl_conn_init(sl_conn *cn, const sl_endpoint *ep,
-                  const sluice_options *opts, const char *who, sl_engine *eng)
+void sl_conn_init(sl_conn *cn, const sl_endpoint *ep, const sl_config *cfg,
+                  const char *who, sl_engine *eng)
 {
-    sl_conn_prepare(cn, ep, opts, who);
+    sl_conn_prepare(cn, ep, cfg, who);
     if (eng != NULL)
         sl_engine_add_conn(eng, cn);
 }

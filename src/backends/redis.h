@@ -12,8 +12,8 @@
 
 /* Prepares a connection to ep for the backend who, registered with eng
  * (its loop drives it); eng NULL: used on its own, blocking. */
-void sl_conn_init(sl_conn *cn, const sl_endpoint *ep,
-                  const sluice_options *opts, const char *who, sl_engine *eng);
+void sl_conn_init(sl_conn *cn, const sl_endpoint *ep, const sl_config *cfg,
+                  const char *who, sl_engine *eng);
 
 /* SLUICE_OK unless rep is an error reply: then the status it means, with
  * the message. A proxy's "cannot reach the server" errors mean the backend

@@ -47,9 +47,9 @@ static sl_ext *limiters_make(const sluice *sl)
         return NULL;
     }
     l->ext.free = limiters_free;
-    snprintf(l->prefix, sizeof(l->prefix), "%slim:", url->prefix);
+    snprintf(l->prefix, sizeof(l->prefix), "%slim:", url->cfg.prefix);
     l->cache_ms =
-        url->opts.rules_cache_ms == 0 ? CACHE_MS : url->opts.rules_cache_ms;
+        url->cfg.rules_cache_ms == 0 ? CACHE_MS : url->cfg.rules_cache_ms;
     return &l->ext;
 }
 

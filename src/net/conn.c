@@ -45,13 +45,13 @@ static const char *endpoint(const sl_conn *cn, char *buf, size_t len)
     return buf;
 }
 
-void sl_conn_prepare(sl_conn *cn, const sl_endpoint *ep,
-                     const sluice_options *opts, const char *who)
+void sl_conn_prepare(sl_conn *cn, const sl_endpoint *ep, const sl_config *cfg,
+                     const char *who)
 {
     memset(cn, 0, sizeof(*cn));
     cn->fd = -1;
     cn->ep = ep;
-    cn->opts = opts;
+    cn->cfg = cfg;
     cn->who = who;
 }
 
@@ -232,7 +232,7 @@ sluice_status sl_conn_expire(sl_conn *cn, const struct sl_job *job)
         sl_errf(why, sizeof(why),
                 "%s: %s did not answer within %lld ms (timeout_ms=%u); the "
                 "outcome is unknown, and the next call reconnects",
-                cn->who, ep, waited, cn->opts->command_timeout_ms);
+                cn->who, ep, waited, cn->cfg->command_timeout_ms);
         sl_conn_abort(cn, SLUICE_ETIMEOUT, why);
         return SLUICE_ETIMEOUT;
     }
@@ -241,7 +241,7 @@ sluice_status sl_conn_expire(sl_conn *cn, const struct sl_job *job)
     sl_errf(why, sizeof(why),
             "%s: %s: not connected within %lld ms (timeout_ms=%u; %s); "
             "nothing was sent, and the connect goes on for the next calls",
-            cn->who, ep, waited, cn->opts->command_timeout_ms,
+            cn->who, ep, waited, cn->cfg->command_timeout_ms,
             cn->phase == SL_PHASE_RESOLVING    ? "host name lookup under way"
             : cn->phase == SL_PHASE_CONNECTING ? "connect() under way"
             : cn->phase == SL_PHASE_TLS        ? "TLS handshake under way"

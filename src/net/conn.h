@@ -80,15 +80,15 @@ typedef struct sl_conn {
     /* Replies expected, oldest first (a ring). */
     sl_expect *q;
     size_t qhead, qlen, qcap;
-    int64_t connect_deadline;   /* monotonic ms, while not ready */
-    short watched;              /* events the loop was last told to watch */
-    bool doomed;                /* closes once what was written is answered */
-    bool kept;                  /* the callback keeps the reply it got */
-    bool answered;              /* a reply other than an error came */
-    sl_conn_events ev;          /* the owner's loop; zero: none */
-    const sl_endpoint *ep;      /* where, as whom, TLS */
-    const sluice_options *opts; /* timeouts, shared by the handle */
-    const char *who;            /* backend name, for messages */
+    int64_t connect_deadline; /* monotonic ms, while not ready */
+    short watched;            /* events the loop was last told to watch */
+    bool doomed;              /* closes once what was written is answered */
+    bool kept;                /* the callback keeps the reply it got */
+    bool answered;            /* a reply other than an error came */
+    sl_conn_events ev;        /* the owner's loop; zero: none */
+    const sl_endpoint *ep;    /* where, as whom, TLS */
+    const sl_config *cfg;     /* timeouts, shared by the handle */
+    const char *who;          /* backend name, for messages */
     /* The addresses of the host, resolved on the first connect (numeric
      * hosts without a lookup; names on a thread, never blocking the
      * caller): a reconnect does not look up again. */
@@ -110,8 +110,8 @@ typedef struct sl_conn {
 
 /* A closed connection to ep, for who (a backend's name, in messages); no
  * events: the owner sets cn->ev to drive it from a loop. */
-void sl_conn_prepare(sl_conn *cn, const sl_endpoint *ep,
-                     const sluice_options *opts, const char *who);
+void sl_conn_prepare(sl_conn *cn, const sl_endpoint *ep, const sl_config *cfg,
+                     const char *who);
 /* Whether the connection is open (a failure closes it). */
 bool sl_conn_is_open(const sl_conn *cn);
 bool sl_conn_is_ready(const sl_conn *cn);

@@ -70,7 +70,7 @@ static void connect_failed(sl_conn *cn, int e)
             cn, SLUICE_ECONNECT,
             "did not accept the connection in connect_timeout_ms=%u; is "
             "the server running?",
-            cn->opts->connect_timeout_ms);
+            cn->cfg->connect_timeout_ms);
     else if (u->socket[0] != '\0')
         sl_conn_fail(
             cn, SLUICE_ECONNECT,
@@ -162,7 +162,7 @@ static void start_connect(sl_conn *cn)
         sl_conn_fail_all(cn, SLUICE_ECONNECT, 0, msg);
         return;
     }
-    cn->connect_deadline = now + cn->opts->connect_timeout_ms;
+    cn->connect_deadline = now + cn->cfg->connect_timeout_ms;
     cn->addr_at = 0;
     if (resolve(cn))
         try_address(cn);
@@ -214,7 +214,7 @@ void sl_conn_check_deadline(sl_conn *cn, int64_t now)
     if (cn->phase == SL_PHASE_RESOLVING)
         sl_conn_fail(cn, SLUICE_ECONNECT,
                      "cannot be looked up in connect_timeout_ms=%u",
-                     cn->opts->connect_timeout_ms);
+                     cn->cfg->connect_timeout_ms);
     else if (cn->phase == SL_PHASE_CONNECTING)
         connect_failed(cn, ETIMEDOUT);
     else if (cn->phase == SL_PHASE_TLS)
@@ -222,11 +222,11 @@ void sl_conn_check_deadline(sl_conn *cn, int64_t now)
             cn, SLUICE_ECONNECT,
             "TLS handshake did not finish in connect_timeout_ms=%u; is it "
             "a TLS port?",
-            cn->opts->connect_timeout_ms);
+            cn->cfg->connect_timeout_ms);
     else
         sl_conn_fail(cn, SLUICE_ECONNECT,
                      "did not answer %s in connect_timeout_ms=%u",
-                     sl_conn_setup_name(cn, 0), cn->opts->connect_timeout_ms);
+                     sl_conn_setup_name(cn, 0), cn->cfg->connect_timeout_ms);
 }
 
 void sl_conn_io(sl_conn *cn, short revents)

@@ -244,7 +244,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rq.now_ms = clocks[(data[2] >> 3) & 3];
     rq.key = "k";
     rq.key_len = 1;
-    sl_conn_init(&cn, &url.ep, &url.opts, "fuzz", NULL);
+    sl_conn_init(&cn, &url.ep, &url.cfg, "fuzz", NULL);
 
     if ((reader = redisReaderCreate()) == NULL)
         return 0;

@@ -48,7 +48,7 @@ static void check_accepted(const char *url, const sl_url *u,
     if (!terminated(u->name, sizeof(u->name)) ||
         !terminated(u->ep.user, sizeof(u->ep.user)) ||
         !terminated(u->ep.password, sizeof(u->ep.password)) ||
-        !terminated(u->prefix, sizeof(u->prefix)) ||
+        !terminated(u->cfg.prefix, sizeof(u->cfg.prefix)) ||
         !terminated(u->ep.socket, sizeof(u->ep.socket)) ||
         !terminated(u->ep.tls_ca_file, sizeof(u->ep.tls_ca_file)) ||
         !terminated(u->ep.tls_ca_dir, sizeof(u->ep.tls_ca_dir)) ||
@@ -85,16 +85,16 @@ static void check_accepted(const char *url, const sl_url *u,
     if (u->scheme == SL_SCHEME_TWEMPROXY &&
         (u->ep.user[0] != '\0' || u->ep.db != 0))
         broken("twemproxy with a user or a database", url, "");
-    if (u->opts.key_prefix != u->prefix)
-        broken("the prefix does not point into the URL", url, "");
-    if (strpbrk(u->prefix, "{}") != NULL)
-        broken("a prefix with braces", url, u->prefix);
-    if (u->opts.connect_timeout_ms == 0 || u->opts.command_timeout_ms == 0 ||
-        u->opts.ttl_floor_ms == 0)
+    if (memchr(u->cfg.prefix, '\0', sizeof(u->cfg.prefix)) == NULL)
+        broken("the prefix is not a string", url, "");
+    if (strpbrk(u->cfg.prefix, "{}") != NULL)
+        broken("a prefix with braces", url, u->cfg.prefix);
+    if (u->cfg.connect_timeout_ms == 0 || u->cfg.command_timeout_ms == 0 ||
+        u->cfg.ttl_floor_ms == 0)
         broken("a default left at zero", url, "");
-    if (u->opts.fail != SLUICE_FAIL_ERROR && u->opts.fail != SLUICE_FAIL_OPEN &&
-        u->opts.fail != SLUICE_FAIL_CLOSED &&
-        u->opts.fail != SLUICE_FAIL_FALLBACK)
+    if (u->cfg.fail != SLUICE_FAIL_ERROR && u->cfg.fail != SLUICE_FAIL_OPEN &&
+        u->cfg.fail != SLUICE_FAIL_CLOSED &&
+        u->cfg.fail != SLUICE_FAIL_FALLBACK)
         broken("a fail policy out of range", url, "");
     /* Credentials given in options fill only what the URL left empty. */
     if (opts != NULL && u->scheme != SL_SCHEME_MEM && u->ep.password[0] == '\0')
