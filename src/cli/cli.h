@@ -17,7 +17,7 @@ enum {
     EXIT_USAGE = 2,
     EXIT_DENIED = 3,
     /* Not an exit status: --help was given, so main prints the usage and
-     * exits 0 (the usage is main's, which every part may not call). */
+     * exits 0 (the usage lives in main.c, which no part calls back). */
     CLI_HELP = 100
 };
 
