@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* replay.c - `sluice replay`: JSON Lines events on stdin, decided on a
+ * virtual clock, one JSON answer a line on stdout (the events are parsed
+ * by jsonl.c). */
+#include "cli.h"
+#include "jsonl.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+/* {"error": "NAME: msg"}, valid JSON whatever bytes msg holds; name NULL:
+ * msg is named already. */
+static void print_error_json(FILE *f, const char *name, const char *msg)
+{
+    char line[1024], quoted[6 * sizeof(line) + 16];
+
+    if (name != NULL)
+        cli_named(line, sizeof(line), name, msg);
+    else
+        snprintf(line, sizeof(line), "%s", msg);
+    jsonl_quote(quoted, sizeof(quoted), line, strlen(line));
+    fprintf(f, "{\"error\": %s}\n", quoted);
+}
+
+typedef struct vclock {
+    int64_t t;
+} vclock;
+
+static int64_t vclock_now(void *ctx)
+{
+    return ((vclock *)ctx)->t;
+}
+
+/* An event that names a limiter: acquire, peek or reset by name. */
+static void replay_by_name(sluice *sl, vclock *clk, const jsonl_event *ev)
+{
+    sluice_result res;
+    sluice_status st;
+
+    clk->t = ev->t;
+    switch (ev->op) {
+    case JSONL_ACQUIRE:
+        st = sluice_limiter_acquire(sl, ev->limiter, ev->limiter_len,
+                                    ev->client, ev->client_len, ev->cost, &res);
+        break;
+    case JSONL_PEEK:
+        st = sluice_limiter_peek(sl, ev->limiter, ev->limiter_len, ev->client,
+                                 ev->client_len, ev->cost, &res);
+        break;
+    case JSONL_RESET:
+        st = sluice_limiter_reset(sl, ev->limiter, ev->limiter_len, ev->client,
+                                  ev->client_len);
+        break;
+    default:
+        print_error_json(stdout, "input",
+                         "by limiter, op is acquire, peek or reset");
+        return;
+    }
+    if (st != SLUICE_OK)
+        print_error_json(stdout, sluice_status_name(st), sluice_errmsg(sl));
+    else if (ev->op == JSONL_RESET)
+        fputs("{\"reset\": true}\n", stdout);
+    else
+        cli_print_result(stdout, &res, 0, true);
+}
+
+/* A lease: {"lease": ID, ...the result} when admitted, the result alone
+ * when denied; a release: {"released": true}. */
+static void replay_lease(sluice *sl, vclock *clk, const jsonl_event *ev)
+{
+    sluice_lease lease;
+    sluice_result res;
+    sluice_status st;
+    char q[64];
+
+    clk->t = ev->t;
+    memset(&lease, 0, sizeof(lease));
+    if (ev->op == JSONL_RELEASE) {
+        if (ev->lease_len == 0 || ev->lease_len >= sizeof(lease.id)) {
+            print_error_json(stdout, "input",
+                             "\"lease\" is not an id that a lease answered");
+            return;
+        }
+        memcpy(lease.id, ev->lease, ev->lease_len);
+        st = sluice_lease_release(sl, ev->key, ev->key_len, &lease);
+        if (st != SLUICE_OK)
+            print_error_json(stdout, sluice_status_name(st), sluice_errmsg(sl));
+        else
+            fputs("{\"released\": true}\n", stdout);
+        return;
+    }
+    st = sluice_lease_acquire(sl, ev->key, ev->key_len, ev->max, ev->lease_ms,
+                              &lease, &res);
+    if (st != SLUICE_OK) {
+        print_error_json(stdout, sluice_status_name(st), sluice_errmsg(sl));
+        return;
+    }
+    if (res.allowed) {
+        jsonl_quote(q, sizeof(q), lease.id, strlen(lease.id));
+        printf("{\"lease\": %s, ", q);
+    }
+    cli_print_result(stdout, &res, 1, !res.allowed);
+}
+
+/* Answers one event line with one output line: a result, {"reset": true}
+ * or an error. default_rules is NULL without --rule. */
+static void replay_line(sluice *sl, vclock *clk,
+                        const sluice_ruleset *default_rules, const char *line,
+                        size_t len)
+{
+    char msg[700];
+    const sluice_ruleset *rules = default_rules;
+    jsonl_event ev;
+    sluice_ruleset rs;
+    sluice_result res;
+    sluice_status st = SLUICE_EINVAL;
+    int64_t granted = 0;
+
+    if (jsonl_parse(line, len, &ev, msg, sizeof(msg)) != 0) {
+        print_error_json(stdout, NULL, msg); /* named by jsonl_parse */
+        return;
+    }
+    if (ev.limiter != NULL) {
+        replay_by_name(sl, clk, &ev);
+        goto done;
+    }
+    if (ev.op == JSONL_LEASE || ev.op == JSONL_RELEASE) {
+        replay_lease(sl, clk, &ev);
+        goto done;
+    }
+    if (ev.rule != NULL) {
+        if ((st = sluice_ruleset_parse(ev.rule, &rs, msg, sizeof(msg))) !=
+            SLUICE_OK) {
+            print_error_json(stdout, sluice_status_name(st), msg);
+            goto done;
+        }
+        rules = &rs;
+    }
+    if (rules == NULL) {
+        print_error_json(stdout, "input",
+                         "no rule: give \"rule\" in the event or --rule on "
+                         "the command line");
+        goto done;
+    }
+    clk->t = ev.t;
+    switch (ev.op) {
+    case JSONL_RESET:
+        st = sluice_reset(sl, ev.key, ev.key_len, rules);
+        break;
+    case JSONL_PEEK:
+        st = sluice_peek(sl, ev.key, ev.key_len, rules, ev.cost, &res);
+        break;
+    case JSONL_ACQUIRE:
+        st = sluice_acquire(sl, ev.key, ev.key_len, rules, ev.cost, &res);
+        break;
+    case JSONL_AT_MOST:
+        st = sluice_acquire_at_most(sl, ev.key, ev.key_len, rules, ev.cost,
+                                    &granted, &res);
+        break;
+    case JSONL_REFUND:
+        st = sluice_refund(sl, ev.key, ev.key_len, rules, ev.cost, &res);
+        break;
+    case JSONL_LEASE:
+    case JSONL_RELEASE: /* answered above */
+        break;
+    }
+    if (st != SLUICE_OK) {
+        print_error_json(stdout, sluice_status_name(st), sluice_errmsg(sl));
+    } else if (ev.op == JSONL_RESET) {
+        fputs("{\"reset\": true}\n", stdout);
+    } else {
+        if (ev.op == JSONL_AT_MOST)
+            printf("{\"granted\": %lld, ", (long long)granted);
+        cli_print_result(stdout, &res, rules->count, ev.op != JSONL_AT_MOST);
+    }
+done:
+    jsonl_event_free(&ev);
+}
+
+int cmd_replay(int argc, char **argv)
+{
+    cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0, NULL, NULL, 0};
+    sluice_options opts;
+    sluice_ruleset rs;
+    vclock clk = {0};
+    char err[512], *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    sluice *sl;
+    sluice_status st;
+    int rc;
+
+    if ((rc = cli_parse_args(argc, argv, "replay", "ur", &a)) >= 0)
+        return rc;
+    if (a.rule != NULL &&
+        (st = sluice_ruleset_parse(a.rule, &rs, err, sizeof(err))) != SLUICE_OK)
+        return cli_usage_error(sluice_status_name(st), "%s", err);
+    memset(&opts, 0, sizeof(opts));
+    opts.clock = vclock_now;
+    opts.clock_ctx = &clk;
+    if ((sl = cli_open(a.url, &opts, &rc)) == NULL)
+        return rc;
+    rc = 0;
+    while ((len = getline(&line, &cap, stdin)) >= 0) {
+        if (jsonl_blank(line, (size_t)len))
+            continue;
+        replay_line(sl, &clk, a.rule != NULL ? &rs : NULL, line, (size_t)len);
+        /* At once: a program may be waiting for this answer before it
+         * writes the next event. */
+        if (fflush(stdout) != 0) {
+            cli_report("io", "cannot write the answers");
+            rc = EXIT_BACKEND;
+            break;
+        }
+    }
+    free(line);
+    sluice_close(sl);
+    return rc;
+}
