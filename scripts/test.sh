@@ -85,6 +85,9 @@ if want format; then
         include/*.h include/sluice/*.h tests/*.c tests/*.h examples/*.c bench/*.c \
         tests/consumers/*.c tests/consumers/*.cpp tests/fuzz/*.c
     scripts/check-readme.sh # the README's API listing is examples/quickstart.c
+    # The layers: no file needs one above it, no two need each other, no
+    # file of src/ over 800 lines (scripts/layers.py says how it measures).
+    python3 scripts/layers.py --check
 fi
 if want fuzz; then
     echo "== fuzz"

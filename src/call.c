@@ -61,47 +61,6 @@ sluice_status sl_call_prepare(sluice *sl, sl_op op, const void *key,
     return prepare(sl, op, key, key_len, rules, cost, sl_call_now(sl), r, err);
 }
 
-/* --------------------------------------------------------- deny cache */
-
-/* The deny cache's clock: the request's own time, or, when the server
- * decides on its clock, the handle's. */
-static int64_t deny_now(const sluice *sl, const sl_request *r)
-{
-    return r->now_ms >= 0 ? r->now_ms
-                          : sl->url.cfg.clock(sl->url.cfg.clock_ctx);
-}
-
-/* Before a request goes out: a reset forgets the key's denials; an
- * acquire or a peek denied and still in force is answered here (true). */
-static bool deny_answers(sluice *sl, const sl_request *r, sluice_result *out)
-{
-    if (!sl_deny_on(&sl->deny))
-        return false;
-    if (r->op == SL_OP_RESET || r->op == SL_OP_REFUND) {
-        sl_deny_forget(&sl->deny, r->key, r->key_len);
-        return false;
-    }
-    /* The cache holds denials of acquires and peeks, of one cost. */
-    if (r->op != SL_OP_ACQUIRE && r->op != SL_OP_PEEK)
-        return false;
-    return sl_deny_lookup(&sl->deny, r, deny_now(sl, r), out);
-}
-
-/* After the backend answered n requests: the denials of plain keys are
- * kept. */
-static void deny_keep(sluice *sl, const sl_request *rs,
-                      const sluice_result *res, size_t n)
-{
-    size_t i;
-
-    if (!sl_deny_on(&sl->deny))
-        return;
-    for (i = 0; i < n; i++)
-        if (rs[i].prefix == NULL &&
-            (rs[i].op == SL_OP_ACQUIRE || rs[i].op == SL_OP_PEEK))
-            sl_deny_store(&sl->deny, &rs[i], deny_now(sl, &rs[i]), &res[i]);
-}
-
 /* ---------------------------------------- on the answer: policy, shadow */
 
 /* Shadow mode: an acquire the rules denied (or the deny cache) is
@@ -214,7 +173,8 @@ static size_t prepare_many(sluice *sl, const sluice_request *reqs, size_t n,
 
         memset(&out[i], 0, sizeof(out[i]));
         out[i].status = rst;
-        if (rst == SLUICE_OK && deny_answers(sl, &rs[m], &out[i])) {
+        if (rst == SLUICE_OK &&
+            sl_deny_before(&sl->deny, &sl->url.cfg, &rs[m], &out[i])) {
             continue;
         } else if (rst == SLUICE_OK) {
             map[m++] = i;
@@ -245,12 +205,12 @@ static sluice_status run_one(sluice *sl, sl_request *r, sluice_result *out,
     sluice_result res;
     sluice_status st;
 
-    if (r->prefix == NULL && deny_answers(sl, r, out))
+    if (r->prefix == NULL && sl_deny_before(&sl->deny, &sl->url.cfg, r, out))
         return finish_one(sl, r, SLUICE_OK, NULL, out);
     memset(&res, 0, sizeof(res));
     st = sl_share_decide(sl, r, 1, &res, err);
     if (st == SLUICE_OK)
-        deny_keep(sl, r, &res, 1);
+        sl_deny_after(&sl->deny, &sl->url.cfg, r, &res, 1);
     return finish_one(sl, r, st, &res, out);
 }
 
@@ -442,7 +402,7 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
         st = sl_share_decide(sl, rs, m, res, err);
     }
     if (st == SLUICE_OK)
-        deny_keep(sl, rs, res, m);
+        sl_deny_after(&sl->deny, &sl->url.cfg, rs, res, m);
     st = finish_many(sl, rs, res, m, map, st, out, n, first, first_msg, err);
     sl_stats_call(&sl->stats, t0);
 done:
@@ -524,7 +484,7 @@ static void async_done(sl_job *job)
         sl_free(a);
         return;
     }
-    deny_keep(sl, a->reqs, job->out, job->n);
+    sl_deny_after(&sl->deny, &sl->url.cfg, a->reqs, job->out, job->n);
     if (async_sleeps(a))
         return;
     if (a->many) {
@@ -659,7 +619,8 @@ static sluice_status start_prepared(sluice *sl, const sl_request *r,
     a->wait_until = wait_ms > 0 ? sl_mono_ms() + wait_ms : 0;
     /* Answered by the deny cache: nothing to send, and the callback still
      * runs from the loop. */
-    a->cached = r->prefix == NULL && deny_answers(sl, &a->reqs[0], &a->out[0]);
+    a->cached = r->prefix == NULL && sl_deny_before(&sl->deny, &sl->url.cfg,
+                                                    &a->reqs[0], &a->out[0]);
     a->job.n = a->cached ? 0 : 1;
     sl_engine_submit(&sl->eng, &a->job);
     return SLUICE_OK;

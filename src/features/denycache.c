@@ -194,3 +194,34 @@ size_t sl_deny_count(sl_deny_cache *c)
     pthread_mutex_unlock(&c->mu);
     return n;
 }
+
+/* The cache's clock: the request's own time, or, when the server decides
+ * on its clock, the handle's. */
+static int64_t deny_now(const sl_config *cfg, const sl_request *r)
+{
+    return r->now_ms >= 0 ? r->now_ms : cfg->clock(cfg->clock_ctx);
+}
+
+bool sl_deny_ask(sl_deny_cache *c, const sl_config *cfg, const sl_request *r,
+                 sluice_result *out)
+{
+    if (r->op == SL_OP_RESET || r->op == SL_OP_REFUND) {
+        sl_deny_forget(c, r->key, r->key_len);
+        return false;
+    }
+    /* The cache holds denials of acquires and peeks, of one cost. */
+    if (r->op != SL_OP_ACQUIRE && r->op != SL_OP_PEEK)
+        return false;
+    return sl_deny_lookup(c, r, deny_now(cfg, r), out);
+}
+
+void sl_deny_keep(sl_deny_cache *c, const sl_config *cfg, const sl_request *rs,
+                  const sluice_result *res, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (rs[i].prefix == NULL &&
+            (rs[i].op == SL_OP_ACQUIRE || rs[i].op == SL_OP_PEEK))
+            sl_deny_store(c, &rs[i], deny_now(cfg, &rs[i]), &res[i]);
+}

@@ -14,7 +14,7 @@
 #ifndef SL_DENYCACHE_H
 #define SL_DENYCACHE_H
 
-#include "backend.h"
+#include "request.h"
 
 #include <pthread.h>
 
@@ -51,6 +51,28 @@ void sl_deny_store(sl_deny_cache *c, const sl_request *rq, int64_t now,
                    const sluice_result *res);
 /* Forgets every entry of the key. */
 void sl_deny_forget(sl_deny_cache *c, const void *key, size_t key_len);
+/* The pipeline's two calls, each nothing when the cache is off. Before a
+ * request goes out: a reset or a refund forgets the key's denials; an
+ * acquire or a peek denied and still in force is answered in *out (true).
+ * After the backend answered n requests: the denials of acquires and peeks
+ * of plain keys (no prefix of their own) are kept. The cache's clock is
+ * the request's time, or the handle's when the server decides on its. */
+bool sl_deny_ask(sl_deny_cache *c, const sl_config *cfg, const sl_request *r,
+                 sluice_result *out);
+void sl_deny_keep(sl_deny_cache *c, const sl_config *cfg, const sl_request *rs,
+                  const sluice_result *res, size_t n);
+static inline bool sl_deny_before(sl_deny_cache *c, const sl_config *cfg,
+                                  const sl_request *r, sluice_result *out)
+{
+    return sl_deny_on(c) && sl_deny_ask(c, cfg, r, out);
+}
+static inline void sl_deny_after(sl_deny_cache *c, const sl_config *cfg,
+                                 const sl_request *rs, const sluice_result *res,
+                                 size_t n)
+{
+    if (sl_deny_on(c))
+        sl_deny_keep(c, cfg, rs, res, n);
+}
 /* For tests: the entries held. */
 size_t sl_deny_count(sl_deny_cache *c);
 
