@@ -66,6 +66,22 @@ static void append_job(sl_job **head, sl_job **tail, sl_job *job)
     *tail = job;
 }
 
+/* Links job into a list after `after` (NULL: first). */
+static void insert_after(sl_job **head, sl_job **tail, sl_job *after,
+                         sl_job *job)
+{
+    job->prev = after;
+    job->next = after != NULL ? after->next : *head;
+    if (job->next != NULL)
+        job->next->prev = job;
+    else
+        *tail = job;
+    if (after != NULL)
+        after->next = job;
+    else
+        *head = job;
+}
+
 /* Jobs under way are kept in deadline order, so that the expired ones are
  * found at the head. Deadlines grow with the start time, so a job goes in
  * at the tail, or, a batch that began earlier, a few places before it. */
@@ -75,16 +91,7 @@ static void insert_by_deadline(sl_engine *e, sl_job *job)
 
     while (after != NULL && after->deadline > job->deadline)
         after = after->prev;
-    job->prev = after;
-    job->next = after != NULL ? after->next : e->head;
-    if (job->next != NULL)
-        job->next->prev = job;
-    else
-        e->tail = job;
-    if (after != NULL)
-        after->next = job;
-    else
-        e->head = job;
+    insert_after(&e->head, &e->tail, after, job);
 }
 
 void sl_engine_wake(sl_job *job, int64_t at)
@@ -194,16 +201,7 @@ void sl_engine_sleep(sl_engine *e, sl_job *job, int64_t at,
     job->woken = woken;
     while (after != NULL && after->resume_at > at)
         after = after->prev;
-    job->prev = after;
-    job->next = after != NULL ? after->next : e->sleep_head;
-    if (job->next != NULL)
-        job->next->prev = job;
-    else
-        e->sleep_tail = job;
-    if (after != NULL)
-        after->next = job;
-    else
-        e->sleep_head = job;
+    insert_after(&e->sleep_head, &e->sleep_tail, after, job);
 }
 
 void sl_engine_restart(sl_engine *e, sl_job *job)

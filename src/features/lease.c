@@ -79,9 +79,12 @@ static sluice_status lease_check(sluice *sl, sl_op op, const void *key,
     return SLUICE_OK;
 }
 
-sluice_status sluice_lease_acquire(sluice *sl, const void *key, size_t key_len,
-                                   int64_t max_holders, int64_t lease_ms,
-                                   sluice_lease *lease, sluice_result *out)
+/* A lease op, blocking (to NULL: the answer in *out) or on the loop (to:
+ * the callback). */
+static sluice_status lease_call(sluice *sl, sl_op op, const void *key,
+                                size_t key_len, int64_t max, int64_t lease_ms,
+                                const sluice_lease *lease, sluice_lease *named,
+                                sluice_result *out, const sl_call_to *to)
 {
     sl_request r;
     sluice_status st;
@@ -90,33 +93,35 @@ sluice_status sluice_lease_acquire(sluice *sl, const void *key, size_t key_len,
     if (sl == NULL)
         return SLUICE_EINVAL;
     err = sl_share_err(sl);
-    if (out == NULL) {
-        sl_errf(err, SL_ERR_LEN, "out is NULL");
+    st = to != NULL ? sl_call_ready(sl, to->done != NULL, err)
+                    : sl_call_blocking(sl, err);
+    if (st != SLUICE_OK ||
+        (st = lease_check(sl, op, key, key_len, max, lease_ms, lease, named, &r,
+                          err)) != SLUICE_OK)
+        return st;
+    return to != NULL ? sl_call_start(sl, &r, 0, 0, to, err)
+                      : sl_call_run(sl, &r, out, err);
+}
+
+sluice_status sluice_lease_acquire(sluice *sl, const void *key, size_t key_len,
+                                   int64_t max_holders, int64_t lease_ms,
+                                   sluice_lease *lease, sluice_result *out)
+{
+    if (sl != NULL && out == NULL) {
+        sl_errf(sl_share_err(sl), SL_ERR_LEN, "out is NULL");
         return SLUICE_EINVAL;
     }
-    if ((st = sl_call_blocking(sl, err)) != SLUICE_OK ||
-        (st = lease_check(sl, SL_OP_LEASE_ACQUIRE, key, key_len, max_holders,
-                          lease_ms, lease, lease, &r, err)) != SLUICE_OK)
-        return st;
-    return sl_call_run(sl, &r, out, err);
+    return lease_call(sl, SL_OP_LEASE_ACQUIRE, key, key_len, max_holders,
+                      lease_ms, lease, lease, out, NULL);
 }
 
 sluice_status sluice_lease_release(sluice *sl, const void *key, size_t key_len,
                                    const sluice_lease *lease)
 {
     sluice_result out;
-    sl_request r;
-    sluice_status st;
-    char *err;
 
-    if (sl == NULL)
-        return SLUICE_EINVAL;
-    err = sl_share_err(sl);
-    if ((st = sl_call_blocking(sl, err)) != SLUICE_OK ||
-        (st = lease_check(sl, SL_OP_LEASE_RELEASE, key, key_len, 1, 1, lease,
-                          NULL, &r, err)) != SLUICE_OK)
-        return st;
-    return sl_call_run(sl, &r, &out, err);
+    return lease_call(sl, SL_OP_LEASE_RELEASE, key, key_len, 1, 1, lease, NULL,
+                      &out, NULL);
 }
 
 sluice_status sluice_lease_acquire_async(sluice *sl, const void *key,
@@ -125,18 +130,9 @@ sluice_status sluice_lease_acquire_async(sluice *sl, const void *key,
                                          sluice_done_fn done, void *arg)
 {
     sl_call_to to = {done, NULL, NULL, arg};
-    sl_request r;
-    sluice_status st;
-    char *err;
 
-    if (sl == NULL)
-        return SLUICE_EINVAL;
-    err = sl_share_err(sl);
-    if ((st = sl_call_ready(sl, done != NULL, err)) != SLUICE_OK ||
-        (st = lease_check(sl, SL_OP_LEASE_ACQUIRE, key, key_len, max_holders,
-                          lease_ms, lease, lease, &r, err)) != SLUICE_OK)
-        return st;
-    return sl_call_start(sl, &r, 0, 0, &to, err);
+    return lease_call(sl, SL_OP_LEASE_ACQUIRE, key, key_len, max_holders,
+                      lease_ms, lease, lease, NULL, &to);
 }
 
 sluice_status sluice_lease_release_async(sluice *sl, const void *key,
@@ -145,16 +141,7 @@ sluice_status sluice_lease_release_async(sluice *sl, const void *key,
                                          sluice_done_fn done, void *arg)
 {
     sl_call_to to = {done, NULL, NULL, arg};
-    sl_request r;
-    sluice_status st;
-    char *err;
 
-    if (sl == NULL)
-        return SLUICE_EINVAL;
-    err = sl_share_err(sl);
-    if ((st = sl_call_ready(sl, done != NULL, err)) != SLUICE_OK ||
-        (st = lease_check(sl, SL_OP_LEASE_RELEASE, key, key_len, 1, 1, lease,
-                          NULL, &r, err)) != SLUICE_OK)
-        return st;
-    return sl_call_start(sl, &r, 0, 0, &to, err);
+    return lease_call(sl, SL_OP_LEASE_RELEASE, key, key_len, 1, 1, lease, NULL,
+                      NULL, &to);
 }
