@@ -351,13 +351,13 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
                                 uint64_t tag, sluice_result *out, char *err,
                                 size_t err_len)
 {
-    const sluice_ruleset *rs = rq->decide.rules;
+    const sluice_ruleset *rs;
     sl_state_view views[SLUICE_MAX_RULES];
     sl_log_entry entries[SLUICE_MAX_RULES][2];
     bool admits[SLUICE_MAX_RULES];
     sl_verdict v[SLUICE_MAX_RULES];
     sl_charge ch[SLUICE_MAX_RULES];
-    int64_t t = rq->now_ms, echo = -1, cost = rq->decide.cost, g = 0;
+    int64_t t = rq->now_ms, echo = -1, cost, g = 0;
     wire w;
     size_t i;
     char got[400];
@@ -438,6 +438,9 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
         out->status = SLUICE_OK;
         return SLUICE_OK;
     }
+    /* A decision (the reset's and the lease's replies are read above). */
+    rs = rq->decide.rules;
+    cost = rq->decide.cost;
     for (i = 0; i < rs->count; i++) {
         if (!rule_view(&rs->rules[i], &w, &admits[i], &views[i], entries[i])) {
             sl_errf(err, err_len,

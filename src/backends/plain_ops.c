@@ -624,6 +624,10 @@ sluice_status sl_plain_decode(const sl_request *rq, bool read_mode,
     sluice_status st;
     size_t i;
 
+    if (!sl_op_decides(rq->op)) {
+        sl_errf(err, err_len, "decode: only a decision's block is decoded");
+        return SLUICE_EINVAL;
+    }
     for (i = 0; !read_mode && i < rq->decide.rules->count; i++)
         if (sl_store_is_bucket(&rq->decide.rules->rules[i]))
             break;

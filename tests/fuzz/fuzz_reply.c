@@ -206,7 +206,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const int64_t clocks[] = {0, 1, 1700000000000LL, 9007199254740991LL};
     redisReply *reps[MAX_REPLIES];
     redisReader *reader;
-    sl_request rq;
+    sl_request rq, dec;
     sl_conn cn;
     uint64_t tag;
     int64_t granted = -1;
@@ -220,30 +220,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (size < 3 || huge_array(data + 3, size - 3))
         return 0;
-    memset(&rq, 0, sizeof(rq));
+    memset(&dec, 0, sizeof(dec));
     tag = data[1];
-    rq.op = (data[2] & 3) == 1   ? SL_OP_PEEK
-            : (data[2] & 3) == 2 ? SL_OP_RESET
-            : (data[2] & 3) == 3 ? SL_OP_AT_MOST
-                                 : SL_OP_ACQUIRE;
+    /* A decision (what the plain backends' blocks decode), and the request
+     * the script's reply is read for: that decision, a lease, or a named
+     * limiter's rules. */
+    dec.op = (data[2] & 3) == 1   ? SL_OP_PEEK
+             : (data[2] & 3) == 2 ? SL_OP_RESET
+             : (data[2] & 3) == 3 ? SL_OP_AT_MOST
+                                  : SL_OP_ACQUIRE;
     if (data[2] & 0x20)
-        rq.op = SL_OP_REFUND;
-    /* A lease, or a named limiter's rules, read as replies too. */
-    if (data[2] & 0x40)
+        dec.op = SL_OP_REFUND;
+    dec.decide = (sl_decision){&rulesets[data[0] % NRULESETS],
+                               (data[2] & 4) ? 1 : 3, &granted};
+    rq = dec;
+    if (data[2] & 0x40) {
         rq.op = SL_OP_LEASE_ACQUIRE;
-    if (data[2] & 0x80)
-        rq.op = SL_OP_RULES_GET;
-    if (rq.op == SL_OP_LEASE_ACQUIRE)
         rq.lease =
             (sl_lease_op){(data[2] & 4) ? 1 : 3, 1000, "0123456789abcdef", 16};
-    else if (rq.op == SL_OP_RULES_GET)
+    }
+    if (data[2] & 0x80) {
+        rq.op = SL_OP_RULES_GET;
         rq.stored = (sl_stored){NULL, 0, false, 1000, &value};
-    else
-        rq.decide = (sl_decision){&rulesets[data[0] % NRULESETS],
-                                  (data[2] & 4) ? 1 : 3, &granted};
-    rq.now_ms = clocks[(data[2] >> 3) & 3];
-    rq.key = "k";
-    rq.key_len = 1;
+    }
+    rq.now_ms = dec.now_ms = clocks[(data[2] >> 3) & 3];
+    rq.key = dec.key = "k";
+    rq.key_len = dec.key_len = 1;
     sl_conn_init(&cn, &url.ep, &url.cfg, "fuzz", NULL);
 
     if ((reader = redisReaderCreate()) == NULL)
@@ -262,11 +264,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         decode_cluster(reps[i]);
         decode_script(&rq, reps[i], tag);
     }
-    /* A block read one reply at a time, or inside EXEC's array. */
+    /* A decision's block read one reply at a time, or inside EXEC's
+     * array. */
     if (n > 0)
-        decode_plain(&rq, reps, n);
+        decode_plain(&dec, reps, n);
     if (n > 0 && reps[0]->type == REDIS_REPLY_ARRAY)
-        decode_plain(&rq, reps[0]->element, reps[0]->elements);
+        decode_plain(&dec, reps[0]->element, reps[0]->elements);
 
     for (i = 0; i < n; i++)
         freeReplyObject(reps[i]);
