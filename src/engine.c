@@ -122,11 +122,16 @@ void sl_engine_answer(sl_job *job, size_t i, sluice_status st, const char *msg)
     if (--job->left > 0)
         return;
     job->finished = true;
-    sl_engine_wake(job, 0);
-    sl_free(job->data);
-    job->data = NULL;
+    if (job->wake_at != 0)
+        sl_engine_wake(job, 0);
+    if (job->data != NULL) {
+        sl_free(job->data);
+        job->data = NULL;
+    }
     unlink_job(&e->head, &e->tail, job);
-    append_job(&e->done_head, &e->done_tail, job);
+    /* A blocking call's job is waited for by its flag, not delivered. */
+    if (job->done != NULL)
+        append_job(&e->done_head, &e->done_tail, job);
 }
 
 static void start_job(sl_engine *e, sl_job *job)
@@ -145,10 +150,14 @@ static void start_job(sl_engine *e, sl_job *job)
     job->started = e->call_started > 0 ? e->call_started : sl_mono_ms();
     e->call_started = 0;
     job->deadline = job->started + e->url->cfg.command_timeout_ms;
-    memset(job->marks, 0, job->n);
+    if (job->n == 1) /* most calls: no call to memset */
+        job->marks[0] = 0;
+    else
+        memset(job->marks, 0, job->n);
     if (job->n == 0) {
         job->finished = true;
-        append_job(&e->done_head, &e->done_tail, job);
+        if (job->done != NULL)
+            append_job(&e->done_head, &e->done_tail, job);
         return;
     }
     insert_by_deadline(e, job);
@@ -424,10 +433,16 @@ sluice_status sl_engine_decide(sl_engine *e, const sl_request *reqs, size_t n,
 
     if (n == 0)
         return SLUICE_OK;
-    memset(&job, 0, sizeof(job));
+    /* Field by field: start_job sets the rest, and zeroing the message
+     * buffer too would cost a blocking call more than the engine does. */
     job.reqs = reqs;
     job.n = n;
     job.out = out;
+    job.tag = 0;
+    job.done = NULL;
+    job.resume_at = 0;
+    job.woken = NULL;
+    job.prev = job.next = NULL;
     job.marks = n <= sizeof(small) ? small : sl_malloc(n);
     if (job.marks == NULL) {
         sl_errf(err, err_len, "%s: out of memory for %zu requests", e->name, n);
@@ -435,9 +450,9 @@ sluice_status sl_engine_decide(sl_engine *e, const sl_request *reqs, size_t n,
     }
     e->depth++;
     start_job(e, &job);
-    sl_engine_wait(e, &job.finished, -1);
+    if (!job.finished) /* mem:// answers as the job starts */
+        sl_engine_wait(e, &job.finished, -1);
     e->depth--;
-    unlink_job(&e->done_head, &e->done_tail, &job);
     if (job.err[0] != '\0')
         sl_errf(err, err_len, "%s", job.err);
     if (job.marks != small)

@@ -109,11 +109,12 @@ static void run_batch(sluice *sl, sl_waiter *batch)
 {
     sl_request stack_reqs[64], *reqs = stack_reqs;
     sluice_result stack_res[64], *res = stack_res;
-    char err[SL_ERR_LEN] = "";
+    char err[SL_ERR_LEN]; /* a message only when a step fails */
     size_t total = 0, at = 0;
     sluice_status st;
     sl_waiter *w;
 
+    err[0] = '\0';
     if (batch->next == NULL) {
         sl->eng.call_started = batch->since;
         batch->st = sl_engine_decide(&sl->eng, batch->reqs, batch->n,

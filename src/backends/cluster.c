@@ -551,11 +551,12 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t k, redisReply *r,
     node *nd = node_of(cn);
     cluster *c = job->eng->state;
     route *rt = &((route *)job->data)[k];
-    char err[SL_ERR_LEN] = "";
+    char err[SL_ERR_LEN]; /* a message only when a step fails */
     sl_redirect kind;
     unsigned slot;
     int to;
 
+    err[0] = '\0';
     /* An EVAL answered, or the connection that carried it closed. */
     if (r == NULL || rt->as_eval)
         nd->eval_pending = false;

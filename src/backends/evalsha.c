@@ -528,8 +528,9 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
                      sluice_status st, bool sent, const char *msg)
 {
     state *s = job->eng->state;
-    char err[SL_ERR_LEN] = "";
+    char err[SL_ERR_LEN]; /* a message only when a step fails */
 
+    err[0] = '\0';
     /* An EVAL answered, or the connection that carried it closed. */
     if (r == NULL || (job->marks[i] & MARK_EVAL) != 0)
         s->eval_pending = false;

@@ -719,10 +719,12 @@ sluice_status sl_memory_decide(void *state, const sl_request *reqs, size_t n,
  * callback from the loop. */
 static void memory_start(void *state, sl_job *job)
 {
-    char err[SL_ERR_LEN] = "";
-    sluice_status st =
-        sl_memory_decide(state, job->reqs, job->n, job->out, err, sizeof(err));
+    char err[SL_ERR_LEN]; /* a message only when the store fails */
+    sluice_status st;
     size_t i;
+
+    err[0] = '\0';
+    st = sl_memory_decide(state, job->reqs, job->n, job->out, err, sizeof(err));
 
     for (i = 0; i < job->n && !job->finished; i++)
         sl_engine_answer(job, i, st != SLUICE_OK ? st : job->out[i].status,
