@@ -52,17 +52,8 @@ if (($(nproc) >= 2)); then
     export SERVER_CPUS=0
     load=(taskset -c "1-$(($(nproc) - 1))")
 fi
-tests/servers/redis.sh start "$servers/redis" >/dev/null
-tests/servers/twemproxy.sh start "$servers/twemproxy" >/dev/null
-tests/servers/cluster.sh start "$servers/cluster" >/dev/null
-r=$(cat "$servers/redis/port")
-tws=$(paste -sd, "$servers/twemproxy/servers")
-targets=(--target "redis=redis://127.0.0.1:$r"
-    --target "multi=$(cat "$servers/redis/url-multi")"
-    --target "twemproxy=$(cat "$servers/twemproxy/url")|$tws"
-    --target "lua-proxy=$(cat "$servers/twemproxy/url-lua")|$tws"
-    --target "cluster=$(cat "$servers/cluster/url")|$(paste -sd, "$servers/cluster/servers")"
-    --target "mem=mem://")
+. bench/servers-lib.sh
+bench_servers "$servers"
 
 for ((i = 1; i <= rounds; i++)); do
     # Alternate which goes first, so that neither always meets a warmer

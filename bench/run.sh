@@ -84,19 +84,8 @@ if ((${#given[@]})); then
     done
 else
     trap 'tests/servers/stop-all.sh "$servers"' EXIT
-    tests/servers/redis.sh start "$servers/redis" >/dev/null
-    tests/servers/twemproxy.sh start "$servers/twemproxy" >/dev/null
-    tests/servers/cluster.sh start "$servers/cluster" >/dev/null
-    tests/servers/tls.sh start "$servers/tls" >/dev/null
-    r=$(cat "$servers/redis/port")
-    tws=$(paste -sd, "$servers/twemproxy/servers")
-    targets=(--target "redis=redis://127.0.0.1:$r"
-        --target "multi=$(cat "$servers/redis/url-multi")"
-        --target "twemproxy=$(cat "$servers/twemproxy/url")|$tws"
-        --target "lua-proxy=$(cat "$servers/twemproxy/url-lua")|$tws"
-        --target "cluster=$(cat "$servers/cluster/url")|$(paste -sd, "$servers/cluster/servers")"
-        --target "tls=$(cat "$servers/tls/url")|$(paste -sd, "$servers/tls/servers")"
-        --target "mem=mem://")
+    . bench/servers-lib.sh
+    bench_servers "$servers" tls
     # Our own servers: emptied before each cell, so that no cell pays for
     # expiring the keys of the one before.
     flush=(--flush)
