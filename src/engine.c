@@ -150,10 +150,7 @@ static void start_job(sl_engine *e, sl_job *job)
     job->started = e->call_started > 0 ? e->call_started : sl_mono_ms();
     e->call_started = 0;
     job->deadline = job->started + e->url->cfg.command_timeout_ms;
-    if (job->n == 1) /* most calls: no call to memset */
-        job->marks[0] = 0;
-    else
-        memset(job->marks, 0, job->n);
+    memset(job->marks, 0, job->n);
     if (job->n == 0) {
         job->finished = true;
         if (job->done != NULL)
@@ -450,7 +447,7 @@ sluice_status sl_engine_decide(sl_engine *e, const sl_request *reqs, size_t n,
     }
     e->depth++;
     start_job(e, &job);
-    if (!job.finished) /* mem:// answers as the job starts */
+    if (!job.finished) /* a backend may answer as the job starts */
         sl_engine_wait(e, &job.finished, -1);
     e->depth--;
     if (job.err[0] != '\0')
