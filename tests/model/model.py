@@ -685,6 +685,262 @@ class Leases:
         self.keys.get(key, {}).pop(lid, None)
 
 
+# ---------------------------------------------------------- reservations
+#
+# SEMANTICS, "Reservations": what a handle opened with reserve_ms=H and
+# reserve_share=S may do, and the guarantee that follows. The driver
+# (run_model.py) applies a reserving handle's backend traffic, as the CLI
+# reports it, through Model; these functions say what is allowed.
+
+
+def hold_of(rules, reserve_ms):
+    """h = min(H, floor(P / 10)), P the least period of the ruleset."""
+    return min(reserve_ms, min(r.period for r in rules) // 10)
+
+
+def cap_of(rules, share):
+    """c = floor(C * S / 100), C the least capacity (burst for buckets)."""
+    return min(r.capacity for r in rules) * share // 100
+
+
+def may_reserve(rules, reserve_ms, share):
+    """A ruleset with h = 0 or c < 2 never reserves."""
+    return hold_of(rules, reserve_ms) >= 1 and cap_of(rules, share) >= 2
+
+
+def same_windows(rules, t0, t):
+    """t falls in t0's window for every fixed and sliding rule."""
+    return all(window_of(r, t)[0] == window_of(r, t0)[0]
+               for r in rules if r.alg in WINDOWED)
+
+
+def valid_at(rules, t0, hold, t):
+    """A reservation charged at t0 may admit at t."""
+    return t0 <= t < t0 + hold and same_windows(rules, t0, t)
+
+
+class Reservation:
+    """u units charged at t0 by an acquire at most whose answer was
+    `answer` (`raw_rule_reset`: its binding rule's reset, unrounded)."""
+
+    def __init__(self, rules, u, t0, hold, answer, raw_rule_reset):
+        self.rules, self.u, self.t0, self.hold = rules, u, t0, hold
+        self.answer, self.raw_rule_reset = answer, raw_rule_reset
+
+    def valid(self, t):
+        return valid_at(self.rules, self.t0, self.hold, t)
+
+    def local_answer(self, cost, t):
+        """The answer of a local admission of `cost` at t (u not yet
+        taken): SEMANTICS' fields, from the at-most answer a."""
+        a, dt = self.answer, t - self.t0
+        reset = max(0, a["reset_after_ms"] - dt)
+        out = {"allowed": True, "limit": a["limit"],
+               "remaining": a["remaining"] + self.u - cost,
+               "retry_after_ms": -1, "reset_after_ms": reset}
+        if "rule" in a:
+            out["rule"] = a["rule"]
+            out["rule_reset_ms"] = rounded_reset(
+                max(0, self.raw_rule_reset - dt), reset)
+        out["status"] = "reserved"
+        return out
+
+
+def binding_raw_reset(rules, states, granted, t):
+    """The unrounded reset of the binding rule of an admitted acquire of
+    cost `granted` on explicit states (None for a single rule)."""
+    if len(rules) < 2:
+        return None
+    answer, verdicts = decide_pure(rules, states, granted, t)
+    return verdicts[answer["rule"]].charged.reset
+
+
+class Ledger:
+    """The guarantee, checked on the admissions alone (every unit
+    admitted, locally or by the backend, less the refunds events asked
+    for), independently of how the reservations were accounted.
+
+    Per (key, slot): fixed and sliding keep the admitted count of each
+    window and the largest limit of the requests that charged in it;
+    log keeps the admitted entries; token and gcra a bucket of capacity
+    B + L*h/P fed with the admissions. `hold(rule)` bounds the hold of any
+    reserving handle on a ruleset holding that rule. check() returns None
+    or the text of the broken bound.
+    """
+
+    def __init__(self, hold):
+        self.hold, self.slots, self.seq = hold, {}, 0
+        self.reset_seq = {}
+        self.n = {"window_checks": 0, "weighted_checks": 0,
+                  "log_checks": 0, "bucket_checks": 0, "after_reset": 0}
+
+    def _slot(self, key, rule):
+        sk = (key,) + rule.slot
+        if sk not in self.slots:
+            self.slots[sk] = {"windows": {}, "entries": [], "latest": None,
+                              "x": None, "backlog": Fraction(0),
+                              "variant": None, "mixed": False,
+                              "limit": 0}
+        return self.slots[sk]
+
+    def charged(self, key, rules, t):
+        """A backend charge at t (an admission, an at-most's grant or a
+        reservation's batch): the window's largest limit, its latest
+        charge and, for sliding, whether a later window was charged
+        already (then the earlier window's weight is no longer bounded
+        at the later window's charges)."""
+        self.seq += 1
+        for r in rules:
+            s = self._slot(key, r)
+            if r.alg in WINDOWED:
+                k, _ = window_of(r, t)
+                w = s["windows"].setdefault(k, self._window())
+                w["limit"] = max(w["limit"], r.limit)
+                w["latest"] = max(w["latest"], t)
+                w["first"] = w["first"] or self.seq
+                w["last"] = self.seq
+            s["limit"] = max(s["limit"], r.limit)
+
+    @staticmethod
+    def _window():
+        return {"count": 0, "limit": 0, "latest": -1, "first": 0,
+                "last": 0}
+
+    def admitted(self, key, rules, cost, t, since=None):
+        """cost units admitted at t; the first bound broken, or None.
+        since: the ledger's seq when a local admission's units were
+        charged; a slot reset after that (by another handle, which does
+        not drop this one's reservation) forgot the charge, so the units
+        are not counted there (as units admitted before a reset are
+        not)."""
+        broken = None
+        for r in rules:
+            if since is not None and \
+                    self.reset_seq.get((key,) + r.slot, 0) > since:
+                self.n["after_reset"] += 1
+                continue
+            s = self._slot(key, r)
+            fn = {"fixed": self._window_admit, "sliding": self._window_admit,
+                  "log": self._log_admit, "token": self._bucket_admit,
+                  "gcra": self._bucket_admit}[r.alg]
+            broken = broken or fn(s, r, cost, t)
+        return broken
+
+    def _window_admit(self, s, r, cost, t):
+        k, start = window_of(r, t)
+        w = s["windows"].setdefault(k, self._window())
+        w["count"] += cost
+        self.n["window_checks"] += 1
+        if w["count"] > w["limit"]:
+            return ("%s: window %d admitted %d, above the largest limit "
+                    "charged in it (%d)" % (fmt(r), k, w["count"],
+                                            w["limit"]))
+        if r.alg != "sliding":
+            return None
+        prev = s["windows"].get(k - 1)
+        if prev is None or prev["last"] > w["first"]:
+            return None  # late charges into k - 1 after k's first
+        at = max(t, w["latest"])
+        e, period = at - start, r.period
+        limit = max(w["limit"], prev["limit"])
+        weighted = prev["count"] * (period - e) + w["count"] * period
+        self.n["weighted_checks"] += 1
+        if weighted > limit * period:
+            return ("%s: weighted count %s at %d above the limit %d "
+                    "(windows %d, %d: %d and %d admitted)" % (
+                        fmt(r), Fraction(weighted, period), at, limit,
+                        k - 1, k, prev["count"], w["count"]))
+        return None
+
+    def _log_admit(self, s, r, cost, t):
+        d = t if s["latest"] is None else max(t, s["latest"])
+        s["latest"] = d
+        s["entries"].append((d, cost))
+        low = d - r.period + self.hold(r)
+        s["entries"] = [(x, c) for x, c in s["entries"] if x > d - r.period]
+        total = sum(c for x, c in s["entries"] if x > low)
+        self.n["log_checks"] += 1
+        if total > s["limit"]:
+            return ("%s: %d admitted in (%d, %d], above the limit %d" % (
+                fmt(r), total, low, d, s["limit"]))
+        return None
+
+    def _bucket_admit(self, s, r, cost, t):
+        variant = (r.limit, r.burst)
+        if s["variant"] is not None and s["variant"] != variant:
+            s["mixed"] = True  # a limit change: no bound stated across it
+        s["variant"] = variant
+        rate = Fraction(r.limit, r.period)
+        d = t if s["x"] is None else max(t, s["x"])
+        if s["x"] is not None:
+            s["backlog"] = max(Fraction(0),
+                               s["backlog"] - (d - s["x"]) * rate)
+        s["x"], s["backlog"] = d, s["backlog"] + cost
+        if s["mixed"]:
+            return None
+        bound = r.burst + rate * self.hold(r)
+        self.n["bucket_checks"] += 1
+        if s["backlog"] > bound:
+            return ("%s: %s admitted beyond the refill at %d, above "
+                    "B + L*h/P = %s" % (fmt(r), s["backlog"], d, bound))
+        return None
+
+    def refunded(self, key, rules, amount, t):
+        """A refund event (not a reservation's): as the backend does."""
+        for r in rules:
+            sk = (key,) + r.slot
+            s = self.slots.get(sk)
+            if s is None:
+                continue
+            if r.alg in WINDOWED:
+                k, _ = window_of(r, t)
+                left = amount
+                for j in ([k, k - 1] if r.alg == "sliding" else [k]):
+                    if j in s["windows"]:
+                        take = min(left, s["windows"][j]["count"])
+                        s["windows"][j]["count"] -= take
+                        left -= take
+            elif r.alg == "log":
+                left, live = amount, sorted(s["entries"])
+                while live and left > 0:
+                    x, c = live.pop()
+                    if c > left:
+                        live.append((x, c - left))
+                        left = 0
+                    else:
+                        left -= c
+                s["entries"] = live
+            elif s["x"] is not None:
+                d = max(t, s["x"])
+                rate = Fraction(r.limit, r.period)
+                s["backlog"] = max(Fraction(0), s["backlog"] -
+                                   (d - s["x"]) * rate - amount)
+                s["x"] = d
+
+    def reset(self, key, rules, t):
+        """A reset: as the backend forgets (windows k - 2 to k + 1)."""
+        self.seq += 1
+        for r in rules:
+            sk = (key,) + r.slot
+            self.reset_seq[sk] = self.seq
+            s = self.slots.get(sk)
+            if s is None:
+                continue
+            if r.alg not in WINDOWED:
+                del self.slots[sk]
+                continue
+            k, _ = window_of(r, t)
+            for j in range(k - 2, k + 2):
+                s["windows"].pop(j, None)
+
+
+def fmt(rule):
+    return "%s:%d/%dms%s%s" % (
+        rule.alg, rule.limit, rule.period,
+        ",burst=%d" % rule.burst if rule.alg in BUCKETS else "",
+        ",tz=%dms" % rule.tz if rule.tz else "")
+
+
 def merge_outcomes(found):
     """Readings that give the same answer and leave the same charged state
     are one; it forgets only what all of them forget (a part kept now may
