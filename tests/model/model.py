@@ -721,11 +721,11 @@ def valid_at(rules, t0, hold, t):
 
 class Reservation:
     """u units charged at t0 by an acquire at most whose answer was
-    `answer` (`raw_rule_reset`: its binding rule's reset, unrounded)."""
+    `answer`."""
 
-    def __init__(self, rules, u, t0, hold, answer, raw_rule_reset):
+    def __init__(self, rules, u, t0, hold, answer):
         self.rules, self.u, self.t0, self.hold = rules, u, t0, hold
-        self.answer, self.raw_rule_reset = answer, raw_rule_reset
+        self.answer = answer
 
     def valid(self, t):
         return valid_at(self.rules, self.t0, self.hold, t)
@@ -739,20 +739,13 @@ class Reservation:
                "remaining": a["remaining"] + self.u - cost,
                "retry_after_ms": -1, "reset_after_ms": reset}
         if "rule" in a:
+            # a's rule reset is its answer's field (rounded already),
+            # less the time gone, rounded again.
             out["rule"] = a["rule"]
             out["rule_reset_ms"] = rounded_reset(
-                max(0, self.raw_rule_reset - dt), reset)
+                max(0, a["rule_reset_ms"] - dt), reset)
         out["status"] = "reserved"
         return out
-
-
-def binding_raw_reset(rules, states, granted, t):
-    """The unrounded reset of the binding rule of an admitted acquire of
-    cost `granted` on explicit states (None for a single rule)."""
-    if len(rules) < 2:
-        return None
-    answer, verdicts = decide_pure(rules, states, granted, t)
-    return verdicts[answer["rule"]].charged.reset
 
 
 class Ledger:
@@ -772,7 +765,8 @@ class Ledger:
         self.hold, self.slots, self.seq = hold, {}, 0
         self.reset_seq = {}
         self.n = {"window_checks": 0, "weighted_checks": 0,
-                  "log_checks": 0, "bucket_checks": 0, "after_reset": 0}
+                  "log_checks": 0, "bucket_checks": 0, "after_reset": 0,
+                  "refunds_after_reset": 0, "log_unchecked": 0}
 
     def _slot(self, key, rule):
         sk = (key,) + rule.slot
@@ -859,6 +853,12 @@ class Ledger:
         low = d - r.period + self.hold(r)
         s["entries"] = [(x, c) for x, c in s["entries"] if x > d - r.period]
         total = sum(c for x, c in s["entries"] if x > low)
+        if d < s.get("refund_until", d):
+            # A refund event undid the newest charges, which may be units
+            # another handle holds and admits later: no bound is stated
+            # while the entries it could have taken still count.
+            self.n["log_unchecked"] += 1
+            return None
         self.n["log_checks"] += 1
         if total > s["limit"]:
             return ("%s: %d admitted in (%d, %d], above the limit %d" % (
@@ -885,13 +885,20 @@ class Ledger:
                     "B + L*h/P = %s" % (fmt(r), s["backlog"], d, bound))
         return None
 
-    def refunded(self, key, rules, amount, t):
-        """A refund event (not a reservation's): as the backend does."""
+    def refunded(self, key, rules, amount, t, reset_after=None):
+        """A refund event (not a reservation's): as the backend does.
+        reset_after: a reservation's refund (its seq), which counts on
+        the slots reset since its charge only: there the reset forgot
+        the charge, and the refund gives back units charged after the
+        reset, as a refund event would."""
         for r in rules:
             sk = (key,) + r.slot
             s = self.slots.get(sk)
-            if s is None:
+            if s is None or (reset_after is not None and
+                             self.reset_seq.get(sk, 0) <= reset_after):
                 continue
+            if reset_after is not None:
+                self.n["refunds_after_reset"] += 1
             if r.alg in WINDOWED:
                 k, _ = window_of(r, t)
                 left = amount
@@ -901,6 +908,7 @@ class Ledger:
                         s["windows"][j]["count"] -= take
                         left -= take
             elif r.alg == "log":
+                s["refund_until"] = max(t, s["latest"] or t) + r.period
                 left, live = amount, sorted(s["entries"])
                 while live and left > 0:
                     x, c = live.pop()
