@@ -763,10 +763,14 @@ class Ledger:
 
     def __init__(self, hold):
         self.hold, self.slots, self.seq = hold, {}, 0
+        # held_units(key, rule, window or None): units reserved and not
+        # yet admitted on that slot (in that window), by any handle.
+        self.held_units = lambda key, rule, k: 0
         self.reset_seq = {}
         self.n = {"window_checks": 0, "weighted_checks": 0,
                   "log_checks": 0, "bucket_checks": 0, "after_reset": 0,
-                  "refunds_after_reset": 0, "log_unchecked": 0}
+                  "refunds_after_reset": 0, "log_unchecked": 0,
+                  "over_refunds": 0, "bucket_unchecked": 0}
 
     def _slot(self, key, rule):
         sk = (key,) + rule.slot
@@ -825,7 +829,7 @@ class Ledger:
         w = s["windows"].setdefault(k, self._window())
         w["count"] += cost
         self.n["window_checks"] += 1
-        if w["count"] > w["limit"]:
+        if w["count"] > w["limit"] + w.get("credit", 0):
             return ("%s: window %d admitted %d, above the largest limit "
                     "charged in it (%d)" % (fmt(r), k, w["count"],
                                             w["limit"]))
@@ -837,7 +841,8 @@ class Ledger:
         at = max(t, w["latest"])
         e, period = at - start, r.period
         limit = max(w["limit"], prev["limit"])
-        weighted = prev["count"] * (period - e) + w["count"] * period
+        weighted = (prev["count"] - prev.get("credit", 0)) * (period - e) \
+            + (w["count"] - w.get("credit", 0)) * period
         self.n["weighted_checks"] += 1
         if weighted > limit * period:
             return ("%s: weighted count %s at %d above the limit %d "
@@ -876,6 +881,9 @@ class Ledger:
             s["backlog"] = max(Fraction(0),
                                s["backlog"] - (d - s["x"]) * rate)
         s["x"], s["backlog"] = d, s["backlog"] + cost
+        if d < s.get("skip_until", d):
+            self.n["bucket_unchecked"] += 1
+            return None
         if s["mixed"]:
             return None
         bound = r.burst + rate * self.hold(r)
@@ -904,9 +912,17 @@ class Ledger:
                 left = amount
                 for j in ([k, k - 1] if r.alg == "sliding" else [k]):
                     if j in s["windows"]:
-                        take = min(left, s["windows"][j]["count"])
-                        s["windows"][j]["count"] -= take
+                        w = s["windows"][j]
+                        take = min(left, w["count"])
+                        w["count"] -= take
                         left -= take
+                        # More than was admitted: the backend takes the
+                        # rest from the units handles hold in the window,
+                        # which they may still admit uncharged.
+                        over = min(left, self.held_units(key, r, j))
+                        w["credit"] = w.get("credit", 0) + over
+                        self.n["over_refunds"] += over > 0
+                        left -= over
             elif r.alg == "log":
                 s["refund_until"] = max(t, s["latest"] or t) + r.period
                 left, live = amount, sorted(s["entries"])
@@ -919,10 +935,21 @@ class Ledger:
                         left -= c
                 s["entries"] = live
             elif s["x"] is not None:
+                # As for windows, the excess may take units held from the
+                # backend's backlog: those admitted uncharged within the
+                # hold, then drained, the slot is not checked.
                 d = max(t, s["x"])
                 rate = Fraction(r.limit, r.period)
-                s["backlog"] = max(Fraction(0), s["backlog"] -
-                                   (d - s["x"]) * rate - amount)
+                drained = max(Fraction(0), s["backlog"] -
+                              (d - s["x"]) * rate)
+                over = min(self.held_units(key, r, None),
+                           max(0, amount - drained))
+                if over > 0:
+                    self.n["over_refunds"] += 1
+                    s["skip_until"] = max(s.get("skip_until", 0),
+                                          d + self.hold(r) + 1 +
+                                          ceil_ms(over / rate))
+                s["backlog"] = max(Fraction(0), drained - amount)
                 s["x"] = d
 
     def reset(self, key, rules, t):

@@ -492,6 +492,23 @@ class ReserveSchedule(Schedule):
         self.hot = [self.profile(k, a) for k, a in zip(hot, M.ALGORITHMS)]
         self.cold = [self.profile("cold:%d" % i) for i in range(20)]
         self.current = self.hot[0]
+        self.script = self.bucket_refund()
+        self.base = max(e["t"] for e in self.script) + 1
+
+    def bucket_refund(self):
+        """The first URL's (a reserving one): a bucket's units held long
+        past their charge, given back after the bucket refilled and
+        was emptied again, would admit them twice (B = 100, L*h/P below
+        1). The other URLs peek meanwhile."""
+        mine = [(1000, 4, "acquire"), (10 ** 6, 100, "acquire_at_most"),
+                (10 ** 6 + 1, 4, "acquire"), (10 ** 6 + 2, 4, "acquire")]
+        out = []
+        for t, cost, op in mine:
+            out.append({"t": t, "key": "script:bucket", "cost": cost,
+                        "rule": "token:1/1s,burst=100", "op": op})
+            out += [{"t": t, "key": "script:pad", "rule": "fixed:1/1s",
+                     "op": "peek"} for _ in range(self.clients - 1)]
+        return out
 
     def profile(self, key, first=None):
         rng = self.rng
@@ -500,26 +517,33 @@ class ReserveSchedule(Schedule):
             algs[0] = first
         slots, seen = [], set()
         for alg in algs:
-            period = rng.choice(RESERVE_PERIODS)
+            # A hot key's first slot surely reserves (h >= 25 ms, c >= 2
+            # at S = 10 %); the others may not.
+            sure = first is not None and not slots
+            period = rng.choice([p for p in RESERVE_PERIODS
+                                 if p >= 250 or not sure])
             tz = 0
             if alg in M.WINDOWED and rng.random() < 0.3:
                 tz = rng.randint(-56, 56) * 15 * 60000
             count = rng.choice([1, 1, 2, 3])
-            variants = [self.variant(alg) for _ in range(count)]
+            variants = [self.variant(alg, 20 if sure else 0)
+                        for _ in range(count)]
             slot = Slot(alg, period, tz, variants)
             if slot.ident not in seen:
                 seen.add(slot.ident)
                 slots.append(slot)
         return Profile(key, slots)
 
-    def variant(self, alg):
-        cap = self.rng.choice(RESERVE_CAPACITIES)
+    def variant(self, alg, least):
+        cap = self.rng.choice([c for c in RESERVE_CAPACITIES if c >= least])
         if alg not in M.BUCKETS or self.rng.random() < 0.5:
             return (cap, cap)
         return (self.rng.randint(1, 2 * cap), cap)
 
     def next(self, i):
         self.which = i % self.clients
+        if self.script:
+            return self.script.pop(0), []
         return Schedule.next(self, i)
 
     def advance(self, i):
@@ -556,7 +580,10 @@ class ReserveSchedule(Schedule):
             rng.randint(2, min(3, len(prof.slots)))
         # The slots in the profile's order: one ruleset per choice of
         # rules, whatever the sample's order.
-        slots = sorted(rng.sample(prof.slots, n), key=prof.slots.index)
+        if n == 1 and rng.random() < 0.6:
+            slots = prof.slots[:1]  # a ruleset that stays: batches
+        else:
+            slots = sorted(rng.sample(prof.slots, n), key=prof.slots.index)
         used = [(s, self.variant_of(s)) for s in slots]
         t = self.base + self.client_skew[self.which]
         if rng.random() < 0.03:
@@ -818,6 +845,7 @@ class Judge:
         holds = [sp.reserve[0] for sp in specs if sp.reserve]
         most = max(holds, default=0)
         self.ledger = M.Ledger(lambda r: min(most, r.period // 10))
+        self.ledger.held_units = self.held_units
         self.held = [{} for _ in specs]  # (key, rules_id) -> Reservation
         self.n = {k: 0 for k in [
             "local", "local_units", "batches", "asked", "granted",
@@ -825,6 +853,20 @@ class Judge:
             "lapses", "lapsed", "reset_lapses", "late_kept",
             "batch_readings", "batch_ambiguous"]}
         self.local_by = [0 for _ in specs]
+
+    def held_units(self, key, rule, k):
+        """Units held on the key by any handle in reservations whose
+        ruleset has the rule's slot (charged in window k, when given)."""
+        total = 0
+        for held in self.held:
+            for (hkey, _), res in ((i[:2], v) for i, v in held.items()):
+                if hkey != key or res.u == 0:
+                    continue
+                if any(r.slot == rule.slot and (
+                        k is None or M.window_of(r, res.t0)[0] == k)
+                       for r in res.rules):
+                    total += res.u
+        return total
 
     @staticmethod
     def ident(ev):
@@ -1028,6 +1070,9 @@ class Judge:
     def figures(self):
         parts = ["%s=%d" % kv for kv in self.n.items()]
         parts += ["%s=%d" % kv for kv in self.ledger.n.items()]
+        parts.append("local_by_url=%s" % ",".join(
+            "%d" % n if spec.reserve else "-"
+            for n, spec in zip(self.local_by, self.specs)))
         return "# reserve: " + " ".join(parts)
 
 
