@@ -176,8 +176,11 @@ static size_t prepare_many(sluice *sl, const sluice_request *reqs, size_t n,
         memset(&out[i], 0, sizeof(out[i]));
         out[i].status = rst;
         if (rst == SLUICE_OK &&
-            sl_reserve_before(&sl->rsv, &sl->url.cfg, &rs[m], &out[i], &plan))
+            sl_reserve_before(&sl->rsv, &sl->url.cfg, &rs[m], false, &out[i],
+                              &plan)) {
+            sl_reserve_cancel(&plan);
             continue;
+        }
         if (rst == SLUICE_OK &&
             sl_deny_before(&sl->deny, &sl->url.cfg, &rs[m], &out[i])) {
             continue;
@@ -213,8 +216,17 @@ static sluice_status run_one(sluice *sl, sl_request *r, sluice_result *out,
     sluice_status st;
     size_t n;
 
-    if (sl_reserve_before(&sl->rsv, &sl->url.cfg, r, out, &plan))
+    if (sl_reserve_before(&sl->rsv, &sl->url.cfg, r, true, out, &plan)) {
+        if (plan.e != NULL) { /* refilled now; its failure is not ours */
+            char scratch[SL_ERR_LEN];
+
+            n = sl_reserve_refill(r, &plan, rs);
+            memset(res, 0, sizeof(res[0]));
+            st = sl_share_decide(sl, rs, n, res, scratch);
+            sl_reserve_after(&sl->rsv, &plan, st, res);
+        }
         return finish_one(sl, r, SLUICE_OK, NULL, out);
+    }
     if (r->prefix == NULL && sl_deny_before(&sl->deny, &sl->url.cfg, r, out))
         return finish_one(sl, r, SLUICE_OK, NULL, out);
     n = sl_reserve_plan(&sl->rsv, r, &plan, rs);
@@ -504,9 +516,10 @@ static void async_done(sl_job *job)
     if (a->many) {
         sl_deny_after(&sl->deny, &sl->url.cfg, a->reqs, job->out, job->n);
     } else if (job->n > 0) {
-        sl_reserve_after(&sl->rsv, &a->plan, SLUICE_OK, a->res);
-        sl_deny_after(&sl->deny, &sl->url.cfg, &a->reqs[a->plan.main],
-                      &a->res[a->plan.main], 1);
+        sl_reserve_after(&sl->rsv, &a->plan, SLUICE_OK, job->out);
+        if (a->plan.refill == 0)
+            sl_deny_after(&sl->deny, &sl->url.cfg, &a->reqs[a->plan.main],
+                          &a->res[a->plan.main], 1);
     }
     if (async_sleeps(a))
         return;
@@ -645,13 +658,20 @@ static sluice_status start_prepared(sluice *sl, const sl_request *r,
     a->wait_until = wait_ms > 0 ? sl_mono_ms() + wait_ms : 0;
     /* Answered by its reservation or the deny cache: nothing to send, and
      * the callback still runs from the loop. */
-    a->cached = sl_reserve_before(&sl->rsv, &sl->url.cfg, &a->reqs[0],
+    a->cached = sl_reserve_before(&sl->rsv, &sl->url.cfg, &a->reqs[0], false,
                                   &a->out[0], &a->plan) ||
                 (r->prefix == NULL && sl_deny_before(&sl->deny, &sl->url.cfg,
                                                      &a->reqs[0], &a->out[0]));
     one = a->reqs[0];
-    a->job.n =
-        a->cached ? 0 : sl_reserve_plan(&sl->rsv, &one, &a->plan, a->reqs);
+    if (!a->cached) {
+        a->job.n = sl_reserve_plan(&sl->rsv, &one, &a->plan, a->reqs);
+    } else if (a->plan.e != NULL) { /* admitted here, and a refill to send */
+        a->job.reqs = a->reqs + 1;
+        a->job.out = a->res + 1;
+        a->job.n = sl_reserve_refill(&one, &a->plan, a->reqs + 1);
+    } else {
+        a->job.n = 0;
+    }
     sl_engine_submit(&sl->eng, &a->job);
     return SLUICE_OK;
 }
