@@ -720,32 +720,15 @@ def valid_at(rules, t0, hold, t):
 
 
 class Reservation:
-    """u units charged at t0 by an acquire at most whose answer was
-    `answer`."""
+    """A lot: u units left of g charged at t0 by an acquire at most whose
+    answer was `answer`."""
 
-    def __init__(self, rules, u, t0, hold, answer):
-        self.rules, self.u, self.t0, self.hold = rules, u, t0, hold
-        self.answer = answer
+    def __init__(self, rules, g, t0, hold, answer):
+        self.rules, self.u, self.g, self.t0 = rules, g, g, t0
+        self.hold, self.answer = hold, answer
 
     def valid(self, t):
         return valid_at(self.rules, self.t0, self.hold, t)
-
-    def local_answer(self, cost, t):
-        """The answer of a local admission of `cost` at t (u not yet
-        taken): SEMANTICS' fields, from the at-most answer a."""
-        a, dt = self.answer, t - self.t0
-        reset = max(0, a["reset_after_ms"] - dt)
-        out = {"allowed": True, "limit": a["limit"],
-               "remaining": a["remaining"] + self.u - cost,
-               "retry_after_ms": -1, "reset_after_ms": reset}
-        if "rule" in a:
-            # a's rule reset is its answer's field (rounded already),
-            # less the time gone, rounded again.
-            out["rule"] = a["rule"]
-            out["rule_reset_ms"] = rounded_reset(
-                max(0, a["rule_reset_ms"] - dt), reset)
-        out["status"] = "reserved"
-        return out
 
 
 class Ledger:

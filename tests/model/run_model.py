@@ -806,15 +806,8 @@ def as_reset(ev):
 
 
 TRAFFIC = ("asked", "reserved", "refunded", "lapsed")
-# SEMANTICS says that a miss gives back or lapses the units held. The
-# library (c5edcb5) does not when the request is from a clock behind t0
-# (t < t0, units held): the reservation stays whole, no batch is asked.
-# That keeps the guarantee (the units stay in t0's window and hold); the
-# model checks it exactly as the library does it, until SEMANTICS says
-# which is meant (reported to the lead).
-LATE_KEEPS = True
-# The replay (c5edcb5) prints {"reset": true} alone, without the units the
-# reset made lapse; SEMANTICS' last bullet wants "lapsed": N at that event
+# The replay prints {"reset": true} alone, without the units the reset
+# made lapse; SEMANTICS' last bullet wants "lapsed": N at that event
 # (reported). Until it does, a reset's line may omit it: the drop itself
 # is still checked (no later local admission from those units).
 RESET_SHOWS_LAPSE = False
@@ -850,7 +843,8 @@ class Judge:
         self.n = {k: 0 for k in [
             "local", "local_units", "batches", "asked", "granted",
             "short_grants", "zero_grants", "refunds", "refunded",
-            "lapses", "lapsed", "reset_lapses", "late_kept",
+            "lapses", "lapsed", "reset_lapses", "late_kept", "refills",
+            "from_newer", "promoted",
             "batch_readings", "batch_ambiguous"]}
         self.local_by = [0 for _ in specs]
 
@@ -859,13 +853,14 @@ class Judge:
         ruleset has the rule's slot (charged in window k, when given)."""
         total = 0
         for held in self.held:
-            for (hkey, _), res in ((i[:2], v) for i, v in held.items()):
-                if hkey != key or res.u == 0:
-                    continue
-                if any(r.slot == rule.slot and (
-                        k is None or M.window_of(r, res.t0)[0] == k)
-                       for r in res.rules):
-                    total += res.u
+            for ident, lots in held.items():
+                for res in lots:
+                    if ident[0] != key or res.u == 0:
+                        continue
+                    if any(r.slot == rule.slot and (
+                            k is None or M.window_of(r, res.t0)[0] == k)
+                           for r in res.rules):
+                        total += res.u
         return total
 
     @staticmethod
@@ -912,46 +907,37 @@ class Judge:
         op, key, t = ev.get("op", "acquire"), ev["key"], ev["t"]
         traffic = {k: actual.pop(k) for k in TRAFFIC if k in actual}
         rules = M.parse_rules(ev["rule"])
-        held = self.held[which]
         if op == "reset":
             return self.own_reset(which, spec, ev, actual, traffic)
         if op != "acquire" or refused(spec, ev):
-            # As without reservations, the reservation untouched.
+            # As without reservations, the lots untouched.
             if traffic:
                 return False, {"no reservation traffic": True}
             return self.plain(spec, ev, actual)
         cost, ident = ev.get("cost", 1), self.ident(ev)
-        res = held.get(ident)
-        if res is not None and res.u >= cost and res.valid(t):
-            want = res.local_answer(cost, t)
-            if actual != want or traffic:
-                return False, dict(want, from_reservation=describe_res(
-                    res, t))
-            res.u -= cost
-            self.n["local"] += 1
-            self.n["local_units"] += cost
-            self.local_by[which] += 1
-            broken = self.ledger.admitted(key, rules, cost, t,
-                                          since=res.seq)
-            return (False, {"guarantee broken": broken}) if broken \
-                else (True, actual)
+        lots = self.held[which].get(ident, [])
+        used = next((lot for lot in lots
+                     if lot.u >= cost and lot.valid(t)), None)
+        if used is not None:
+            return self.local(which, spec, ev, actual, traffic, lots, used)
         if actual.get("status") == "reserved":
-            return False, {"not local": "no valid reservation holds %d "
-                           "(%s)" % (cost, describe_res(res, t))}
-        if LATE_KEEPS and res is not None and res.u > 0 and t < res.t0:
-            # A clock behind t0 misses and leaves the reservation whole.
+            return False, {"not local": "no valid lot holds %d (%s)" % (
+                cost, describe_lots(lots, t))}
+        if any(lot.u > 0 and t < lot.t0 for lot in lots):
+            # A clock behind a lot's t0: to the backend alone, the lots
+            # stay as they are.
             if traffic:
-                return False, {"late, no reservation traffic": True}
+                return False, {"clock behind, no reservation traffic": True}
             self.n["late_kept"] += 1
             return self.plain(spec, ev, actual)
-        # A miss: (1) the held units given back or lapsed.
-        want = {}
-        if res is not None:
-            del held[ident]
-            if res.u > 0:
-                back = can_refund(spec, ev["rule"], rules, res.t0, t)
-                kind = "refunded" if back else "lapsed"
-                want[kind] = res.u
+        # A miss: (1) one refund of the units that can be given back, the
+        # rest lapse; both lots emptied.
+        want = {"refunded": 0, "lapsed": 0}
+        for lot in lots:
+            back = can_refund(spec, ev["rule"], rules, lot.t0, t)
+            want["refunded" if back else "lapsed"] += lot.u
+        want = {k: v for k, v in want.items() if v > 0}
+        self.held[which].pop(ident, None)
         got = {k: traffic[k] for k in ("refunded", "lapsed") if k in traffic}
         if got != want:
             return False, dict(want, then="the acquire's answer")
@@ -965,8 +951,11 @@ class Judge:
             # back units the reset forgot already: SEMANTICS' guarantee
             # does not cover it (reported); the ledger takes it as a
             # refund event (the same effect without reservations).
-            self.ledger.refunded(key, rules, want["refunded"], t,
-                                 reset_after=res.seq)
+            for lot in lots:
+                if lot.u > 0 and can_refund(spec, ev["rule"], rules,
+                                            lot.t0, t):
+                    self.ledger.refunded(key, rules, lot.u, t,
+                                         reset_after=lot.seq)
         if "lapsed" in want:
             self.n["lapses"] += 1
             self.n["lapsed"] += want["lapsed"]
@@ -974,14 +963,60 @@ class Judge:
         ok, want = self.plain(spec, ev, actual)
         if ok is not True:
             return ok, want
-        # (3) the acquire at most.
+        # (3) the acquire at most: its grant is the older lot.
         if "asked" not in traffic:
             if "reserved" in traffic:
                 return False, {"reserved without asked": True}
             return True, actual
         return self.batch(which, spec, ev, rules, traffic)
 
+    def local(self, which, spec, ev, actual, traffic, lots, used):
+        """A local admission from the lot `used` (the older that covers
+        the cost, else the newer), then maybe a refill."""
+        key, t, cost = ev["key"], ev["t"], ev.get("cost", 1)
+        used.u -= cost
+        a, gone = used.answer, t - used.t0
+        reset = max(0, a["reset_after_ms"] - gone)
+        want = {"allowed": True, "limit": a["limit"],
+                "remaining": lots[-1].answer["remaining"] +
+                sum(lot.u for lot in lots),
+                "retry_after_ms": -1, "reset_after_ms": reset}
+        if "rule" in a:
+            # a's rule reset is its answer's field (rounded already),
+            # less the time gone, rounded again.
+            want["rule"] = a["rule"]
+            want["rule_reset_ms"] = M.rounded_reset(
+                max(0, a["rule_reset_ms"] - gone), reset)
+        want["status"] = "reserved"
+        if actual != want or "refunded" in traffic or "lapsed" in traffic:
+            return False, dict(want, from_lots=describe_lots(lots, t))
+        self.n["from_newer"] += used is not lots[0]
+        if len(lots) == 2 and lots[0].u == 0:
+            lots.pop(0)  # the newer becomes the older
+            self.n["promoted"] += 1
+        self.n["local"] += 1
+        self.n["local_units"] += cost
+        self.local_by[which] += 1
+        rules = M.parse_rules(ev["rule"])
+        broken = self.ledger.admitted(key, rules, cost, t, since=used.seq)
+        if broken:
+            return False, {"guarantee broken": broken}
+        if "asked" not in traffic:
+            if "reserved" in traffic:
+                return False, {"reserved without asked": True}
+            return True, actual
+        # A refill: only with no newer lot and the older below half its
+        # size.
+        if len(lots) != 1 or 2 * lots[0].u >= lots[0].g:
+            return False, {"refill": "only when one lot holds less than "
+                           "half its size (%s)" % describe_lots(lots, t)}
+        self.n["refills"] += 1
+        return self.batch(which, spec, ev, rules, traffic)
+
     def batch(self, which, spec, ev, rules, traffic):
+        """An acquire at most of A at t: a miss's (3), or a refill. Its
+        grant G must be the model's; the lot it makes is the older when
+        no lot holds units, else the newer."""
         key, t = ev["key"], ev["t"]
         asked, granted = traffic["asked"], traffic.get("reserved", 0)
         hold, share = spec.reserve
@@ -1009,18 +1044,22 @@ class Judge:
         self.n["short_grants"] += 0 < granted < asked
         if granted > 0:
             self.ledger.charged(key, rules, t)
-            res = M.Reservation(rules, granted, t, M.hold_of(rules, hold),
+            lot = M.Reservation(rules, granted, t, M.hold_of(rules, hold),
                                 answer)
-            res.seq = self.ledger.seq
-            self.held[which][self.ident(ev)] = res
+            lot.seq = self.ledger.seq
+            lots = self.held[which].setdefault(self.ident(ev), [])
+            if lots and lots[0].u > 0:
+                lots.append(lot)
+            else:
+                lots[:] = [lot]
         return True, None
 
     def own_reset(self, which, spec, ev, actual, traffic):
-        """A reset through the handle drops its reservations on the key:
-        their units lapse (the reset forgot them)."""
+        """A reset through the handle drops its lots on the key: their
+        units lapse (the reset forgot them)."""
         held, key = self.held[which], ev["key"]
         gone = [k for k in held if k[0] == key]
-        lapsed = sum(held[k].u for k in gone)
+        lapsed = sum(lot.u for k in gone for lot in held[k])
         for k in gone:
             del held[k]
         want = {"lapsed": lapsed} if lapsed else {}
@@ -1048,10 +1087,9 @@ class Judge:
         if not spec.reserve or ev.get("op", "acquire") != "acquire" or \
                 is_lease(ev):
             return False
-        rules = M.parse_rules(ev["rule"])
-        res = self.held[which].get(self.ident(ev))
-        return res is not None and res.u >= ev.get("cost", 1) and \
-            res.valid(ev["t"])
+        cost, t = ev.get("cost", 1), ev["t"]
+        return any(lot.u >= cost and lot.valid(t)
+                   for lot in self.held[which].get(self.ident(ev), []))
 
     def doubtful(self, which, ev):
         """A reserving URL's miss reads state that may have expired: the
@@ -1085,12 +1123,13 @@ def can_refund(spec, text, rules, t0, t):
             and not refused(spec, ev))
 
 
-def describe_res(res, t):
-    if res is None:
-        return "none held"
-    return "held u=%d t0=%d h=%d, %s at %d; at-most answer %s" % (
-        res.u, res.t0, res.hold, "valid" if res.valid(t) else "not valid",
-        t, json.dumps(res.answer))
+def describe_lots(lots, t):
+    if not lots:
+        return "no lot held"
+    return "; ".join("lot u=%d of %d t0=%d h=%d, %s at %d, a=%s" % (
+        lot.u, lot.g, lot.t0, lot.hold,
+        "valid" if lot.valid(t) else "not valid", t,
+        json.dumps(lot.answer)) for lot in lots)
 
 
 class Run:
