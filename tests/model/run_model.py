@@ -813,6 +813,20 @@ TRAFFIC = ("asked", "reserved", "refunded", "lapsed")
 RESET_SHOWS_LAPSE = False
 
 
+def traffic_in_place(keys):
+    """SEMANTICS, the replay: the traffic fields come after reset_after_ms
+    (and the rule fields), before status, in TRAFFIC's order."""
+    at = [i for i, k in enumerate(keys) if k in TRAFFIC]
+    if not at:
+        return True
+    names = [keys[i] for i in at]
+    before = keys[:at[0]]
+    return (at == list(range(at[0], at[0] + len(at)))
+            and names == [k for k in TRAFFIC if k in names]
+            and before and before[-1] in ("reset_after_ms", "rule_reset_ms")
+            and keys[at[-1] + 1:] in ([], ["status"]))
+
+
 def rules_id(rules):
     """A ruleset by value, rule by rule in order: what a reservation is
     kept per (with the key)."""
@@ -905,6 +919,10 @@ class Judge:
 
     def reserving(self, which, spec, ev, actual):
         op, key, t = ev.get("op", "acquire"), ev["key"], ev["t"]
+        if not traffic_in_place(list(actual)):
+            return False, {"traffic": "after reset_after_ms and the rule "
+                           "fields, before status, in the order %s" % (
+                               ", ".join(TRAFFIC))}
         traffic = {k: actual.pop(k) for k in TRAFFIC if k in actual}
         rules = M.parse_rules(ev["rule"])
         if op == "reset":
