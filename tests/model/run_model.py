@@ -492,8 +492,22 @@ class ReserveSchedule(Schedule):
         self.hot = [self.profile(k, a) for k, a in zip(hot, M.ALGORITHMS)]
         self.cold = [self.profile("cold:%d" % i) for i in range(20)]
         self.current = self.hot[0]
-        self.script = self.bucket_refund()
+        self.script = self.bucket_refund() + self.same_ruleset()
         self.base = max(e["t"] for e in self.script) + 1
+
+    def same_ruleset(self):
+        """The first URL's: one ruleset written two ways (a bucket's
+        burst left out is its limit) is one ruleset: the second acquire
+        uses the lot the first took."""
+        rules = ["token:100/1s", "token:100/1000ms,burst=100"]
+        out = []
+        for n, (rule, cost) in enumerate(zip(rules, [4, 1])):
+            out.append({"t": 10 ** 6 + 10 + n, "key": "script:same",
+                        "rule": rule, "cost": cost, "op": "acquire"})
+            out += [{"t": 10 ** 6 + 10 + n, "key": "script:pad",
+                     "rule": "fixed:1/1s", "op": "peek"}
+                    for _ in range(self.clients - 1)]
+        return out
 
     def bucket_refund(self):
         """The first URL's (a reserving one): a bucket's units held long
@@ -992,6 +1006,7 @@ class Judge:
         """A local admission from the lot `used` (the older that covers
         the cost, else the newer), then maybe a refill."""
         key, t, cost = ev["key"], ev["t"], ev.get("cost", 1)
+        before = describe_lots(lots, t)
         used.u -= cost
         a, gone = used.answer, t - used.t0
         reset = max(0, a["reset_after_ms"] - gone)
@@ -1007,7 +1022,7 @@ class Judge:
                 max(0, a["rule_reset_ms"] - gone), reset)
         want["status"] = "reserved"
         if actual != want or "refunded" in traffic or "lapsed" in traffic:
-            return False, dict(want, from_lots=describe_lots(lots, t))
+            return False, dict(want, from_lots=before)
         self.n["from_newer"] += used is not lots[0]
         if len(lots) == 2 and lots[0].u == 0:
             lots.pop(0)  # the newer becomes the older
