@@ -225,7 +225,7 @@ static sluice_status run_one(sluice *sl, sl_request *r, sluice_result *out,
             n = sl_reserve_refill(r, &plan, rs);
             memset(res, 0, sizeof(res[0]));
             st = sl_share_decide(sl, rs, n, res, scratch);
-            sl_reserve_after(&sl->rsv, &plan, st, res);
+            sl_reserve_after(&sl->rsv, &plan, st, res, NULL);
         }
         return sl_call_finish_one(sl, r, SLUICE_OK, NULL, out);
     }
@@ -234,7 +234,8 @@ static sluice_status run_one(sluice *sl, sl_request *r, sluice_result *out,
     n = sl_reserve_plan(&sl->rsv, r, &plan, rs);
     memset(res, 0, n * sizeof(res[0]));
     st = sl_share_decide(sl, rs, n, res, err);
-    sl_reserve_after(&sl->rsv, &plan, st, res);
+    if (sl_reserve_after(&sl->rsv, &plan, st, res, out) & SL_RSV_RESCUED)
+        return sl_call_finish_one(sl, r, SLUICE_OK, NULL, out);
     if (st == SLUICE_OK)
         sl_deny_after(&sl->deny, &sl->url.cfg, r, &res[plan.main], 1);
     return sl_call_finish_one(sl, r, st, &res[plan.main], out);

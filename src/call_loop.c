@@ -36,7 +36,44 @@ typedef struct async_call {
     char first_msg[SL_ERR_LEN];
     sl_rsv_plan plan; /* a single acquire: what went with it (reserve.h);
                          the request is reqs[plan.main] */
+    int64_t began;    /* the call's start, monotonic ms: its budget's */
+    bool parked;      /* asleep behind its key's batch in flight */
+    struct async_call *next_parked;
 } async_call;
+
+static void route(async_call *a, bool from_call);
+
+/* The handle's parked calls without a. */
+static void unpark(async_call *a)
+{
+    async_call **p = &a->sl->parked;
+
+    while (*p != NULL && *p != a)
+        p = &(*p)->next_parked;
+    if (*p == a)
+        *p = a->next_parked;
+    a->parked = false;
+}
+
+/* A parked call wakes: a batch was answered, or its wait is over. */
+static void parked_woken(sl_job *job)
+{
+    async_call *a = (async_call *)job;
+
+    unpark(a);
+    a->reqs[0].now_ms = sl_call_now(a->sl); /* decided now */
+    route(a, false);
+}
+
+/* A batch of some key was answered: every parked call asks again. */
+static void wake_parked(sluice *sl)
+{
+    async_call *a = sl->parked;
+
+    sl->parked = NULL;
+    for (; a != NULL; a = a->next_parked)
+        sl_engine_wake_now(&sl->eng, &a->job);
+}
 
 /* A waiting acquire wakes: the same request, at the time now. */
 static void async_woken(sl_job *job)
@@ -47,6 +84,8 @@ static void async_woken(sl_job *job)
     if (a->plan.main != 0)
         a->reqs[0] = a->reqs[a->plan.main];
     memset(&a->plan, 0, sizeof(a->plan));
+    a->job.reqs = a->reqs;
+    a->job.out = a->res;
     a->reqs[0].now_ms = sl_call_now(a->sl);
     a->cached = false;
     a->job.n = 1;
@@ -87,9 +126,22 @@ static void async_done(sl_job *job)
     }
     if (a->many) {
         sl_deny_after(&sl->deny, &sl->url.cfg, a->reqs, job->out, job->n);
+    } else if (a->parked) { /* the handle closed while it waited */
+        unpark(a);
+        a->cached = false;
+        a->res[0].status = SLUICE_EIO;
+        sl_errf(err, SL_ERR_LEN,
+                "the handle closed while the call waited for its key's "
+                "batch; nothing was sent");
     } else if (job->n > 0) {
-        sl_reserve_after(&sl->rsv, &a->plan, SLUICE_OK, job->out);
-        if (a->plan.refill == 0)
+        int how = sl_reserve_after(&sl->rsv, &a->plan, SLUICE_OK, job->out,
+                                   &a->out[0]);
+
+        if ((how & SL_RSV_SETTLED) && sl->parked != NULL && !sl->eng.closing)
+            wake_parked(sl);
+        if (how & SL_RSV_RESCUED)
+            a->cached = true; /* admitted from the key's lots */
+        else if (a->plan.refill == 0)
             sl_deny_after(&sl->deny, &sl->url.cfg, &a->reqs[a->plan.main],
                           &a->res[a->plan.main], 1);
     }
@@ -209,7 +261,6 @@ static sluice_status start_prepared(sluice *sl, const sl_request *r,
                                     int64_t wait_ms, const sl_call_to *to,
                                     char *err)
 {
-    sl_request one;
     async_call *a;
 
     if ((a = new_call(sl, 3, r->key_len, to)) == NULL) {
@@ -229,12 +280,38 @@ static sluice_status start_prepared(sluice *sl, const sl_request *r,
     }
     a->op = r->op;
     a->wait_until = wait_ms > 0 ? sl_mono_ms() + wait_ms : 0;
-    /* Answered by its reservation or the deny cache: nothing to send, and
-     * the callback still runs from the loop. */
-    a->cached = sl_reserve_before(&sl->rsv, &sl->url.cfg, &a->reqs[0], false,
-                                  &a->out[0], &a->plan) ||
-                (r->prefix == NULL && sl_deny_before(&sl->deny, &sl->url.cfg,
-                                                     &a->reqs[0], &a->out[0]));
+    a->began = sl->eng.call_started > 0 ? sl->eng.call_started : sl_mono_ms();
+    route(a, true);
+    return SLUICE_OK;
+}
+
+/* The call's request asked of its reservation and the deny cache, then
+ * sent with what goes with it (from_call: by the call that starts it;
+ * else from the engine's timers), or parked behind its key's batch in
+ * flight, for at most half its budget. Answered before it was sent, the
+ * callback still runs from the loop. */
+static void route(async_call *a, bool from_call)
+{
+    sluice *sl = a->sl;
+    sl_request one;
+
+    a->job.reqs = a->reqs;
+    a->job.out = a->res;
+    a->cached =
+        sl_reserve_before(&sl->rsv, &sl->url.cfg, &a->reqs[0], false,
+                          &a->out[0], &a->plan) ||
+        (a->reqs[0].prefix == NULL &&
+         sl_deny_before(&sl->deny, &sl->url.cfg, &a->reqs[0], &a->out[0]));
+    if (!a->cached && a->plan.park && !sl->eng.closing &&
+        sl_mono_ms() < a->began + sl->url.cfg.command_timeout_ms / 2) {
+        a->parked = true;
+        a->next_parked = sl->parked;
+        sl->parked = a;
+        sl_engine_sleep(&sl->eng, &a->job,
+                        a->began + sl->url.cfg.command_timeout_ms / 2,
+                        parked_woken);
+        return;
+    }
     one = a->reqs[0];
     if (!a->cached) {
         a->job.n = sl_reserve_plan(&sl->rsv, &one, &a->plan, a->reqs);
@@ -245,8 +322,12 @@ static sluice_status start_prepared(sluice *sl, const sl_request *r,
     } else {
         a->job.n = 0;
     }
-    sl_engine_submit(&sl->eng, &a->job);
-    return SLUICE_OK;
+    if (from_call) {
+        sl_engine_submit(&sl->eng, &a->job);
+    } else {
+        sl->eng.call_started = a->began;
+        sl_engine_restart(&sl->eng, &a->job);
+    }
 }
 
 sluice_status sl_call_start(sluice *sl, const sl_request *r, int64_t began,

@@ -215,6 +215,12 @@ void sl_engine_restart(sl_engine *e, sl_job *job)
     start_job(e, job);
 }
 
+void sl_engine_wake_now(sl_engine *e, sl_job *job)
+{
+    unlink_job(&e->sleep_head, &e->sleep_tail, job);
+    sl_engine_sleep(e, job, sl_mono_ms(), job->woken); /* > 0: a time */
+}
+
 /* Runs what is due at now: connect deadlines, expired jobs, wakes. */
 static void run_timers(sl_engine *e, int64_t now)
 {

@@ -151,5 +151,8 @@ void sl_engine_sleep(sl_engine *e, sl_job *job, int64_t at,
                      sl_job_done_fn woken);
 /* Starts a job again (from its woken callback). */
 void sl_engine_restart(sl_engine *e, sl_job *job);
+/* A sleeping job wakes now (at the engine's next timers), not at its
+ * time. */
+void sl_engine_wake_now(sl_engine *e, sl_job *job);
 
 #endif /* SL_ENGINE_H */

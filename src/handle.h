@@ -15,7 +15,8 @@
 #include <stdatomic.h>
 
 typedef struct sl_waiter sl_waiter;
-struct sl_ext; /* call.h */
+struct async_call; /* call_loop.c */
+struct sl_ext;     /* call.h */
 
 struct sluice {
     const sl_backend *backend;
@@ -29,13 +30,14 @@ struct sluice {
     /* A feature's state (named limiters), made on its first use and
      * freed at close through its own hook (sl_handle_ext). */
     _Atomic(struct sl_ext *) ext;
-    uint64_t last_rt;       /* the backend's round trips counted so far; by
-                               whoever drives the engine */
-    pthread_mutex_t mu;     /* guards what follows */
-    bool busy;              /* a thread is in the backend */
-    sl_waiter *head, *tail; /* queued, not yet taken */
-    uint64_t batches;       /* backend calls: fewer than the calls when
-                               threads' requests went out together */
+    struct async_call *parked; /* calls on the loop waiting for a batch */
+    uint64_t last_rt;          /* the backend's round trips counted so far; by
+                                  whoever drives the engine */
+    pthread_mutex_t mu;        /* guards what follows */
+    bool busy;                 /* a thread is in the backend */
+    sl_waiter *head, *tail;    /* queued, not yet taken */
+    uint64_t batches;          /* backend calls: fewer than the calls when
+                                  threads' requests went out together */
 };
 
 /* share.c: threads sharing a handle. When this thread's current call on

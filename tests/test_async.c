@@ -569,6 +569,72 @@ static void a_thousand_decisions_in_flight_from_one_thread(void **state)
     loop_free();
 }
 
+/* The same thousand on one key with reservations: exactly the limit,
+ * most of it without a round trip, on every backend (a plain one's calls
+ * park behind the key's batch rather than queue one by one), and the
+ * handle closes with calls parked. */
+static void a_thousand_in_flight_with_reservations(void **state)
+{
+    static answer as[IN_FLIGHT];
+    sluice *sl = open_url(url, "&timeout_ms=60000&reserve_ms=1000");
+    sluice_ruleset rs;
+    sluice_stats st;
+    size_t i, allowed = 0, local = 0;
+    uint64_t rt0;
+
+    (void)state;
+    loop_new();
+    loop_attach(sl);
+    assert_int_equal(sluice_ruleset_parse("fixed:600/1h", &rs, NULL, 0),
+                     SLUICE_OK);
+    rt0 = sl_handle_round_trips(sl);
+    for (i = 0; i < IN_FLIGHT; i++)
+        start(sl, "reserved", &rs, &as[i]);
+    assert_true(run_until_done(as, IN_FLIGHT, 90000));
+    for (i = 0; i < IN_FLIGHT; i++) {
+        if (as[i].st != SLUICE_OK)
+            fail_msg("decision %zu: %s: %s", i, sluice_strerror(as[i].st),
+                     as[i].msg);
+        allowed += as[i].res.allowed;
+        local += as[i].res.status == SLUICE_RESERVED;
+    }
+    assert_int_equal(sluice_get_stats(sl, &st, sizeof(st)), SLUICE_OK);
+    printf("# %s: %d in flight on one key, reserve_ms=1000: %zu admitted "
+           "(limit 600), %zu without a round trip, %llu round trips, %llu "
+           "batches\n",
+           LOOP_NAME, IN_FLIGHT, allowed, local,
+           (unsigned long long)(sl_handle_round_trips(sl) - rt0),
+           (unsigned long long)st.reserve_batches);
+    assert_int_equal(allowed, 600);
+    assert_true(local > 0);
+    assert_int_equal(st.reserve_admitted, local);
+    /* Far from the limit: round trips per batch, not per request, on every
+     * backend (near it, above, every denial is the backend's). */
+    assert_int_equal(sluice_ruleset_parse("fixed:1000000/1h", &rs, NULL, 0),
+                     SLUICE_OK);
+    rt0 = sl_handle_round_trips(sl);
+    for (i = 0; i < IN_FLIGHT; i++)
+        start(sl, "far", &rs, &as[i]);
+    assert_true(run_until_done(as, IN_FLIGHT, 90000));
+    for (i = 0, allowed = 0, local = 0; i < IN_FLIGHT; i++) {
+        allowed += as[i].res.allowed;
+        local += as[i].res.status == SLUICE_RESERVED;
+    }
+    printf("# %s: the same far from the limit: %zu admitted, %zu without a "
+           "round trip, %llu round trips\n",
+           LOOP_NAME, allowed, local,
+           (unsigned long long)(sl_handle_round_trips(sl) - rt0));
+    assert_int_equal(allowed, IN_FLIGHT);
+    assert_true(sl_handle_round_trips(sl) - rt0 < IN_FLIGHT / 4);
+    /* Calls parked behind a batch in flight end with the handle. */
+    for (i = 0; i < 20; i++)
+        start(sl, "parked", &rs, &as[i]);
+    sluice_close(sl);
+    for (i = 0; i < 20; i++)
+        assert_true(as[i].done);
+    loop_free();
+}
+
 typedef struct batch_answer {
     bool done;
     sluice_status st;
@@ -1097,6 +1163,7 @@ int main(int argc, char **argv)
 {
     struct CMUnitTest tests[] = {
         cmocka_unit_test(a_thousand_decisions_in_flight_from_one_thread),
+        cmocka_unit_test(a_thousand_in_flight_with_reservations),
         cmocka_unit_test(batches_peeks_and_resets_on_the_loop),
         cmocka_unit_test(the_deny_cache_answers_on_the_loop),
         cmocka_unit_test(an_acquire_waits_on_the_loop),

@@ -37,7 +37,8 @@ struct sl_rsv_entry {
      * before any charged after it). */
     sl_rsv_lot lots[2];
     bool refundable;
-    bool refused; /* the backend refused a refund of this ruleset */
+    bool refused;    /* the backend refused a refund of this ruleset */
+    bool has_bucket; /* a token or gcra rule in the ruleset */
 };
 
 static int64_t held(const sl_rsv_entry *e)
@@ -79,6 +80,16 @@ static bool has_window(const sluice_ruleset *rs)
     return false;
 }
 
+static bool has_bucket(const sluice_ruleset *rs)
+{
+    size_t i;
+
+    for (i = 0; i < rs->count; i++)
+        if (sl_store_is_bucket(&rs->rules[i]))
+            return true;
+    return false;
+}
+
 static bool has_log(const sluice_ruleset *rs)
 {
     size_t i;
@@ -114,8 +125,10 @@ static bool same_rules(const sluice_ruleset *a, const sluice_ruleset *b)
     for (i = 0; i < a->count; i++) {
         const sluice_rule *x = &a->rules[i], *y = &b->rules[i];
 
+        /* A burst by value: token:10/1s is token:10/1s,burst=10. */
         if (x->algorithm != y->algorithm || x->limit != y->limit ||
-            x->period_ms != y->period_ms || x->burst != y->burst ||
+            x->period_ms != y->period_ms ||
+            sl_rule_capacity(x) != sl_rule_capacity(y) ||
             x->tz_offset_ms != y->tz_offset_ms)
             return false;
     }
@@ -258,6 +271,7 @@ static sl_rsv_entry *claim(sl_rsv_set *set, const sl_request *r, int64_t now,
     e->own_prefix = r->prefix != NULL;
     e->gen++;
     e->rules = *r->decide.rules;
+    e->has_bucket = has_bucket(&e->rules);
     e->seen_at = now;
     e->seen_cur = e->seen_prev = 0;
     e->ceiling = cap;
@@ -290,7 +304,11 @@ static int64_t let_go(sl_reserve *rv, sl_rsv_entry *e, int64_t now)
     for (i = 0; i < 2; i++) {
         sl_rsv_lot *l = &e->lots[i];
 
-        if (e->refundable && !e->refused && now >= l->t0 && now < l->win_end)
+        /* A bucket's only within its hold: later, what it charged may
+         * have drained, and giving it back would make room that was used
+         * (a window's count never drains within its window). */
+        if (e->refundable && !e->refused && now >= l->t0 &&
+            now < (e->has_bucket ? l->until : l->win_end))
             back += l->units;
         else
             ADD(rv->lapsed, (uint64_t)l->units);
@@ -438,6 +456,8 @@ bool sl_reserve_use(sl_reserve *rv, const sl_config *cfg, const sl_request *r,
     p->hold = h;
     p->cap = cap;
     p->refill = 0;
+    p->park = false;
+    p->cost = cost;
     /* A blocking call waits for a batch in flight, at most half its
      * budget: the other half is for its own round trip if it must. */
     if (covers(e, now, cost) ||
@@ -449,6 +469,8 @@ bool sl_reserve_use(sl_reserve *rv, const sl_config *cfg, const sl_request *r,
         if (p->refill == 0)
             p->e = NULL;
         hit = true;
+    } else {
+        p->park = !may_wait && e->asking >= cost;
     }
     pthread_mutex_unlock(&set->mu);
     if (hit)
@@ -553,17 +575,18 @@ static void deposit(sl_reserve *rv, sl_rsv_entry *e, const sl_rsv_plan *p,
     *l = lot;
 }
 
-void sl_reserve_after(sl_reserve *rv, sl_rsv_plan *p, sluice_status st,
-                      const sluice_result *res)
+int sl_reserve_after(sl_reserve *rv, sl_rsv_plan *p, sluice_status st,
+                     const sluice_result *res, sluice_result *rescue)
 {
     const sluice_result *m = p->refill > 0 ? NULL : &res[p->main];
     const sluice_result *b = p->ask > 0 ? &res[p->n - 1] : NULL;
     bool ok = st == SLUICE_OK;
     int64_t g = 0;
     sl_rsv_entry *e = p->e;
+    int out = 0;
 
     if (e == NULL)
-        return;
+        return 0;
     if (p->refund > 0)
         ADD(*(ok && res[0].status == SLUICE_OK ? &rv->refunded : &rv->lapsed),
             (uint64_t)p->refund);
@@ -595,10 +618,18 @@ void sl_reserve_after(sl_reserve *rv, sl_rsv_plan *p, sluice_status st,
             deposit(rv, e, p, g, b);
         if (b != NULL)
             pthread_cond_broadcast(&p->set->settled);
+        if (m != NULL && ok && m->status == SLUICE_OK && !m->allowed &&
+            covers(e, p->now, p->cost)) {
+            take(e, p->now, p->cost, p->cap, rescue); /* no refill here */
+            out |= SL_RSV_RESCUED;
+        }
     } else if (g > 0) {
         ADD(rv->lapsed, (uint64_t)g); /* its entry changed hands */
     }
     pthread_mutex_unlock(&p->set->mu);
+    if (out & SL_RSV_RESCUED)
+        ADD(rv->admitted, 1);
+    return out | (b != NULL ? SL_RSV_SETTLED : 0);
 }
 
 /* ------------------------------------------------------------- closing */

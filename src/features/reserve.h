@@ -55,7 +55,10 @@ typedef struct sl_rsv_plan {
     int64_t cap;
     int64_t refund;  /* units given back before the request */
     int64_t ask;     /* units asked after it */
+    int64_t cost;    /* the request's */
     int64_t refill;  /* an admission's refill: units asked alone */
+    bool park;       /* a miss that a batch in flight could cover: a call
+                        on the loop waits for it (sl_reserve_use) */
     int64_t granted; /* the batch's answer */
     size_t main;     /* the request's place among those sent */
     size_t n;        /* requests sent */
@@ -77,7 +80,9 @@ static inline bool sl_reserve_on(const sl_reserve *rv)
  * for sl_reserve_plan. may_wait (a blocking call): when the key has a
  * batch in flight that could cover it, the call waits for that batch's
  * answer (at most the call's timeout) rather than go to the backend too:
- * threads on a hot key share one round trip. */
+ * threads on a hot key share one round trip. Without may_wait, such a
+ * miss sets p->park: a call on the loop parks until a batch is answered
+ * (sl_reserve_settled says when), then asks again. */
 bool sl_reserve_use(sl_reserve *rv, const sl_config *cfg, const sl_request *r,
                     bool may_wait, sluice_result *out, sl_rsv_plan *p);
 static inline bool sl_reserve_before(sl_reserve *rv, const sl_config *cfg,
@@ -98,9 +103,15 @@ void sl_reserve_cancel(sl_rsv_plan *p);
 size_t sl_reserve_plan(sl_reserve *rv, const sl_request *r, sl_rsv_plan *p,
                        sl_request *rs);
 /* The answers to what the plan sent (st: the call's status; res: p->n
- * results): the batch's units kept, the counters counted. */
-void sl_reserve_after(sl_reserve *rv, sl_rsv_plan *p, sluice_status st,
-                      const sluice_result *res);
+ * results): the batch's units kept, the counters counted. A denied
+ * acquire that the key's lots cover once its answer came (a batch of
+ * another call's landed meanwhile) is admitted from them: its answer in
+ * *rescue. Returns SL_RSV_SETTLED when a batch was answered (parked calls
+ * may go on), | SL_RSV_RESCUED. */
+#define SL_RSV_SETTLED 1
+#define SL_RSV_RESCUED 2
+int sl_reserve_after(sl_reserve *rv, sl_rsv_plan *p, sluice_status st,
+                     const sluice_result *res, sluice_result *rescue);
 
 /* Closing: refunds of every reservation that can be given back at now,
  * written into rs (room for max, pointing into the entries, valid until

@@ -511,9 +511,9 @@ class ReserveSchedule(Schedule):
 
     def bucket_refund(self):
         """The first URL's (a reserving one): a bucket's units held long
-        past their charge, given back after the bucket refilled and
-        was emptied again, would admit them twice (B = 100, L*h/P below
-        1). The other URLs peek meanwhile."""
+        past their charge lapse: given back after the bucket refilled and
+        was emptied again, they would be admitted twice (B = 100, L*h/P
+        below 1). The other URLs peek meanwhile."""
         mine = [(1000, 4, "acquire"), (10 ** 6, 100, "acquire_at_most"),
                 (10 ** 6 + 1, 4, "acquire"), (10 ** 6 + 2, 4, "acquire")]
         out = []
@@ -966,7 +966,7 @@ class Judge:
         # rest lapse; both lots emptied.
         want = {"refunded": 0, "lapsed": 0}
         for lot in lots:
-            back = can_refund(spec, ev["rule"], rules, lot.t0, t)
+            back = can_refund(spec, ev["rule"], rules, lot.t0, lot.hold, t)
             want["refunded" if back else "lapsed"] += lot.u
         want = {k: v for k, v in want.items() if v > 0}
         self.held[which].pop(ident, None)
@@ -985,7 +985,7 @@ class Judge:
             # refund event (the same effect without reservations).
             for lot in lots:
                 if lot.u > 0 and can_refund(spec, ev["rule"], rules,
-                                            lot.t0, t):
+                                            lot.t0, lot.hold, t):
                     self.ledger.refunded(key, rules, lot.u, t,
                                          reset_after=lot.seq)
         if "lapsed" in want:
@@ -1147,11 +1147,14 @@ class Judge:
         return "# reserve: " + " ".join(parts)
 
 
-def can_refund(spec, text, rules, t0, t):
-    """SEMANTICS: given back only in t0's windows, with no log rule, on
-    a backend that takes the refund."""
+def can_refund(spec, text, rules, t0, hold, t):
+    """SEMANTICS: given back only in t0's windows, within the hold when
+    the ruleset has a bucket (what it charged may have drained since),
+    with no log rule, on a backend that takes the refund."""
     ev = {"rule": text, "op": "refund"}
+    bucket = any(r.alg in M.BUCKETS for r in rules)
     return (M.same_windows(rules, t0, t)
+            and t0 <= t and (not bucket or t < t0 + hold)
             and not any(r.alg == "log" for r in rules)
             and not refused(spec, ev))
 
