@@ -36,25 +36,26 @@ extern "C" {
 #define SLUICE_MAX_RULES   8    /* rules in one composite */
 
 /* Statuses. Append only, never renumber. */
-#define SLUICE_STATUS_MAP(X)                                          \
-    X(OK, "success")                                                  \
-    X(EINVAL, "invalid argument")                                     \
-    X(EKEY, "invalid key")                                            \
-    X(ERULE, "invalid rule")                                          \
-    X(ECOST, "invalid cost")                                          \
-    X(EURL, "invalid URL")                                            \
-    X(ETIME, "time outside the accepted range")                       \
-    X(ENOMEM, "out of memory")                                        \
-    X(ECONNECT, "could not connect to the backend")                   \
-    X(ETIMEOUT, "the backend did not answer within the timeout")      \
-    X(EIO, "connection to the backend lost")                          \
-    X(ESERVER, "the server answered with an error")                   \
-    X(EPROTO, "unexpected reply from the server")                     \
-    X(EUNSUPPORTED, "not supported by this backend")                  \
-    X(ECONTENDED, "the key changed under every retry; try again")     \
-    X(CACHED, "denied by the local deny cache, without a round trip") \
-    X(SHADOWED, "admitted in shadow mode; the rules denied it")       \
-    X(ENOLIMITER, "no such limiter: never defined, deleted, or expired")
+#define SLUICE_STATUS_MAP(X)                                             \
+    X(OK, "success")                                                     \
+    X(EINVAL, "invalid argument")                                        \
+    X(EKEY, "invalid key")                                               \
+    X(ERULE, "invalid rule")                                             \
+    X(ECOST, "invalid cost")                                             \
+    X(EURL, "invalid URL")                                               \
+    X(ETIME, "time outside the accepted range")                          \
+    X(ENOMEM, "out of memory")                                           \
+    X(ECONNECT, "could not connect to the backend")                      \
+    X(ETIMEOUT, "the backend did not answer within the timeout")         \
+    X(EIO, "connection to the backend lost")                             \
+    X(ESERVER, "the server answered with an error")                      \
+    X(EPROTO, "unexpected reply from the server")                        \
+    X(EUNSUPPORTED, "not supported by this backend")                     \
+    X(ECONTENDED, "the key changed under every retry; try again")        \
+    X(CACHED, "denied by the local deny cache, without a round trip")    \
+    X(SHADOWED, "admitted in shadow mode; the rules denied it")          \
+    X(ENOLIMITER, "no such limiter: never defined, deleted, or expired") \
+    X(RESERVED, "admitted from a reservation, without a round trip")
 
 typedef enum sluice_status {
 #define SLUICE_X(name, msg) SLUICE_##name,
@@ -160,6 +161,18 @@ typedef struct sluice_options {
      * never cached, the rules are read with every decision. A change made
      * elsewhere reaches this handle within that time. */
     int64_t rules_cache_ms;
+    /* Added after 0.1.0. Reservations (URL: reserve_ms=H&reserve_share=S;
+     * docs/SEMANTICS.md "Reservations"): 0 off (the default), else the
+     * hold H in ms, 1..60000. An acquire on a key this handle asks often
+     * also takes a batch of units from the backend, in the same round
+     * trip, and later acquires on that key and ruleset are admitted from
+     * it without a round trip (out->status SLUICE_RESERVED); every unit
+     * admitted was charged first. A unit is used at most H ms after its
+     * charge and never in another window than its own. reserve_share: the
+     * most one handle holds on a key, in percent of the rule's capacity,
+     * 1..50 (0: the default, 10). */
+    int64_t reserve_ms;
+    uint32_t reserve_share;
 } sluice_options;
 
 /* A decision. status is SLUICE_OK when the backend decided; with a fail
@@ -167,7 +180,10 @@ typedef struct sluice_options {
  * SLUICE_CACHED when the deny cache answered (a denial, retry_after_ms
  * counting down to the time it fits, remaining as at the denial);
  * SLUICE_SHADOWED when shadow mode admitted what the rules denied (the
- * other fields are the denial's).
+ * other fields are the denial's); SLUICE_RESERVED when the handle admitted
+ * it from units it reserved (reserve_ms), without a round trip: remaining
+ * is the backend's at the reservation plus the units this handle still
+ * holds, the resets count down from it (docs/SEMANTICS.md).
  *
  * The rule that binds (rule): of the rules with the least remaining, on a
  * denial the one that waits longest (one that never fits first), else the
@@ -579,6 +595,13 @@ typedef struct sluice_stats {
     uint64_t latency_sum_us;
     uint64_t shadow_admitted; /* of denied: admitted by shadow mode */
     uint64_t refunds;         /* refunds made (sluice_refund) */
+    /* Added after 0.1.0: reservations (reserve_ms). */
+    uint64_t reserve_admitted; /* of allowed: admitted without a round trip */
+    uint64_t reserve_batches;  /* batches asked of the backend */
+    uint64_t reserve_asked;    /* units those batches asked */
+    uint64_t reserve_granted;  /* units they were granted (charged) */
+    uint64_t reserve_refunded; /* units given back unused */
+    uint64_t reserve_lapsed;   /* units dropped unused, not given back */
 } sluice_stats;
 
 /* Copies the counters into out, size bytes of it (sizeof(*out) as the

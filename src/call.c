@@ -91,7 +91,7 @@ static void shadow_at_most(const sluice *sl, const sl_request *rq,
 static void count_result(sluice *sl, sl_op op, const sluice_result *r)
 {
     if (r->status == SLUICE_OK || r->status == SLUICE_CACHED ||
-        r->status == SLUICE_SHADOWED)
+        r->status == SLUICE_SHADOWED || r->status == SLUICE_RESERVED)
         sl_stats_answer(&sl->stats, op, SLUICE_OK, false, r);
     else
         sl_stats_answer(&sl->stats, op, r->status,
@@ -155,8 +155,9 @@ finish_many(sluice *sl, const sl_request *rs, const sluice_result *res,
     return st;
 }
 
-/* A batch's requests checked and asked of the deny cache: those to send
- * go to rs[0..m), their places out[map[k]]; out holds the others' answers
+/* A batch's requests checked and asked of the reservations and the deny
+ * cache: those to send go to rs[0..m), their places out[map[k]]; out
+ * holds the others' answers
  * (the cache's, or why they were refused: the first such status in
  * *first, its message in first_msg). Returns m. */
 static size_t prepare_many(sluice *sl, const sluice_request *reqs, size_t n,
@@ -164,6 +165,7 @@ static size_t prepare_many(sluice *sl, const sluice_request *reqs, size_t n,
                            sluice_status *first, char *first_msg, char *err)
 {
     int64_t now = sl_call_now(sl);
+    sl_rsv_plan plan; /* a batch's misses take no batch of their own */
     size_t i, m = 0;
 
     for (i = 0; i < n; i++) {
@@ -173,6 +175,9 @@ static size_t prepare_many(sluice *sl, const sluice_request *reqs, size_t n,
 
         memset(&out[i], 0, sizeof(out[i]));
         out[i].status = rst;
+        if (rst == SLUICE_OK &&
+            sl_reserve_before(&sl->rsv, &sl->url.cfg, &rs[m], &out[i], &plan))
+            continue;
         if (rst == SLUICE_OK &&
             sl_deny_before(&sl->deny, &sl->url.cfg, &rs[m], &out[i])) {
             continue;
@@ -202,16 +207,23 @@ sluice_status sl_call_blocking(const sluice *sl, char *err)
 static sluice_status run_one(sluice *sl, sl_request *r, sluice_result *out,
                              char *err)
 {
-    sluice_result res;
+    sl_request rs[3]; /* a refund, the request, a batch (reserve.h) */
+    sluice_result res[3];
+    sl_rsv_plan plan;
     sluice_status st;
+    size_t n;
 
+    if (sl_reserve_before(&sl->rsv, &sl->url.cfg, r, out, &plan))
+        return finish_one(sl, r, SLUICE_OK, NULL, out);
     if (r->prefix == NULL && sl_deny_before(&sl->deny, &sl->url.cfg, r, out))
         return finish_one(sl, r, SLUICE_OK, NULL, out);
-    memset(&res, 0, sizeof(res));
-    st = sl_share_decide(sl, r, 1, &res, err);
+    n = sl_reserve_plan(&sl->rsv, r, &plan, rs);
+    memset(res, 0, n * sizeof(res[0]));
+    st = sl_share_decide(sl, rs, n, res, err);
+    sl_reserve_after(&sl->rsv, &plan, st, res);
     if (st == SLUICE_OK)
-        sl_deny_after(&sl->deny, &sl->url.cfg, r, &res, 1);
-    return finish_one(sl, r, st, &res, out);
+        sl_deny_after(&sl->deny, &sl->url.cfg, r, &res[plan.main], 1);
+    return finish_one(sl, r, st, &res[plan.main], out);
 }
 
 sluice_status sl_call_run(sluice *sl, sl_request *r, sluice_result *out,
@@ -390,9 +402,7 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
     map = sl_calloc(n, sizeof(*map));
     if (rs == NULL || res == NULL || map == NULL) {
         st = SLUICE_ENOMEM;
-        sl_errf(err, SL_ERR_LEN,
-                "acquire_many: out of memory for %zu "
-                "requests",
+        sl_errf(err, SL_ERR_LEN, "acquire_many: out of memory for %zu requests",
                 n);
         goto done;
     }
@@ -426,7 +436,8 @@ typedef struct async_call {
     char lease_id[24];
     sl_op op;
     bool many;
-    bool cached;           /* a single call the deny cache answered */
+    bool cached;           /* a single call answered before it was sent: by
+                              its reservation or the deny cache */
     int64_t t0;            /* its start, for the latency */
     int64_t wait_until;    /* a waiting acquire: monotonic ms, else 0 */
     size_t n;              /* the caller's requests; job.n of them were sent */
@@ -439,6 +450,8 @@ typedef struct async_call {
     char *keys;            /* the keys, end to end */
     sluice_status first;   /* the first request refused, for a batch */
     char first_msg[SL_ERR_LEN];
+    sl_rsv_plan plan; /* a single acquire: what went with it (reserve.h);
+                         the request is reqs[plan.main] */
 } async_call;
 
 /* A waiting acquire wakes: the same request, at the time now. */
@@ -446,6 +459,10 @@ static void async_woken(sl_job *job)
 {
     async_call *a = (async_call *)job;
 
+    /* Alone this time: its reservation's part was settled. */
+    if (a->plan.main != 0)
+        a->reqs[0] = a->reqs[a->plan.main];
+    memset(&a->plan, 0, sizeof(a->plan));
     a->reqs[0].now_ms = sl_call_now(a->sl);
     a->cached = false;
     a->job.n = 1;
@@ -456,7 +473,7 @@ static void async_woken(sl_job *job)
  * comes before its deadline (true). */
 static bool async_sleeps(async_call *a)
 {
-    const sluice_result *r = a->cached ? &a->out[0] : &a->res[0];
+    const sluice_result *r = a->cached ? &a->out[0] : &a->res[a->plan.main];
     int64_t now = sl_mono_ms(), sleep;
 
     if (a->wait_until == 0 || a->sl->eng.closing || a->job.err[0] != '\0' ||
@@ -484,7 +501,13 @@ static void async_done(sl_job *job)
         sl_free(a);
         return;
     }
-    sl_deny_after(&sl->deny, &sl->url.cfg, a->reqs, job->out, job->n);
+    if (a->many) {
+        sl_deny_after(&sl->deny, &sl->url.cfg, a->reqs, job->out, job->n);
+    } else if (job->n > 0) {
+        sl_reserve_after(&sl->rsv, &a->plan, SLUICE_OK, a->res);
+        sl_deny_after(&sl->deny, &sl->url.cfg, &a->reqs[a->plan.main],
+                      &a->res[a->plan.main], 1);
+    }
     if (async_sleeps(a))
         return;
     if (a->many) {
@@ -493,8 +516,8 @@ static void async_done(sl_job *job)
     } else {
         if (!a->cached)
             memset(a->out, 0, sizeof(*a->out));
-        st = finish_one(sl, &a->reqs[0], SLUICE_OK,
-                        a->cached ? NULL : &a->res[0], a->out);
+        st = finish_one(sl, &a->reqs[a->plan.main], SLUICE_OK,
+                        a->cached ? NULL : &a->res[a->plan.main], a->out);
         count_one(sl, a->op, st, a->out);
         if (st != SLUICE_OK || no_result(a->op))
             a->out->status = st;
@@ -594,17 +617,20 @@ static void keep_request(async_call *a, size_t m, size_t at_key,
 }
 
 /* Starts the prepared request r on the loop: its key, rules and value
- * copied; the deny cache asked for plain keys. */
+ * copied; its reservation asked, and the deny cache for plain keys; with
+ * room for what a miss sends with it (a refund, a batch). */
 static sluice_status start_prepared(sluice *sl, const sl_request *r,
                                     int64_t wait_ms, const sl_call_to *to,
                                     char *err)
 {
+    sl_request one;
     async_call *a;
 
-    if ((a = new_call(sl, 1, r->key_len, to)) == NULL) {
+    if ((a = new_call(sl, 3, r->key_len, to)) == NULL) {
         sl_errf(err, SL_ERR_LEN, "out of memory");
         return SLUICE_ENOMEM;
     }
+    a->n = 1;
     a->reqs[0] = *r;
     keep_request(a, 0, 0, r->key, r->key_len,
                  sl_op_decides(r->op) ? r->decide.rules : NULL);
@@ -617,11 +643,15 @@ static sluice_status start_prepared(sluice *sl, const sl_request *r,
     }
     a->op = r->op;
     a->wait_until = wait_ms > 0 ? sl_mono_ms() + wait_ms : 0;
-    /* Answered by the deny cache: nothing to send, and the callback still
-     * runs from the loop. */
-    a->cached = r->prefix == NULL && sl_deny_before(&sl->deny, &sl->url.cfg,
-                                                    &a->reqs[0], &a->out[0]);
-    a->job.n = a->cached ? 0 : 1;
+    /* Answered by its reservation or the deny cache: nothing to send, and
+     * the callback still runs from the loop. */
+    a->cached = sl_reserve_before(&sl->rsv, &sl->url.cfg, &a->reqs[0],
+                                  &a->out[0], &a->plan) ||
+                (r->prefix == NULL && sl_deny_before(&sl->deny, &sl->url.cfg,
+                                                     &a->reqs[0], &a->out[0]));
+    one = a->reqs[0];
+    a->job.n =
+        a->cached ? 0 : sl_reserve_plan(&sl->rsv, &one, &a->plan, a->reqs);
     sl_engine_submit(&sl->eng, &a->job);
     return SLUICE_OK;
 }
@@ -750,9 +780,7 @@ sluice_status sluice_acquire_many_async(sluice *sl, const sluice_request *reqs,
             bytes += reqs[i].key_len;
     if ((a = new_call(sl, n, bytes, &to)) == NULL) {
         sl_errf(err, SL_ERR_LEN,
-                "acquire_many_async: out of memory for %zu "
-                "requests",
-                n);
+                "acquire_many_async: out of memory for %zu requests", n);
         return SLUICE_ENOMEM;
     }
     a->many = true;

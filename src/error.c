@@ -55,6 +55,8 @@ const char *sluice_status_name(sluice_status st)
         return "cached";
     case SLUICE_SHADOWED:
         return "shadowed";
+    case SLUICE_RESERVED:
+        return "reserved";
     }
     return "unknown";
 }

@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "engine.h"
 #include "features/denycache.h"
+#include "features/reserve.h"
 #include "features/stats.h"
 
 #include <pthread.h>
@@ -22,6 +23,7 @@ struct sluice {
     sl_url url;
     sl_engine eng;      /* the connections' I/O, blocking or on a loop */
     sl_deny_cache deny; /* off unless deny_cache=N */
+    sl_reserve rsv;     /* off unless reserve_ms=H */
     sl_stats stats;     /* on unless metrics=0 */
     void *fallback;     /* fail=fallback: a private memory store */
     /* A feature's state (named limiters), made on its first use and

@@ -157,6 +157,8 @@ typedef struct sl_config {
     bool shadow;
     uint32_t fallback_instances;
     int64_t rules_cache_ms; /* 0: the default; < 0: never cached */
+    int64_t reserve_ms;     /* reservations' hold; 0: off */
+    uint32_t reserve_share; /* percent of a capacity; 0: the default */
 } sl_config;
 
 /* A parsed URL: where (the endpoint, a cluster's seeds) and how (the

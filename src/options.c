@@ -32,6 +32,8 @@ typedef enum {
     SHADOW,
     FALLBACK_INSTANCES,
     RULES_CACHE_MS,
+    RESERVE_MS,
+    RESERVE_SHARE,
     MAX_REPLY_BYTES,
     SOCKET,
     TLS,
@@ -79,6 +81,10 @@ static const struct option {
      "instances sharing fail=fallback's limit"},
     {RULES_CACHE_MS, "rules_cache_ms", OPT_MS, "N", 0, 86400000, NULL,
      "rules of limiters kept (default 1000)"},
+    {RESERVE_MS, "reserve_ms", OPT_MS, "N", 0, 60000, NULL,
+     "reserve hot keys' units, held N ms (0: off)"},
+    {RESERVE_SHARE, "reserve_share", OPT_COUNT, "PCT", 1, 50, NULL,
+     "most a handle reserves, % (default 10)"},
     {MAX_REPLY_BYTES, "max_reply_bytes", OPT_COUNT, "N", 1024, 1073741824, NULL,
      "the largest reply (default 8388608)"},
     {SOCKET, "socket", OPT_TEXT, "PATH", 0, 0, NULL,
@@ -270,6 +276,12 @@ static void store(option_id id, long long n, sl_url *u)
         /* 0 in the URL reads the rules with every decision: -1 in the
          * options, where 0 means the default. */
         u->cfg.rules_cache_ms = n == 0 ? -1 : (int64_t)n;
+        break;
+    case RESERVE_MS:
+        u->cfg.reserve_ms = (int64_t)n;
+        break;
+    case RESERVE_SHARE:
+        u->cfg.reserve_share = (uint32_t)n;
         break;
     case MAX_REPLY_BYTES:
         u->ep.reply_max_bytes = (size_t)n;

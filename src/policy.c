@@ -56,6 +56,7 @@ bool sl_policy_answers(const sluice *sl, sluice_status st)
     case SLUICE_CACHED:
     case SLUICE_SHADOWED:
     case SLUICE_ENOLIMITER:
+    case SLUICE_RESERVED:
         return false;
     }
     return false;

@@ -93,11 +93,18 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
         st = SLUICE_ENOMEM;
         goto fail;
     }
+    if (sl_reserve_init(&sl->rsv, &sl->url.cfg) != SLUICE_OK) {
+        sl_deny_free(&sl->deny);
+        sl_errf(err, err_len, "open: out of memory for reservations");
+        st = SLUICE_ENOMEM;
+        goto fail;
+    }
     sl_stats_init(&sl->stats, !sl->url.cfg.no_metrics);
     sl_engine_init(&sl->eng, &sl->url, sl->backend->name, &sl->backend->ops);
     st = sl->backend->open(&sl->url, &sl->eng, &sl->state, err, err_len);
     if (st != SLUICE_OK) {
         sl_deny_free(&sl->deny);
+        sl_reserve_free(&sl->rsv);
         goto fail;
     }
     sl->eng.state = sl->state;
@@ -106,6 +113,7 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
         sl_engine_shutdown(&sl->eng);
         sl->backend->close(sl->state);
         sl_deny_free(&sl->deny);
+        sl_reserve_free(&sl->rsv);
         goto fail;
     }
     *out = sl;
@@ -116,16 +124,45 @@ fail:
     return st;
 }
 
+/* Closing: the units reservations hold given back, blocking, where they
+ * can be; a handle on a loop lets them lapse (its loop may be gone). */
+static void give_back(sluice *sl)
+{
+    enum {
+        MAX = SL_RSV_SETS * SL_RSV_WAYS
+    };
+    sl_request *rs;
+    sluice_result *res;
+    sluice_status st;
+    size_t n;
+
+    if (!sl_reserve_on(&sl->rsv))
+        return;
+    rs = sl_calloc(MAX, sizeof(*rs));
+    res = sl_calloc(MAX, sizeof(*res));
+    n = sl_reserve_leftovers(
+        &sl->rsv, sl->url.cfg.clock(sl->url.cfg.clock_ctx), rs,
+        rs == NULL || res == NULL || sl->eng.attached ? 0 : MAX);
+    if (n > 0) {
+        st = sl_share_decide(sl, rs, n, res, sl_share_err(sl));
+        sl_reserve_closed(&sl->rsv, rs, n, st, res);
+    }
+    sl_free(rs);
+    sl_free(res);
+}
+
 void sluice_close(sluice *sl)
 {
     sl_ext *e;
 
     if (sl == NULL)
         return;
+    give_back(sl);
     sl_engine_shutdown(&sl->eng);
     sl->backend->close(sl->state);
     sl_backend_memory.close(sl->fallback);
     sl_deny_free(&sl->deny);
+    sl_reserve_free(&sl->rsv);
     if ((e = atomic_load(&sl->ext)) != NULL) /* after the callbacks */
         e->free(e);
     pthread_mutex_destroy(&sl->mu);
@@ -214,6 +251,7 @@ sluice_status sluice_get_stats(sluice *sl, sluice_stats *out, size_t size)
         return SLUICE_EINVAL;
     }
     sl_stats_read(&sl->stats, &st);
+    sl_reserve_read(&sl->rsv, &st);
     memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));
     return SLUICE_OK;
 }

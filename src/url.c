@@ -334,6 +334,8 @@ static void config_of(const sluice_options *o, sl_config *c)
     c->shadow = o->shadow;
     c->fallback_instances = o->fallback_instances;
     c->rules_cache_ms = o->rules_cache_ms;
+    c->reserve_ms = o->reserve_ms;
+    c->reserve_share = o->reserve_share;
 }
 
 /* Credentials given in the options, where the URL gave none. */
@@ -477,5 +479,14 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
         return bad(err, err_len, url,
                    "options.rules_cache_ms: expected at most 86400000 "
                    "(negative: never cached)");
+    if (out->cfg.reserve_ms < 0 || out->cfg.reserve_ms > 60000)
+        return bad(err, err_len, url,
+                   "options.reserve_ms: expected 0..60000 ms (0: off)");
+    if (out->cfg.reserve_share > 50)
+        return bad(err, err_len, url,
+                   "options.reserve_share: expected 1..50 percent (0: the "
+                   "default, 10)");
+    if (out->cfg.reserve_share == 0)
+        out->cfg.reserve_share = 10;
     return SLUICE_OK;
 }

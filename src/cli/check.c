@@ -30,6 +30,11 @@ static void report_status(sluice *sl, const sluice_result *res)
         snprintf(msg, sizeof(msg),
                  "denied by the local deny cache, without a round trip");
         break;
+    case SLUICE_RESERVED:
+        snprintf(msg, sizeof(msg),
+                 "admitted from this handle's reservation, without a round "
+                 "trip");
+        break;
     default:
         snprintf(msg, sizeof(msg), "decided by the fail policy: %s",
                  sluice_errmsg(sl)[0] != '\0' ? sluice_errmsg(sl)
@@ -114,7 +119,8 @@ decided:
     /* A peek charged nothing: it says what an acquire would have met. */
     would = a.peek ? "would be " : "";
     if (a.json) {
-        cli_print_result(stdout, &res, a.limiter == NULL ? rs.count : 0, true);
+        cli_print_result(stdout, &res, a.limiter == NULL ? rs.count : 0, true,
+                         NULL);
     } else if (res.allowed) {
         printf("%sallowed: %lld of %lld left, full again in %lld ms\n", would,
                (long long)res.remaining, (long long)res.limit,

@@ -81,7 +81,8 @@ static int backend_exit(sluice_status st)
  * its own reset. An answer that is not a plain decision (a fail policy's,
  * the deny cache's, shadow mode's) says so in "status", by the status's
  * name. */
-void cli_print_result(FILE *f, const sluice_result *r, size_t nrules, bool open)
+void cli_print_result(FILE *f, const sluice_result *r, size_t nrules, bool open,
+                      const char *extra)
 {
     fprintf(f,
             "%s\"allowed\": %s, \"limit\": %lld, \"remaining\": %lld, "
@@ -92,6 +93,8 @@ void cli_print_result(FILE *f, const sluice_result *r, size_t nrules, bool open)
     if (nrules >= 2)
         fprintf(f, ", \"rule\": %u, \"rule_reset_ms\": %lld", (unsigned)r->rule,
                 (long long)sluice_result_rule_reset_ms(r));
+    if (extra != NULL && extra[0] != '\0')
+        fprintf(f, ", %s", extra);
     if (r->status != SLUICE_OK)
         fprintf(f, ", \"status\": \"%s\"", sluice_status_name(r->status));
     fputs("}\n", f);

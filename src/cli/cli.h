@@ -50,9 +50,10 @@ int cli_parse_args(int argc, char **argv, const char *cmd, const char *allowed,
  * prints why and returns NULL with the exit status in *exit_status. */
 sluice *cli_open(const char *url, sluice_options *opts, int *exit_status);
 
-/* One result as a line of JSON; see cli.c for open and nrules. */
-void cli_print_result(FILE *f, const sluice_result *r, size_t nrules,
-                      bool open);
+/* One result as a line of JSON; see cli.c for open and nrules. extra (NULL:
+ * none): more "name": value pairs, put before the status. */
+void cli_print_result(FILE *f, const sluice_result *r, size_t nrules, bool open,
+                      const char *extra);
 
 /* The subcommands, each given argv from its own name on; each returns the
  * exit status (or CLI_HELP). */

@@ -34,12 +34,43 @@ static int64_t vclock_now(void *ctx)
     return ((vclock *)ctx)->t;
 }
 
+/* A reserving handle's traffic during one event: the counters before it
+ * (*was) against now, as "name": value pairs in buf (empty: none). */
+static const char *traffic(sluice *sl, const sluice_stats *was, char *buf,
+                           size_t len)
+{
+    sluice_stats now;
+    size_t at = 0;
+
+    buf[0] = '\0';
+    if (sluice_get_stats(sl, &now, sizeof(now)) != SLUICE_OK)
+        return buf;
+    if (now.reserve_batches > was->reserve_batches)
+        at += (size_t)snprintf(
+            buf + at, len - at, "\"asked\": %llu, \"reserved\": %llu",
+            (unsigned long long)(now.reserve_asked - was->reserve_asked),
+            (unsigned long long)(now.reserve_granted - was->reserve_granted));
+    if (now.reserve_refunded > was->reserve_refunded && at < len)
+        at += (size_t)snprintf(
+            buf + at, len - at, "%s\"refunded\": %llu", at > 0 ? ", " : "",
+            (unsigned long long)(now.reserve_refunded - was->reserve_refunded));
+    if (now.reserve_lapsed > was->reserve_lapsed && at < len)
+        snprintf(
+            buf + at, len - at, "%s\"lapsed\": %llu", at > 0 ? ", " : "",
+            (unsigned long long)(now.reserve_lapsed - was->reserve_lapsed));
+    return buf;
+}
+
 /* An event that names a limiter: acquire, peek or reset by name. */
 static void replay_by_name(sluice *sl, vclock *clk, const jsonl_event *ev)
 {
+    sluice_stats was;
     sluice_result res;
     sluice_status st;
+    char extra[160];
 
+    if (sluice_get_stats(sl, &was, sizeof(was)) != SLUICE_OK)
+        memset(&was, 0, sizeof(was));
     clk->t = ev->t;
     switch (ev->op) {
     case JSONL_ACQUIRE:
@@ -64,7 +95,8 @@ static void replay_by_name(sluice *sl, vclock *clk, const jsonl_event *ev)
     else if (ev->op == JSONL_RESET)
         fputs("{\"reset\": true}\n", stdout);
     else
-        cli_print_result(stdout, &res, 0, true);
+        cli_print_result(stdout, &res, 0, true,
+                         traffic(sl, &was, extra, sizeof(extra)));
 }
 
 /* A lease: {"lease": ID, ...the result} when admitted, the result alone
@@ -102,7 +134,7 @@ static void replay_lease(sluice *sl, vclock *clk, const jsonl_event *ev)
         jsonl_quote(q, sizeof(q), lease.id, strlen(lease.id));
         printf("{\"lease\": %s, ", q);
     }
-    cli_print_result(stdout, &res, 1, !res.allowed);
+    cli_print_result(stdout, &res, 1, !res.allowed, NULL);
 }
 
 /* Answers one event line with one output line: a result, {"reset": true}
@@ -118,6 +150,8 @@ static void replay_line(sluice *sl, vclock *clk,
     sluice_result res;
     sluice_status st = SLUICE_EINVAL;
     int64_t granted = 0;
+    sluice_stats was;
+    char extra[160];
 
     if (jsonl_parse(line, len, &ev, msg, sizeof(msg)) != 0) {
         print_error_json(stdout, NULL, msg); /* named by jsonl_parse */
@@ -146,6 +180,8 @@ static void replay_line(sluice *sl, vclock *clk,
         goto done;
     }
     clk->t = ev.t;
+    if (sluice_get_stats(sl, &was, sizeof(was)) != SLUICE_OK)
+        memset(&was, 0, sizeof(was));
     switch (ev.op) {
     case JSONL_RESET:
         st = sluice_reset(sl, ev.key, ev.key_len, rules);
@@ -174,7 +210,8 @@ static void replay_line(sluice *sl, vclock *clk,
     } else {
         if (ev.op == JSONL_AT_MOST)
             printf("{\"granted\": %lld, ", (long long)granted);
-        cli_print_result(stdout, &res, rules->count, ev.op != JSONL_AT_MOST);
+        cli_print_result(stdout, &res, rules->count, ev.op != JSONL_AT_MOST,
+                         traffic(sl, &was, extra, sizeof(extra)));
     }
 done:
     jsonl_event_free(&ev);

@@ -1,0 +1,523 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* reserve.c - reservations (reserve.h): the table of keys this handle
+ * acquires on, their counts, and the units each holds. */
+#include "features/reserve.h"
+
+#include "algo.h"
+#include "store.h"
+
+#include <string.h>
+
+#define ADD(c, n) atomic_fetch_add_explicit(&(c), (n), memory_order_relaxed)
+#define GET(c)    atomic_load_explicit(&(c), memory_order_relaxed)
+
+/* A key is hot, and reserves, once this handle saw this many units asked
+ * on it within a hold. */
+#define HOT_UNITS 4
+
+struct sl_rsv_entry {
+    char *key; /* NULL: free; the key, then the prefix as a C string */
+    size_t key_len;
+    bool own_prefix; /* the request's prefix (a limiter's), not the handle's */
+    uint64_t gen;    /* counts the keys this entry has held */
+    sluice_ruleset rules;
+    int64_t last;                         /* the latest request, for eviction */
+    int64_t seen_at, seen_cur, seen_prev; /* units asked, by hold */
+    int64_t ceiling;                      /* the most a batch may ask now */
+    int64_t asking;                       /* units asked in batches in flight */
+    /* The reservation: units charged at t0 by the batch that answered at,
+     * valid on [t0, until); win_end: the end of t0's windows. */
+    int64_t units, t0, until, win_end;
+    bool refundable;
+    bool refused; /* the backend refused a refund of this ruleset */
+    sluice_result at;
+};
+
+/* ------------------------------------------------------------ the rules */
+
+/* The hold h: reserve_ms, at most a tenth of the least period. */
+static int64_t hold_of(const sluice_ruleset *rs, int64_t hold_ms)
+{
+    int64_t h = hold_ms;
+    size_t i;
+
+    for (i = 0; i < rs->count; i++)
+        h = sl_min64(h, rs->rules[i].period_ms / 10);
+    return h;
+}
+
+/* The cap c: share percent of the least capacity. */
+static int64_t cap_of(const sluice_ruleset *rs, uint32_t share)
+{
+    int64_t c = INT64_MAX;
+    size_t i;
+
+    for (i = 0; i < rs->count; i++)
+        c = sl_min64(c, sl_rule_capacity(&rs->rules[i]));
+    return c / 100 * share + c % 100 * share / 100;
+}
+
+static bool has_window(const sluice_ruleset *rs)
+{
+    size_t i;
+
+    for (i = 0; i < rs->count; i++)
+        if (sl_store_is_window(&rs->rules[i]))
+            return true;
+    return false;
+}
+
+static bool has_log(const sluice_ruleset *rs)
+{
+    size_t i;
+
+    for (i = 0; i < rs->count; i++)
+        if (rs->rules[i].algorithm == SLUICE_LOG)
+            return true;
+    return false;
+}
+
+/* The end of t's window, the earliest over the window rules; INT64_MAX
+ * without one. */
+static int64_t window_end(const sluice_ruleset *rs, int64_t t)
+{
+    int64_t end = INT64_MAX, k, to_end;
+    size_t i;
+
+    for (i = 0; i < rs->count; i++) {
+        if (!sl_store_is_window(&rs->rules[i]))
+            continue;
+        sl_window_locate(&rs->rules[i], t, &k, &to_end);
+        end = sl_min64(end, t + to_end);
+    }
+    return end;
+}
+
+static bool same_rules(const sluice_ruleset *a, const sluice_ruleset *b)
+{
+    size_t i;
+
+    if (a->count != b->count)
+        return false;
+    for (i = 0; i < a->count; i++) {
+        const sluice_rule *x = &a->rules[i], *y = &b->rules[i];
+
+        if (x->algorithm != y->algorithm || x->limit != y->limit ||
+            x->period_ms != y->period_ms || x->burst != y->burst ||
+            x->tz_offset_ms != y->tz_offset_ms)
+            return false;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------ the table */
+
+sluice_status sl_reserve_init(sl_reserve *rv, const sl_config *cfg)
+{
+    size_t i;
+
+    memset(rv, 0, sizeof(*rv));
+    atomic_init(&rv->admitted, 0);
+    atomic_init(&rv->batches, 0);
+    atomic_init(&rv->asked, 0);
+    atomic_init(&rv->granted, 0);
+    atomic_init(&rv->refunded, 0);
+    atomic_init(&rv->lapsed, 0);
+    if (cfg->reserve_ms <= 0)
+        return SLUICE_OK;
+    rv->hold_ms = cfg->reserve_ms;
+    rv->share = cfg->reserve_share;
+    rv->server_clock = cfg->server_clock;
+    if ((rv->sets = sl_calloc(SL_RSV_SETS, sizeof(*rv->sets))) == NULL)
+        return SLUICE_ENOMEM;
+    for (i = 0; i < SL_RSV_SETS; i++) {
+        rv->sets[i].ways = sl_calloc(SL_RSV_WAYS, sizeof(sl_rsv_entry));
+        if (rv->sets[i].ways == NULL ||
+            pthread_mutex_init(&rv->sets[i].mu, NULL) != 0) {
+            sl_free(rv->sets[i].ways);
+            rv->sets[i].ways = NULL;
+            sl_reserve_free(rv);
+            return SLUICE_ENOMEM;
+        }
+    }
+    return SLUICE_OK;
+}
+
+void sl_reserve_free(sl_reserve *rv)
+{
+    size_t i, w;
+
+    if (rv->sets == NULL)
+        return;
+    for (i = 0; i < SL_RSV_SETS && rv->sets[i].ways != NULL; i++) {
+        for (w = 0; w < SL_RSV_WAYS; w++)
+            sl_free(rv->sets[i].ways[w].key);
+        sl_free(rv->sets[i].ways);
+        pthread_mutex_destroy(&rv->sets[i].mu);
+    }
+    sl_free(rv->sets);
+    rv->sets = NULL;
+}
+
+static const char *prefix_of(const sl_rsv_entry *e)
+{
+    return e->own_prefix ? e->key + e->key_len : NULL;
+}
+
+/* The set of the key (and its prefix, when it has its own). */
+static sl_rsv_set *set_of(const sl_reserve *rv, const sl_request *r)
+{
+    const unsigned char *k = r->key;
+    uint64_t h = 14695981039346656037u; /* FNV-1a */
+    size_t i;
+
+    for (i = 0; i < r->key_len; i++)
+        h = (h ^ k[i]) * 1099511628211u;
+    for (k = (const unsigned char *)r->prefix; k != NULL && *k != 0; k++)
+        h = (h ^ *k) * 1099511628211u;
+    return &rv->sets[h % SL_RSV_SETS];
+}
+
+static bool same_key(const sl_rsv_entry *e, const sl_request *r)
+{
+    const char *p = prefix_of(e);
+
+    return e->key != NULL && e->key_len == r->key_len &&
+           memcmp(e->key, r->key, r->key_len) == 0 &&
+           (p == NULL ? r->prefix == NULL
+                      : r->prefix != NULL && strcmp(p, r->prefix) == 0);
+}
+
+static sl_rsv_entry *find(sl_rsv_set *set, const sl_request *r)
+{
+    size_t w;
+
+    for (w = 0; w < SL_RSV_WAYS; w++)
+        if (same_key(&set->ways[w], r) &&
+            same_rules(&set->ways[w].rules, r->decide.rules))
+            return &set->ways[w];
+    return NULL;
+}
+
+/* A way for r: a free one, else the least recent that holds nothing and
+ * asks nothing; NULL when every way holds units. */
+static sl_rsv_entry *claim(sl_rsv_set *set, const sl_request *r, int64_t now,
+                           int64_t cap)
+{
+    sl_rsv_entry *e = NULL;
+    size_t w, plen = r->prefix != NULL ? strlen(r->prefix) : 0;
+    char *key;
+
+    for (w = 0; w < SL_RSV_WAYS && e == NULL; w++)
+        if (set->ways[w].key == NULL)
+            e = &set->ways[w];
+    for (w = 0; w < SL_RSV_WAYS && e == NULL; w++) {
+        sl_rsv_entry *x = &set->ways[w];
+
+        if (x->units == 0 && x->asking == 0 && (e == NULL || x->last < e->last))
+            e = x;
+    }
+    if (e == NULL || (key = sl_malloc(r->key_len + plen + 1)) == NULL)
+        return NULL; /* no reservation for this key: it is decided as is */
+    memcpy(key, r->key, r->key_len);
+    if (plen > 0)
+        memcpy(key + r->key_len, r->prefix, plen);
+    key[r->key_len + plen] = '\0';
+    sl_free(e->key);
+    e->key = key;
+    e->key_len = r->key_len;
+    e->own_prefix = r->prefix != NULL;
+    e->gen++;
+    e->rules = *r->decide.rules;
+    e->seen_at = now;
+    e->seen_cur = e->seen_prev = 0;
+    e->ceiling = cap;
+    e->asking = 0;
+    e->units = 0;
+    e->refused = false;
+    return e;
+}
+
+/* Counts cost units asked at now, by hold: the current hold's and the
+ * last one's. */
+static void count(sl_rsv_entry *e, int64_t now, int64_t h, int64_t cost)
+{
+    if (now >= e->seen_at + h) {
+        e->seen_prev = now < e->seen_at + 2 * h ? e->seen_cur : 0;
+        e->seen_cur = 0;
+        e->seen_at = now - (now - e->seen_at) % h;
+    }
+    e->seen_cur = sl_min64(e->seen_cur + cost, INT64_MAX / 4);
+    e->last = sl_max64(e->last, now);
+}
+
+/* The entry's units dropped at now: whether they can be given back (true:
+ * the caller refunds them), else counted as lapsed. */
+static bool let_go(sl_reserve *rv, sl_rsv_entry *e, int64_t now)
+{
+    bool back =
+        e->refundable && !e->refused && now >= e->t0 && now < e->win_end;
+
+    if (!back)
+        ADD(rv->lapsed, (uint64_t)e->units);
+    return back;
+}
+
+/* A reset through the handle: the key's reservations lapse (the reset
+ * forgot their charges). */
+static void drop(sl_reserve *rv, const sl_request *r)
+{
+    sl_rsv_set *set = set_of(rv, r);
+    size_t w;
+
+    pthread_mutex_lock(&set->mu);
+    for (w = 0; w < SL_RSV_WAYS; w++) {
+        sl_rsv_entry *e = &set->ways[w];
+
+        if (same_key(e, r) && e->units > 0) {
+            ADD(rv->lapsed, (uint64_t)e->units);
+            e->units = 0;
+        }
+    }
+    pthread_mutex_unlock(&set->mu);
+}
+
+/* ------------------------------------------------------- the pipeline */
+
+/* The answer of an acquire admitted from e at now. */
+static void answer(const sl_rsv_entry *e, int64_t now, sluice_result *out)
+{
+    int64_t gone = now - e->t0;
+
+    *out = e->at;
+    out->status = SLUICE_RESERVED;
+    out->allowed = true;
+    out->retry_after_ms = -1;
+    out->remaining = e->at.remaining + e->units;
+    out->reset_after_ms = sl_max64(0, e->at.reset_after_ms - gone);
+    sl_result_set_rule_reset(
+        out, sl_max64(0, sluice_result_rule_reset_ms(&e->at) - gone));
+}
+
+bool sl_reserve_use(sl_reserve *rv, const sl_config *cfg, const sl_request *r,
+                    sluice_result *out, sl_rsv_plan *p)
+{
+    const sluice_ruleset *rs;
+    int64_t h, cap, now, cost;
+    sl_rsv_set *set;
+    sl_rsv_entry *e;
+    bool hit = false;
+
+    if (r->op == SL_OP_RESET)
+        drop(rv, r);
+    if (r->op != SL_OP_ACQUIRE)
+        return false;
+    rs = r->decide.rules;
+    cost = r->decide.cost;
+    h = hold_of(rs, rv->hold_ms);
+    cap = cap_of(rs, rv->share);
+    if (h <= 0 || cap < 2 || (rv->server_clock && has_window(rs)))
+        return false;
+    now = r->now_ms >= 0 ? r->now_ms : cfg->clock(cfg->clock_ctx);
+    set = set_of(rv, r);
+    pthread_mutex_lock(&set->mu);
+    if ((e = find(set, r)) == NULL && (e = claim(set, r, now, cap)) == NULL) {
+        pthread_mutex_unlock(&set->mu);
+        return false;
+    }
+    count(e, now, h, cost);
+    if (e->units >= cost && now >= e->t0 && now < e->until) {
+        e->units -= cost;
+        answer(e, now, out);
+        hit = true;
+    } else {
+        p->e = e;
+        p->set = set;
+        p->gen = e->gen;
+        p->now = now;
+        p->hold = h;
+        p->cap = cap;
+    }
+    pthread_mutex_unlock(&set->mu);
+    if (hit)
+        ADD(rv->admitted, 1);
+    return hit;
+}
+
+size_t sl_reserve_plan(sl_reserve *rv, const sl_request *r, sl_rsv_plan *p,
+                       sl_request *rs)
+{
+    sl_rsv_entry *e = p->e;
+    int64_t want;
+    size_t n = 0;
+
+    p->refund = p->ask = p->granted = 0;
+    if (e != NULL) {
+        pthread_mutex_lock(&p->set->mu);
+        if (e->gen != p->gen) {
+            p->e = NULL;
+        } else if (e->units > 0 && p->now < e->t0) {
+            p->e = NULL; /* a clock behind: alone, the units stay */
+        } else {
+            if (e->units > 0 && let_go(rv, e, p->now))
+                p->refund = e->units;
+            e->units = 0;
+            want = sl_max64(e->seen_prev, e->seen_cur);
+            if (want >= HOT_UNITS)
+                p->ask =
+                    sl_min64(want, sl_min64(p->cap, e->ceiling)) - e->asking;
+            if (p->ask < 2)
+                p->ask = 0;
+            e->asking += p->ask;
+        }
+        pthread_mutex_unlock(&p->set->mu);
+    }
+    if (p->refund > 0) {
+        rs[n] = *r;
+        rs[n].op = SL_OP_REFUND;
+        rs[n].decide.cost = p->refund;
+        rs[n].decide.granted = NULL;
+        n++;
+    }
+    p->main = n;
+    rs[n++] = *r;
+    if (p->ask > 0) {
+        rs[n] = *r;
+        rs[n].op = SL_OP_AT_MOST;
+        rs[n].decide.cost = p->ask;
+        rs[n].decide.granted = &p->granted;
+        n++;
+    }
+    p->n = n;
+    return n;
+}
+
+/* g units charged at now by the batch that answered b, kept in e. Units
+ * still held from an earlier batch of the same windows stay, valid where
+ * both are (from the later charge to the earlier end); others lapse. */
+static void deposit(sl_reserve *rv, sl_rsv_entry *e, const sl_rsv_plan *p,
+                    int64_t g, const sluice_result *b)
+{
+    int64_t end = window_end(&e->rules, p->now);
+    int64_t until = sl_min64(p->now + p->hold, end);
+
+    if (e->units > 0 && e->win_end == end && p->now < e->until) {
+        e->t0 = sl_max64(e->t0, p->now);
+        e->until = sl_min64(e->until, until);
+        e->units += g;
+    } else {
+        if (e->units > 0)
+            ADD(rv->lapsed, (uint64_t)e->units);
+        e->units = g;
+        e->t0 = p->now;
+        e->until = until;
+        e->win_end = end;
+    }
+    e->at = *b;
+    e->refundable = !has_log(&e->rules);
+}
+
+void sl_reserve_after(sl_reserve *rv, sl_rsv_plan *p, sluice_status st,
+                      const sluice_result *res)
+{
+    const sluice_result *m = &res[p->main];
+    const sluice_result *b = p->ask > 0 ? &res[p->n - 1] : NULL;
+    bool ok = st == SLUICE_OK;
+    int64_t g = 0;
+    sl_rsv_entry *e = p->e;
+
+    if (e == NULL)
+        return;
+    if (p->refund > 0)
+        ADD(*(ok && res[0].status == SLUICE_OK ? &rv->refunded : &rv->lapsed),
+            (uint64_t)p->refund);
+    if (b != NULL) {
+        if (ok && b->status == SLUICE_OK && b->allowed)
+            g = sl_min64(sl_max64(p->granted, 0), p->ask);
+        ADD(rv->batches, 1);
+        ADD(rv->asked, (uint64_t)p->ask);
+        ADD(rv->granted, (uint64_t)g);
+    }
+    pthread_mutex_lock(&p->set->mu);
+    if (e->gen == p->gen) {
+        /* twemproxy:// takes no refund, redis+multi:// none of a window:
+         * this key's units lapse from now on. */
+        if (p->refund > 0 && ok && res[0].status == SLUICE_EUNSUPPORTED)
+            e->refused = true;
+        e->asking = sl_max64(0, e->asking - p->ask);
+        /* Near the limit every request is the backend's: a short grant
+         * halves what the key may ask, until an answer shows room for a
+         * whole batch again. */
+        if (b != NULL && ok && b->status == SLUICE_OK && g < p->ask)
+            e->ceiling = g / 2;
+        else if (ok && (b != NULL ? b : m)->status == SLUICE_OK &&
+                 (b != NULL ? b : m)->remaining >= p->cap)
+            e->ceiling = p->cap;
+        if (ok && m->status == SLUICE_OK && !m->allowed)
+            e->ceiling = 0;
+        if (g > 0)
+            deposit(rv, e, p, g, b);
+    } else if (g > 0) {
+        ADD(rv->lapsed, (uint64_t)g); /* its entry changed hands */
+    }
+    pthread_mutex_unlock(&p->set->mu);
+}
+
+/* ------------------------------------------------------------- closing */
+
+size_t sl_reserve_leftovers(sl_reserve *rv, int64_t now, sl_request *rs,
+                            size_t max)
+{
+    size_t i, w, n = 0;
+
+    if (rv->sets == NULL)
+        return 0;
+    for (i = 0; i < SL_RSV_SETS; i++) {
+        pthread_mutex_lock(&rv->sets[i].mu);
+        for (w = 0; w < SL_RSV_WAYS; w++) {
+            sl_rsv_entry *e = &rv->sets[i].ways[w];
+
+            if (e->units <= 0)
+                continue;
+            if (n < max && let_go(rv, e, now)) {
+                memset(&rs[n], 0, sizeof(rs[n]));
+                rs[n].op = SL_OP_REFUND;
+                rs[n].key = e->key;
+                rs[n].key_len = e->key_len;
+                rs[n].prefix = prefix_of(e);
+                rs[n].now_ms = rv->server_clock ? -1 : now;
+                rs[n].decide.rules = &e->rules;
+                rs[n].decide.cost = e->units;
+                n++;
+            } else if (n >= max) {
+                ADD(rv->lapsed, (uint64_t)e->units);
+            }
+            e->units = 0;
+        }
+        pthread_mutex_unlock(&rv->sets[i].mu);
+    }
+    return n;
+}
+
+void sl_reserve_closed(sl_reserve *rv, const sl_request *rs, size_t n,
+                       sluice_status st, const sluice_result *res)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (st == SLUICE_OK && res[i].status == SLUICE_OK)
+            ADD(rv->refunded, (uint64_t)rs[i].decide.cost);
+        else
+            ADD(rv->lapsed, (uint64_t)rs[i].decide.cost);
+    }
+}
+
+void sl_reserve_read(const sl_reserve *rv, sluice_stats *out)
+{
+    out->reserve_admitted = GET(rv->admitted);
+    out->reserve_batches = GET(rv->batches);
+    out->reserve_asked = GET(rv->asked);
+    out->reserve_granted = GET(rv->granted);
+    out->reserve_refunded = GET(rv->refunded);
+    out->reserve_lapsed = GET(rv->lapsed);
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* reserve.h - reservations (opt-in: reserve_ms=H): an acquire on a key
+ * this handle asks often takes, in the same round trip, a batch of units
+ * (an acquire at most after it), and later acquires on that key and
+ * ruleset are admitted from them without a round trip. Every unit admitted
+ * was charged first; a unit is used at most h ms after its charge and
+ * never in another window than its own (docs/SEMANTICS.md,
+ * "Reservations", is the definition; this file is one implementation).
+ *
+ * The pipeline (call.c) asks in three steps: sl_reserve_before (admitted
+ * here?), then, on a miss the deny cache did not answer, sl_reserve_plan
+ * (the requests to send: a refund of what is held before the acquire, a
+ * batch after it), and sl_reserve_after with their answers.
+ *
+ * Bounded: SL_RSV_SETS sets of SL_RSV_WAYS entries chosen by the key, each
+ * set with its own mutex, so that threads on different keys rarely meet.
+ * An entry holding units is never given up for another key: that key
+ * does not reserve until a way is free. */
+#ifndef SL_RESERVE_H
+#define SL_RESERVE_H
+
+#include "request.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define SL_RSV_SETS 256
+#define SL_RSV_WAYS 4
+
+typedef struct sl_rsv_entry sl_rsv_entry;
+
+typedef struct sl_rsv_set {
+    pthread_mutex_t mu;
+    sl_rsv_entry *ways; /* SL_RSV_WAYS */
+} sl_rsv_set;
+
+typedef struct sl_reserve {
+    sl_rsv_set *sets; /* NULL: off */
+    int64_t hold_ms;  /* reserve_ms */
+    uint32_t share;   /* percent */
+    bool server_clock;
+    atomic_uint_fast64_t admitted, batches, asked, granted, refunded, lapsed;
+} sl_reserve;
+
+/* A miss's plan: what sl_reserve_plan added around the request, and the
+ * entry it concerns (checked again by generation: it may have changed
+ * hands meanwhile). */
+typedef struct sl_rsv_plan {
+    sl_rsv_entry *e; /* NULL: nothing to settle */
+    sl_rsv_set *set;
+    uint64_t gen;
+    int64_t now;  /* the request's time on the handle's clock */
+    int64_t hold; /* the ruleset's hold h and cap c */
+    int64_t cap;
+    int64_t refund;  /* units given back before the request */
+    int64_t ask;     /* units asked after it */
+    int64_t granted; /* the batch's answer */
+    size_t main;     /* the request's place among those sent */
+    size_t n;        /* requests sent */
+} sl_rsv_plan;
+
+sluice_status sl_reserve_init(sl_reserve *rv, const sl_config *cfg);
+void sl_reserve_free(sl_reserve *rv);
+static inline bool sl_reserve_on(const sl_reserve *rv)
+{
+    return rv->sets != NULL;
+}
+
+/* Before the deny cache: an acquire admitted from the key's reservation
+ * fills *out (status SLUICE_RESERVED) and returns true. A reset drops the
+ * key's reservations (their units lapse: the reset forgot them). Either
+ * way the entry's count of the key's acquires is kept; *p is made ready
+ * for sl_reserve_plan. */
+bool sl_reserve_use(sl_reserve *rv, const sl_config *cfg, const sl_request *r,
+                    sluice_result *out, sl_rsv_plan *p);
+static inline bool sl_reserve_before(sl_reserve *rv, const sl_config *cfg,
+                                     const sl_request *r, sluice_result *out,
+                                     sl_rsv_plan *p)
+{
+    p->e = NULL;
+    return sl_reserve_on(rv) && sl_reserve_use(rv, cfg, r, out, p);
+}
+/* A miss: writes the requests to send into rs (room for 3): a refund of
+ * the units held before r when they can be given back, r itself (at
+ * p->main), and a batch after it when the key is hot. Returns how many. */
+size_t sl_reserve_plan(sl_reserve *rv, const sl_request *r, sl_rsv_plan *p,
+                       sl_request *rs);
+/* The answers to what the plan sent (st: the call's status; res: p->n
+ * results): the batch's units kept, the counters counted. */
+void sl_reserve_after(sl_reserve *rv, sl_rsv_plan *p, sluice_status st,
+                      const sluice_result *res);
+
+/* Closing: refunds of every reservation that can be given back at now,
+ * written into rs (room for max, pointing into the entries, valid until
+ * sl_reserve_free); the other units lapse. Returns how many. Then
+ * sl_reserve_closed with their answers. */
+size_t sl_reserve_leftovers(sl_reserve *rv, int64_t now, sl_request *rs,
+                            size_t max);
+void sl_reserve_closed(sl_reserve *rv, const sl_request *rs, size_t n,
+                       sluice_status st, const sluice_result *res);
+
+/* The counters, into the public struct's fields. */
+void sl_reserve_read(const sl_reserve *rv, sluice_stats *out);
+
+#endif /* SL_RESERVE_H */

@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* test_reserve.c - reservations (reserve_ms) on a real backend: a hot key
+ * admitted mostly without round trips and never past its limit, alone and
+ * from threads sharing the handle; a unit never used in another window, a
+ * clock behind its charge, or past its hold; units given back at a miss
+ * and at close (or lapsed where the backend takes no refund); batches,
+ * named limiters and resets; cold keys and a handle without the option
+ * never reserve; every key keeps a TTL.
+ *   test_reserve URL|@file [--servers LIST|@file] [--unsupported LIST]
+ * --unsupported as for test_conformance: "token" (twemproxy://) skips the
+ * bucket cases, "window-refund" (redis+multi://) expects window units to
+ * lapse rather than be given back. */
+#include "testutil.h"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+static const char *url, *servers = "";
+static bool no_buckets, no_window_refund;
+
+/* A minute's window starts here (and so does a second's). */
+#define T0 (28333334LL * 60000)
+
+static char prefix[64];
+
+/* A handle on url with reserve_ms (0: none) on the clock clk; the same
+ * prefix for every handle of a test, so that handles share keys. */
+static sluice *open_at(tu_clock *clk, int64_t reserve_ms, const char *tag)
+{
+    sluice_options o;
+    sluice *sl = NULL;
+    char err[512];
+
+    sluice_options_init(&o);
+    o.clock = tu_clock_now;
+    o.clock_ctx = clk;
+    o.reserve_ms = reserve_ms;
+    o.command_timeout_ms = 250 * tu_time_scale();
+    snprintf(prefix, sizeof(prefix), "rv%ld-%s:", (long)getpid(), tag);
+    o.key_prefix = prefix;
+    if (sluice_open(url, &o, &sl, err, sizeof(err)) != SLUICE_OK)
+        fail_msg("open %s: %s", url, err);
+    return sl;
+}
+
+static sluice_ruleset rules(const char *text)
+{
+    sluice_ruleset rs;
+
+    assert_int_equal(sluice_ruleset_parse(text, &rs, NULL, 0), SLUICE_OK);
+    return rs;
+}
+
+static sluice_result acquire(sluice *sl, const char *key,
+                             const sluice_ruleset *rs)
+{
+    sluice_result r;
+
+    memset(&r, 0, sizeof(r));
+    if (sluice_acquire(sl, key, strlen(key), rs, 1, &r) != SLUICE_OK)
+        fail_msg("acquire %s: %s", key, sluice_errmsg(sl));
+    return r;
+}
+
+/* What is left on the key: a peek's remaining is that after the acquire it
+ * answers for, one less when it would be admitted. */
+static int64_t remaining(sluice *sl, const char *key, const sluice_ruleset *rs)
+{
+    sluice_result r;
+
+    memset(&r, 0, sizeof(r));
+    if (sluice_peek(sl, key, strlen(key), rs, 1, &r) != SLUICE_OK)
+        fail_msg("peek %s: %s", key, sluice_errmsg(sl));
+    return r.remaining + r.allowed;
+}
+
+static sluice_stats stats(sluice *sl)
+{
+    sluice_stats st;
+
+    assert_int_equal(sluice_get_stats(sl, &st, sizeof(st)), SLUICE_OK);
+    return st;
+}
+
+static void check_ttls(void)
+{
+    char why[512];
+
+    if (servers[0] != '\0' &&
+        tu_check_ttls(servers, prefix, why, sizeof(why)) < 0)
+        fail_msg("%s", why);
+}
+
+/* Far more demand than the limit, at one instant: exactly the limit is
+ * admitted, most of it without a round trip, and nothing lapses. */
+static void a_hot_key_admits_exactly_its_limit(void **state)
+{
+    tu_clock clk = {T0 + 10};
+    sluice *sl = open_at(&clk, 1000, "exact");
+    sluice *other = open_at(&clk, 0, "exact");
+    sluice_ruleset rs = rules("fixed:1000/1m");
+    sluice_stats st;
+    long allowed = 0, local = 0;
+    int i;
+
+    (void)state;
+    for (i = 0; i < 3000; i++) {
+        sluice_result r = acquire(sl, "hot", &rs);
+
+        allowed += r.allowed;
+        local += r.status == SLUICE_RESERVED;
+        if (r.status == SLUICE_RESERVED) {
+            assert_true(r.allowed);
+            assert_int_equal(r.retry_after_ms, -1);
+            assert_int_equal(r.limit, 1000);
+            assert_true(r.remaining >= 0 && r.remaining < 1000);
+        }
+    }
+    assert_int_equal(allowed, 1000);
+    assert_true(local >= 700); /* batches of up to 100: most are local */
+    assert_int_equal(remaining(other, "hot", &rs), 0);
+    st = stats(sl);
+    assert_int_equal(st.reserve_admitted, (uint64_t)local);
+    assert_int_equal(st.allowed, 1000);
+    assert_int_equal(st.reserve_lapsed, 0);
+    assert_true(st.reserve_batches > 0);
+    assert_true(st.reserve_granted <= st.reserve_asked);
+    /* A batch asks at most the share: 10 % of 1000. */
+    assert_true(st.reserve_asked <= 100 * st.reserve_batches);
+    check_ttls();
+    sluice_close(sl);
+    sluice_close(other);
+}
+
+/* Threads sharing the handle, at one instant: still exactly the limit. */
+typedef struct worker {
+    sluice *sl;
+    const sluice_ruleset *rs;
+    long allowed, local;
+} worker;
+
+static void *hammer(void *arg)
+{
+    worker *w = arg;
+    int i;
+
+    for (i = 0; i < 1500; i++) {
+        sluice_result r = acquire(w->sl, "shared", w->rs);
+
+        w->allowed += r.allowed;
+        w->local += r.status == SLUICE_RESERVED;
+    }
+    return NULL;
+}
+
+static void threads_share_reservations(void **state)
+{
+    tu_clock clk = {T0 + 20};
+    sluice *sl = open_at(&clk, 1000, "threads");
+    sluice_ruleset rs = rules("fixed:5000/1m");
+    pthread_t th[8];
+    worker w[8];
+    long allowed = 0, local = 0;
+    int i;
+
+    (void)state;
+    for (i = 0; i < 8; i++) {
+        w[i] = (worker){sl, &rs, 0, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, hammer, &w[i]), 0);
+    }
+    for (i = 0; i < 8; i++) {
+        pthread_join(th[i], NULL);
+        allowed += w[i].allowed;
+        local += w[i].local;
+    }
+    assert_int_equal(allowed, 5000);
+    assert_true(local > 0);
+    assert_int_equal(stats(sl).reserve_lapsed, 0);
+    sluice_close(sl);
+}
+
+/* Units charged in one window are never used in the next: they lapse. */
+static void a_unit_never_crosses_its_window(void **state)
+{
+    tu_clock clk = {T0 + 980};
+    sluice *sl = open_at(&clk, 100, "window");
+    sluice *other = open_at(&clk, 0, "window");
+    sluice_ruleset rs = rules("fixed:1000/1s");
+    sluice_stats a, b;
+    sluice_result r;
+    int i;
+
+    (void)state;
+    for (i = 0; i < 6; i++) /* hot at the fifth: a batch */
+        acquire(sl, "w", &rs);
+    a = stats(sl);
+    assert_true(a.reserve_granted > 0);
+    clk.t = T0 + 999; /* the same window: from the batch */
+    assert_int_equal(acquire(sl, "w", &rs).status, SLUICE_RESERVED);
+    clk.t = T0 + 1000; /* the next one: decided by the backend */
+    r = acquire(sl, "w", &rs);
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_true(r.allowed);
+    b = stats(sl);
+    assert_true(b.reserve_lapsed > a.reserve_lapsed);
+    assert_int_equal(b.reserve_refunded, 0);
+    /* The new window counts this acquire and whatever batch came with it,
+     * nothing of the old one's units. */
+    assert_int_equal(remaining(other, "w", &rs),
+                     1000 - 1 -
+                         (int64_t)(b.reserve_granted - a.reserve_granted));
+    sluice_close(sl);
+    sluice_close(other);
+}
+
+/* A bucket's units: never used by a clock behind their charge, nor at or
+ * past the hold; given back at the next miss, and at close. */
+static void a_unit_is_used_within_its_hold(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sl, *other;
+    sluice_ruleset rs = rules("token:1000/1h");
+    sluice_stats a, b;
+    int64_t held;
+    int i;
+
+    (void)state;
+    if (no_buckets)
+        skip();
+    sl = open_at(&clk, 100, "hold");
+    other = open_at(&clk, 0, "hold");
+    for (i = 0; i < 6; i++)
+        acquire(sl, "b", &rs);
+    a = stats(sl);
+    held = (int64_t)(a.reserve_granted - a.reserve_admitted);
+    assert_true(held > 0);
+    /* Held units count as used for everyone else. */
+    assert_int_equal(remaining(other, "b", &rs), 1000 - 6 - held);
+    clk.t = T0 - 1; /* a clock behind the charge: the backend decides */
+    assert_int_equal(acquire(sl, "b", &rs).status, SLUICE_OK);
+    clk.t = T0 + 99; /* within the hold */
+    assert_int_equal(acquire(sl, "b", &rs).status, SLUICE_RESERVED);
+    clk.t = T0 + 100; /* its end: given back, then decided by the backend */
+    assert_int_equal(acquire(sl, "b", &rs).status, SLUICE_OK);
+    b = stats(sl);
+    assert_true(b.reserve_refunded > 0);
+    assert_int_equal(b.reserve_lapsed, 0);
+    /* Close gives back what the last miss's batch left. */
+    sluice_close(sl);
+    assert_int_equal(remaining(other, "b", &rs), 1000 - 9);
+    sluice_close(other);
+    check_ttls();
+}
+
+/* At close, a window's units are given back where the backend takes it,
+ * else they lapse (counted on the server either way). */
+static void close_gives_back_a_windows_units(void **state)
+{
+    tu_clock clk = {T0 + 30};
+    sluice *sl = open_at(&clk, 1000, "close");
+    sluice *other = open_at(&clk, 0, "close");
+    sluice_ruleset rs = rules("fixed:1000/1m");
+    sluice_stats st;
+    int i;
+
+    (void)state;
+    for (i = 0; i < 6; i++)
+        acquire(sl, "c", &rs);
+    st = stats(sl);
+    assert_true(st.reserve_granted > 1);
+    sluice_close(sl);
+    if (no_window_refund) /* they lapse with the window */
+        assert_int_equal(
+            remaining(other, "c", &rs),
+            1000 - 6 - (int64_t)(st.reserve_granted - st.reserve_admitted));
+    else
+        assert_int_equal(remaining(other, "c", &rs), 1000 - 6);
+    sluice_close(other);
+}
+
+/* A batch call is answered from the reservation, request by request. */
+static void batches_use_reservations(void **state)
+{
+    tu_clock clk = {T0 + 40};
+    sluice *sl = open_at(&clk, 1000, "many");
+    sluice_ruleset rs = rules("fixed:1000/1m"), other = rules("fixed:5/1m");
+    sluice_request req[3] = {
+        {"m", 1, &rs, 1}, {"x", 1, &other, 1}, {"m", 1, &rs, 1}};
+    sluice_result out[3];
+    int i;
+
+    (void)state;
+    for (i = 0; i < 6; i++)
+        acquire(sl, "m", &rs);
+    assert_int_equal(sluice_acquire_many(sl, req, 3, out), SLUICE_OK);
+    assert_int_equal(out[0].status, SLUICE_RESERVED);
+    assert_int_equal(out[1].status, SLUICE_OK); /* a cold key */
+    assert_int_equal(out[2].status, SLUICE_RESERVED);
+    assert_true(out[0].allowed && out[1].allowed && out[2].allowed);
+    assert_int_equal(out[2].remaining, out[0].remaining - 1);
+    sluice_close(sl);
+}
+
+/* Decisions by name reserve as decisions by key do; a reset of the key
+ * drops its reservation. */
+static void named_limiters_and_resets(void **state)
+{
+    tu_clock clk = {T0 + 50};
+    sluice *sl = open_at(&clk, 1000, "named");
+    sluice_ruleset rs = rules("fixed:1000/1m");
+    sluice_result r;
+    sluice_stats a;
+    long local = 0;
+    int i;
+
+    (void)state;
+    assert_int_equal(sluice_limiter_define(sl, "api", 3, &rs, 0, NULL),
+                     SLUICE_OK);
+    for (i = 0; i < 20; i++) {
+        assert_int_equal(
+            sluice_limiter_acquire(sl, "api", 3, "alice", 5, 1, &r), SLUICE_OK);
+        assert_true(r.allowed);
+        local += r.status == SLUICE_RESERVED;
+    }
+    assert_true(local > 0);
+    for (i = 0; i < 6; i++)
+        acquire(sl, "k", &rs);
+    a = stats(sl);
+    assert_int_equal(sluice_reset(sl, "k", 1, &rs), SLUICE_OK);
+    assert_true(stats(sl).reserve_lapsed > a.reserve_lapsed);
+    assert_int_equal(acquire(sl, "k", &rs).status, SLUICE_OK);
+    sluice_close(sl);
+}
+
+/* Cold keys never reserve, nor does a handle without the option. */
+static void cold_keys_and_the_default_never_reserve(void **state)
+{
+    tu_clock clk = {T0 + 60};
+    sluice *sl = open_at(&clk, 1000, "cold");
+    sluice *plain = open_at(&clk, 0, "cold");
+    sluice_ruleset rs = rules("fixed:1000/1m");
+    char key[32];
+    int i;
+
+    (void)state;
+    for (i = 0; i < 300; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        assert_int_equal(acquire(sl, key, &rs).status, SLUICE_OK);
+        assert_int_equal(acquire(plain, "hot", &rs).status, SLUICE_OK);
+    }
+    assert_int_equal(stats(sl).reserve_batches, 0);
+    assert_int_equal(stats(plain).reserve_batches, 0);
+    assert_int_equal(stats(plain).reserve_admitted, 0);
+    sluice_close(sl);
+    sluice_close(plain);
+}
+
+/* Bad values are refused with a message that names them. */
+static void bad_options_are_refused(void **state)
+{
+    sluice_options o;
+    sluice *sl = NULL;
+    char err[512], u[600];
+
+    (void)state;
+    sluice_options_init(&o);
+    o.reserve_ms = 60001;
+    assert_int_equal(sluice_open("mem://", &o, &sl, err, sizeof(err)),
+                     SLUICE_EURL);
+    assert_non_null(strstr(err, "reserve_ms"));
+    snprintf(u, sizeof(u), "mem://?reserve_ms=10&reserve_share=51");
+    assert_int_equal(sluice_open(u, NULL, &sl, err, sizeof(err)), SLUICE_EURL);
+    assert_non_null(strstr(err, "reserve_share"));
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_hot_key_admits_exactly_its_limit),
+        cmocka_unit_test(threads_share_reservations),
+        cmocka_unit_test(a_unit_never_crosses_its_window),
+        cmocka_unit_test(a_unit_is_used_within_its_hold),
+        cmocka_unit_test(close_gives_back_a_windows_units),
+        cmocka_unit_test(batches_use_reservations),
+        cmocka_unit_test(named_limiters_and_resets),
+        cmocka_unit_test(cold_keys_and_the_default_never_reserve),
+        cmocka_unit_test(bad_options_are_refused),
+    };
+    int i;
+
+    if (argc < 2) {
+        fprintf(stderr,
+                "usage: %s URL|@file [--servers LIST|@file] "
+                "[--unsupported LIST]\n",
+                argv[0]);
+        return 2;
+    }
+    url = tu_url(argv[1]);
+    for (i = 2; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--servers") == 0)
+            servers = tu_url(argv[i + 1]);
+        else if (strcmp(argv[i], "--unsupported") == 0) {
+            no_buckets = strstr(argv[i + 1], "token") != NULL;
+            no_window_refund = strstr(argv[i + 1], "window-refund") != NULL ||
+                               strstr(argv[i + 1], "refund") != NULL;
+        }
+    }
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
