@@ -500,7 +500,7 @@ if any(c["section"] in ("reserve", "capacity") for c in cells):
     if cap:
         md.append("### Capacity planning: 1, 3 and 6 masters")
         md.append("")
-        md.append("The same 4 processes × 8 threads on 256 keys spread over the slots "
+        md.append("The same 4 processes × 8 threads on 64 keys spread over the slots "
                   "(`%s` each), on Redis Clusters of 1, 3 and 6 masters without replicas, "
                   "without and with `reserve_ms=100`, in turns. Redis µs/decision: the sum "
                   "over the masters of commandstats usec ÷ decisions; CPU: their "
@@ -514,8 +514,8 @@ if any(c["section"] in ("reserve", "capacity") for c in cells):
                   "CPU µs/decision without, with | decisions/rtt with | local |")
         md.append("|---|---|---|---|---|---|---|---|")
         for name in ("cap1", "cap3", "cap6"):
-            off = rsv(name, PROC_RULE, "keys256", "proc4x8", False, "capacity")
-            on = rsv(name, PROC_RULE, "keys256", "proc4x8", True, "capacity")
+            off = rsv(name, PROC_RULE, "keys64", "proc4x8", False, "capacity")
+            on = rsv(name, PROC_RULE, "keys64", "proc4x8", True, "capacity")
             if not off and not on:
                 continue
             x = on or off

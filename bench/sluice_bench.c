@@ -45,7 +45,7 @@
 #define MAX_ARGS     128
 #define FLOOR_TTL    "2000"       /* ms: a 1 s window plus the 1 s TTL floor */
 #define RAND_KEYS    "2000000000" /* keys a replay draws from (-r) */
-#define SPREAD       256          /* PAT_SPREAD's keys */
+#define SPREAD       64           /* PAT_SPREAD's keys */
 #define PROCS        4            /* MODE_PROC: processes */
 #define PROC_THR     8            /* MODE_PROC: threads of each */
 #define WINS         64           /* MODE_PROC: 1 s windows recorded */
@@ -63,7 +63,7 @@ typedef enum pattern {
     PAT_UNIFORM, /* 10,000 keys, uniform */
     PAT_ZIPF,    /* 10,000 keys, Zipf s = 1 */
     PAT_NEW,     /* every decision a key never seen: a first charge */
-    PAT_SPREAD   /* 256 keys, uniform: hot keys over the slots */
+    PAT_SPREAD   /* 64 keys, uniform: hot keys over the slots */
 } pattern;
 
 typedef enum mode {
@@ -79,7 +79,7 @@ typedef enum mode {
 } mode;
 
 static const char *const pattern_names[] = {"hot", "uniform", "zipf", "new",
-                                            "keys256"};
+                                            "keys64"};
 static const char *const mode_names[] = {"seq",    "pipe16",   "conc50",
                                          "pipe50", "replay16", "shared50",
                                          "loop50", "loop1000", "proc4x8"};
@@ -706,9 +706,14 @@ static void take_stats(hstats *h, sluice *sl)
 
     if (sluice_get_stats(sl, &st, sizeof(st)) != SLUICE_OK)
         return;
-    /* The reserve_* counters: once the library has them (issue 22). */
     x = (hstats){.backend_requests = st.backend_requests,
-                 .round_trips = st.round_trips};
+                 .round_trips = st.round_trips,
+                 .reserve_admitted = st.reserve_admitted,
+                 .reserve_batches = st.reserve_batches,
+                 .reserve_asked = st.reserve_asked,
+                 .reserve_granted = st.reserve_granted,
+                 .reserve_refunded = st.reserve_refunded,
+                 .reserve_lapsed = st.reserve_lapsed};
     add_hstats(h, &x);
 }
 
@@ -1596,8 +1601,8 @@ static void print_cell(const cell *c, size_t idx, size_t total)
     printf(" %s%s\n", c->errors ? "ERRORS " : "",
            c->redis_failed > 0.001 * (double)c->decisions ? "FAILED-CALLS"
                                                           : "");
-    if (strcmp(c->section, "reserve") == 0 ||
-        strcmp(c->section, "capacity") == 0)
+    if (c->rule != NULL && (strcmp(c->section, "reserve") == 0 ||
+                            strcmp(c->section, "capacity") == 0))
         print_reserve(c);
     fflush(stdout);
     fprintf(stderr, "\rsluice-bench: %zu/%zu cells", idx, total);
@@ -2081,7 +2086,7 @@ int main(int argc, char **argv)
         cells[ncells - 1].secs = PROC_SECONDS;
     }
 
-    /* 5. Capacity planning: the same processes on 256 keys over the
+    /* 5. Capacity planning: the same processes on 64 keys over the
      * slots of clusters of 1, 3 and 6 masters, without and with
      * reservations. */
     for (i = 0; i < ntargets; i++)
