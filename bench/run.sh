@@ -199,3 +199,8 @@ json.dump(v, open(sys.argv[1], "w"), indent=1)
 PY
 
 $py bench/report.py "$out"
+# The guarantee of reservations: no window above its limit, ever.
+if grep -h '^FAIL' "$out/sluice.txt" "$out/capacity.txt" 2>/dev/null >&2; then
+    echo "run.sh: FAIL: a window admitted or held more than its limit (above)" >&2
+    exit 1
+fi
