@@ -12,7 +12,10 @@
  * commandstats of the outer command (EVALSHA, not the commands the script
  * calls, which Redis counts inside the EVALSHA's usec as well), and the
  * whole process's CPU (used_cpu_sys + used_cpu_user); memory per limited
- * key; admitted against the exact bound on the hot key. */
+ * key; admitted against the exact bound on the hot key. Reservations
+ * (section reserve, and capacity on targets named cap*): each cell without
+ * and with reserve_ms=100 in turns, with the handles' sluice_stats, and 4
+ * processes on one key counted window by window against the limit. */
 #include "sluice.h"
 
 #include "backend.h"
