@@ -36,7 +36,8 @@ LAYERS = [
     ("features-below", ["features/denycache", "features/reserve",
                         "features/stats",
                         "features/http", "denycache", "stats", "http"]),
-    ("handle", ["sluice", "pipeline", "call", "share", "policy", "handle"]),
+    ("handle", ["sluice", "pipeline", "call", "call_loop", "share", "policy",
+                "handle"]),
     ("features", ["features/*", "limiter", "lease"]),
     ("cli", ["cli/*"]),
 ]

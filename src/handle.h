@@ -82,4 +82,35 @@ sluice_status sl_policy_many(const sluice *sl, const sl_request *rs,
                              sluice_result *out, sluice_status first,
                              const char *first_msg, char *err);
 
+/* call.c: the pipeline's stages, which call_loop.c runs on the loop. */
+/* Ops whose call returns no result, only a status. */
+bool sl_call_no_result(sl_op op);
+/* Counts a single call's request: its status and, when it succeeded with
+ * a result, that result. */
+void sl_call_count_one(sluice *sl, sl_op op, sluice_status st,
+                       const sluice_result *r);
+/* One request answered (res; NULL: answered before it was sent, in
+ * *out): the fail policy, then shadow mode. Returns the call's status. */
+sluice_status sl_call_finish_one(const sluice *sl, const sl_request *r,
+                                 sluice_status st, const sluice_result *res,
+                                 sluice_result *out);
+/* A batch answered: res for the m requests sent, which are out[map[i]]
+ * of the caller's n; the policy, shadow mode and the counters for all n. */
+sluice_status sl_call_finish_many(sluice *sl, const sl_request *rs,
+                                  const sluice_result *res, size_t m,
+                                  const size_t *map, sluice_status st,
+                                  sluice_result *out, size_t n,
+                                  sluice_status first, const char *first_msg,
+                                  char *err);
+/* A batch's requests checked and asked of the reservations and the deny
+ * cache: those to send into rs, their places in map. Returns how many. */
+size_t sl_call_prepare_many(sluice *sl, const sluice_request *reqs, size_t n,
+                            sl_request *rs, size_t *map, sluice_result *out,
+                            sluice_status *first, char *first_msg, char *err);
+/* Whether wait_ms is out of range (err says so). */
+bool sl_call_bad_wait(int64_t wait_ms, char *err);
+/* A waiting acquire's answer r at now (monotonic ms), its deadline until:
+ * how long to sleep before asking again, or 0 when r is the answer. */
+int64_t sl_call_wait_more(const sluice_result *r, int64_t now, int64_t until);
+
 #endif /* SL_HANDLE_H */

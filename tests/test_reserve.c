@@ -195,12 +195,12 @@ static void a_unit_never_crosses_its_window(void **state)
     int i;
 
     (void)state;
-    for (i = 0; i < 6; i++) /* hot at the fifth: a batch */
+    for (i = 0; i < 6; i++) /* hot at the fourth: a batch */
         acquire(sl, "w", &rs);
-    a = stats(sl);
-    assert_true(a.reserve_granted > 0);
-    clk.t = T0 + 999; /* the same window: from the batch */
+    assert_true(stats(sl).reserve_granted > 0);
+    clk.t = T0 + 999; /* the same window: from the batch (and a refill) */
     assert_int_equal(acquire(sl, "w", &rs).status, SLUICE_RESERVED);
+    a = stats(sl);
     clk.t = T0 + 1000; /* the next one: decided by the backend */
     r = acquire(sl, "w", &rs);
     assert_int_equal(r.status, SLUICE_OK);
@@ -242,16 +242,18 @@ static void a_unit_is_used_within_its_hold(void **state)
     assert_int_equal(remaining(other, "b", &rs), 1000 - 6 - held);
     clk.t = T0 - 1; /* a clock behind the charge: the backend decides */
     assert_int_equal(acquire(sl, "b", &rs).status, SLUICE_OK);
-    clk.t = T0 + 99; /* within the hold */
+    clk.t = T0 + 99; /* within the hold: the last of the batch, a refill */
     assert_int_equal(acquire(sl, "b", &rs).status, SLUICE_RESERVED);
-    clk.t = T0 + 100; /* its end: given back, then decided by the backend */
+    clk.t = T0 + 100; /* the batch's end: from the refill, charged at 99 */
+    assert_int_equal(acquire(sl, "b", &rs).status, SLUICE_RESERVED);
+    clk.t = T0 + 199; /* the refill's end: given back, then the backend */
     assert_int_equal(acquire(sl, "b", &rs).status, SLUICE_OK);
     b = stats(sl);
     assert_true(b.reserve_refunded > 0);
     assert_int_equal(b.reserve_lapsed, 0);
     /* Close gives back what the last miss's batch left. */
     sluice_close(sl);
-    assert_int_equal(remaining(other, "b", &rs), 1000 - 9);
+    assert_int_equal(remaining(other, "b", &rs), 1000 - 10);
     sluice_close(other);
     check_ttls();
 }

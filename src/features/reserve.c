@@ -7,6 +7,7 @@
 #include "store.h"
 
 #include <string.h>
+#include <time.h>
 
 #define ADD(c, n) atomic_fetch_add_explicit(&(c), (n), memory_order_relaxed)
 #define GET(c)    atomic_load_explicit(&(c), memory_order_relaxed)
@@ -14,6 +15,13 @@
 /* A key is hot, and reserves, once this handle saw this many units asked
  * on it within a hold. */
 #define HOT_UNITS 4
+
+/* units charged at t0 by a batch of size granted that answered at, valid
+ * on [t0, until); win_end: the end of t0's windows. */
+typedef struct sl_rsv_lot {
+    int64_t units, size, t0, until, win_end;
+    sluice_result at;
+} sl_rsv_lot;
 
 struct sl_rsv_entry {
     char *key; /* NULL: free; the key, then the prefix as a C string */
@@ -25,13 +33,17 @@ struct sl_rsv_entry {
     int64_t seen_at, seen_cur, seen_prev; /* units asked, by hold */
     int64_t ceiling;                      /* the most a batch may ask now */
     int64_t asking;                       /* units asked in batches in flight */
-    /* The reservation: units charged at t0 by the batch that answered at,
-     * valid on [t0, until); win_end: the end of t0's windows. */
-    int64_t units, t0, until, win_end;
+    /* The reservation: two lots, the older first (FIFO: a unit is used
+     * before any charged after it). */
+    sl_rsv_lot lots[2];
     bool refundable;
     bool refused; /* the backend refused a refund of this ruleset */
-    sluice_result at;
 };
+
+static int64_t held(const sl_rsv_entry *e)
+{
+    return e->lots[0].units + e->lots[1].units;
+}
 
 /* ------------------------------------------------------------ the rules */
 
@@ -112,6 +124,23 @@ static bool same_rules(const sluice_ruleset *a, const sluice_ruleset *b)
 
 /* ------------------------------------------------------------ the table */
 
+/* A set's mutex, and its condition on the monotonic clock. */
+static bool set_init(sl_rsv_set *set)
+{
+    pthread_condattr_t ca;
+    bool ok;
+
+    if (pthread_mutex_init(&set->mu, NULL) != 0)
+        return false;
+    ok = pthread_condattr_init(&ca) == 0;
+    ok = ok && pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+         pthread_cond_init(&set->settled, &ca) == 0;
+    pthread_condattr_destroy(&ca);
+    if (!ok)
+        pthread_mutex_destroy(&set->mu);
+    return ok;
+}
+
 sluice_status sl_reserve_init(sl_reserve *rv, const sl_config *cfg)
 {
     size_t i;
@@ -132,8 +161,7 @@ sluice_status sl_reserve_init(sl_reserve *rv, const sl_config *cfg)
         return SLUICE_ENOMEM;
     for (i = 0; i < SL_RSV_SETS; i++) {
         rv->sets[i].ways = sl_calloc(SL_RSV_WAYS, sizeof(sl_rsv_entry));
-        if (rv->sets[i].ways == NULL ||
-            pthread_mutex_init(&rv->sets[i].mu, NULL) != 0) {
+        if (rv->sets[i].ways == NULL || !set_init(&rv->sets[i])) {
             sl_free(rv->sets[i].ways);
             rv->sets[i].ways = NULL;
             sl_reserve_free(rv);
@@ -154,6 +182,7 @@ void sl_reserve_free(sl_reserve *rv)
             sl_free(rv->sets[i].ways[w].key);
         sl_free(rv->sets[i].ways);
         pthread_mutex_destroy(&rv->sets[i].mu);
+        pthread_cond_destroy(&rv->sets[i].settled);
     }
     sl_free(rv->sets);
     rv->sets = NULL;
@@ -214,7 +243,7 @@ static sl_rsv_entry *claim(sl_rsv_set *set, const sl_request *r, int64_t now,
     for (w = 0; w < SL_RSV_WAYS && e == NULL; w++) {
         sl_rsv_entry *x = &set->ways[w];
 
-        if (x->units == 0 && x->asking == 0 && (e == NULL || x->last < e->last))
+        if (held(x) == 0 && x->asking == 0 && (e == NULL || x->last < e->last))
             e = x;
     }
     if (e == NULL || (key = sl_malloc(r->key_len + plen + 1)) == NULL)
@@ -233,7 +262,7 @@ static sl_rsv_entry *claim(sl_rsv_set *set, const sl_request *r, int64_t now,
     e->seen_cur = e->seen_prev = 0;
     e->ceiling = cap;
     e->asking = 0;
-    e->units = 0;
+    memset(e->lots, 0, sizeof(e->lots));
     e->refused = false;
     return e;
 }
@@ -251,15 +280,22 @@ static void count(sl_rsv_entry *e, int64_t now, int64_t h, int64_t cost)
     e->last = sl_max64(e->last, now);
 }
 
-/* The entry's units dropped at now: whether they can be given back (true:
- * the caller refunds them), else counted as lapsed. */
-static bool let_go(sl_reserve *rv, sl_rsv_entry *e, int64_t now)
+/* The entry's units dropped at now: those that can be given back (the
+ * caller refunds them) are returned, the others counted as lapsed. */
+static int64_t let_go(sl_reserve *rv, sl_rsv_entry *e, int64_t now)
 {
-    bool back =
-        e->refundable && !e->refused && now >= e->t0 && now < e->win_end;
+    int64_t back = 0;
+    int i;
 
-    if (!back)
-        ADD(rv->lapsed, (uint64_t)e->units);
+    for (i = 0; i < 2; i++) {
+        sl_rsv_lot *l = &e->lots[i];
+
+        if (e->refundable && !e->refused && now >= l->t0 && now < l->win_end)
+            back += l->units;
+        else
+            ADD(rv->lapsed, (uint64_t)l->units);
+        l->units = 0;
+    }
     return back;
 }
 
@@ -274,9 +310,9 @@ static void drop(sl_reserve *rv, const sl_request *r)
     for (w = 0; w < SL_RSV_WAYS; w++) {
         sl_rsv_entry *e = &set->ways[w];
 
-        if (same_key(e, r) && e->units > 0) {
-            ADD(rv->lapsed, (uint64_t)e->units);
-            e->units = 0;
+        if (same_key(e, r) && held(e) > 0) {
+            ADD(rv->lapsed, (uint64_t)held(e));
+            memset(e->lots, 0, sizeof(e->lots));
         }
     }
     pthread_mutex_unlock(&set->mu);
@@ -284,23 +320,92 @@ static void drop(sl_reserve *rv, const sl_request *r)
 
 /* ------------------------------------------------------- the pipeline */
 
-/* The answer of an acquire admitted from e at now. */
-static void answer(const sl_rsv_entry *e, int64_t now, sluice_result *out)
+/* The answer of an acquire admitted from lot l of e at now: l's answer
+ * counted down; remaining, the newest lot's answer and what is held. */
+static void answer(const sl_rsv_entry *e, const sl_rsv_lot *l, int64_t now,
+                   sluice_result *out)
 {
-    int64_t gone = now - e->t0;
+    const sl_rsv_lot *newest = e->lots[1].size > 0 ? &e->lots[1] : &e->lots[0];
+    int64_t gone = now - l->t0;
 
-    *out = e->at;
+    *out = l->at;
     out->status = SLUICE_RESERVED;
     out->allowed = true;
     out->retry_after_ms = -1;
-    out->remaining = e->at.remaining + e->units;
-    out->reset_after_ms = sl_max64(0, e->at.reset_after_ms - gone);
+    out->remaining = newest->at.remaining + held(e);
+    out->reset_after_ms = sl_max64(0, l->at.reset_after_ms - gone);
     sl_result_set_rule_reset(
-        out, sl_max64(0, sluice_result_rule_reset_ms(&e->at) - gone));
+        out, sl_max64(0, sluice_result_rule_reset_ms(&l->at) - gone));
+}
+
+/* The lot of e that admits cost at now: the older when it can, else the
+ * newer; NULL: neither. */
+static sl_rsv_lot *covering(sl_rsv_entry *e, int64_t now, int64_t cost)
+{
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        sl_rsv_lot *l = &e->lots[i];
+
+        if (l->units >= cost && now >= l->t0 && now < l->until)
+            return l;
+    }
+    return NULL;
+}
+
+static bool covers(sl_rsv_entry *e, int64_t now, int64_t cost)
+{
+    return covering(e, now, cost) != NULL;
+}
+
+/* What a batch asks now (0: none): what the key asked within the last
+ * hold, at most the cap, the ceiling, and what is not asked already. */
+static int64_t batch_size(const sl_rsv_entry *e, int64_t cap)
+{
+    int64_t want = sl_max64(e->seen_prev, e->seen_cur), ask;
+
+    if (want < HOT_UNITS)
+        return 0;
+    ask = sl_min64(want, sl_min64(cap, e->ceiling)) - e->asking;
+    return ask >= 2 ? ask : 0;
+}
+
+/* Takes cost from e at now (covers() said it can): the answer in *out.
+ * When the older lot runs below half its size and no newer one is held
+ * or asked, the refill's size (else 0). */
+static int64_t take(sl_rsv_entry *e, int64_t now, int64_t cost, int64_t cap,
+                    sluice_result *out)
+{
+    sl_rsv_lot *l = covering(e, now, cost);
+
+    l->units -= cost;
+    answer(e, l, now, out);
+    if (e->lots[0].units == 0 && e->lots[1].size > 0) { /* the newer moves up */
+        e->lots[0] = e->lots[1];
+        memset(&e->lots[1], 0, sizeof(e->lots[1]));
+    }
+    if (e->lots[1].size == 0 && e->asking == 0 &&
+        e->lots[0].units < e->lots[0].size / 2)
+        return batch_size(e, cap);
+    return 0;
+}
+
+/* Waits on set (locked) for e's batches in flight, while they could
+ * cover cost, until deadline (monotonic ms): whether e covers it then. */
+static bool wait_batch(sl_rsv_set *set, sl_rsv_entry *e, uint64_t gen,
+                       int64_t now, int64_t cost, int64_t deadline)
+{
+    struct timespec ts = {(time_t)(deadline / 1000),
+                          (long)(deadline % 1000) * 1000000};
+
+    while (e->gen == gen && e->asking >= cost && !covers(e, now, cost))
+        if (pthread_cond_timedwait(&set->settled, &set->mu, &ts) != 0)
+            break; /* timed out: to the backend */
+    return e->gen == gen && covers(e, now, cost);
 }
 
 bool sl_reserve_use(sl_reserve *rv, const sl_config *cfg, const sl_request *r,
-                    sluice_result *out, sl_rsv_plan *p)
+                    bool may_wait, sluice_result *out, sl_rsv_plan *p)
 {
     const sluice_ruleset *rs;
     int64_t h, cap, now, cost;
@@ -326,17 +431,24 @@ bool sl_reserve_use(sl_reserve *rv, const sl_config *cfg, const sl_request *r,
         return false;
     }
     count(e, now, h, cost);
-    if (e->units >= cost && now >= e->t0 && now < e->until) {
-        e->units -= cost;
-        answer(e, now, out);
+    p->e = e;
+    p->set = set;
+    p->gen = e->gen;
+    p->now = now;
+    p->hold = h;
+    p->cap = cap;
+    p->refill = 0;
+    /* A blocking call waits for a batch in flight, at most half its
+     * budget: the other half is for its own round trip if it must. */
+    if (covers(e, now, cost) ||
+        (may_wait && e->asking >= cost &&
+         wait_batch(set, e, e->gen, now, cost,
+                    sl_mono_ms() + cfg->command_timeout_ms / 2))) {
+        p->refill = take(e, now, cost, cap, out);
+        e->asking += p->refill;
+        if (p->refill == 0)
+            p->e = NULL;
         hit = true;
-    } else {
-        p->e = e;
-        p->set = set;
-        p->gen = e->gen;
-        p->now = now;
-        p->hold = h;
-        p->cap = cap;
     }
     pthread_mutex_unlock(&set->mu);
     if (hit)
@@ -348,7 +460,6 @@ size_t sl_reserve_plan(sl_reserve *rv, const sl_request *r, sl_rsv_plan *p,
                        sl_request *rs)
 {
     sl_rsv_entry *e = p->e;
-    int64_t want;
     size_t n = 0;
 
     p->refund = p->ask = p->granted = 0;
@@ -356,18 +467,13 @@ size_t sl_reserve_plan(sl_reserve *rv, const sl_request *r, sl_rsv_plan *p,
         pthread_mutex_lock(&p->set->mu);
         if (e->gen != p->gen) {
             p->e = NULL;
-        } else if (e->units > 0 && p->now < e->t0) {
+        } else if ((e->lots[0].units > 0 && p->now < e->lots[0].t0) ||
+                   (e->lots[1].units > 0 && p->now < e->lots[1].t0)) {
             p->e = NULL; /* a clock behind: alone, the units stay */
         } else {
-            if (e->units > 0 && let_go(rv, e, p->now))
-                p->refund = e->units;
-            e->units = 0;
-            want = sl_max64(e->seen_prev, e->seen_cur);
-            if (want >= HOT_UNITS)
-                p->ask =
-                    sl_min64(want, sl_min64(p->cap, e->ceiling)) - e->asking;
-            if (p->ask < 2)
-                p->ask = 0;
+            p->refund = let_go(rv, e, p->now);
+            memset(e->lots, 0, sizeof(e->lots));
+            p->ask = batch_size(e, p->cap);
             e->asking += p->ask;
         }
         pthread_mutex_unlock(&p->set->mu);
@@ -392,35 +498,65 @@ size_t sl_reserve_plan(sl_reserve *rv, const sl_request *r, sl_rsv_plan *p,
     return n;
 }
 
-/* g units charged at now by the batch that answered b, kept in e. Units
- * still held from an earlier batch of the same windows stay, valid where
- * both are (from the later charge to the earlier end); others lapse. */
+void sl_reserve_cancel(sl_rsv_plan *p)
+{
+    if (p->e == NULL)
+        return;
+    pthread_mutex_lock(&p->set->mu);
+    if (p->e->gen == p->gen)
+        p->e->asking = sl_max64(0, p->e->asking - p->refill);
+    pthread_mutex_unlock(&p->set->mu);
+    p->e = NULL;
+}
+
+size_t sl_reserve_refill(const sl_request *r, sl_rsv_plan *p, sl_request *rs)
+{
+    p->refund = p->granted = 0;
+    p->ask = p->refill;
+    p->main = 0; /* no answer of its own: the admission was answered */
+    rs[0] = *r;
+    rs[0].op = SL_OP_AT_MOST;
+    rs[0].decide.cost = p->ask;
+    rs[0].decide.granted = &p->granted;
+    p->n = 1;
+    return 1;
+}
+
+/* g units charged at now by the batch that answered b, kept in e: the
+ * older lot when it is empty, else the newer. When both hold units (two
+ * batches answered at once), the newer's and the grant become one lot,
+ * valid where both are (from the later charge to the earlier end), if
+ * they are of the same windows; else the newer's lapse. */
 static void deposit(sl_reserve *rv, sl_rsv_entry *e, const sl_rsv_plan *p,
                     int64_t g, const sluice_result *b)
 {
-    int64_t end = window_end(&e->rules, p->now);
-    int64_t until = sl_min64(p->now + p->hold, end);
+    sl_rsv_lot lot = {g, g, p->now, 0, 0, *b};
+    sl_rsv_lot *l = &e->lots[1];
 
-    if (e->units > 0 && e->win_end == end && p->now < e->until) {
-        e->t0 = sl_max64(e->t0, p->now);
-        e->until = sl_min64(e->until, until);
-        e->units += g;
-    } else {
-        if (e->units > 0)
-            ADD(rv->lapsed, (uint64_t)e->units);
-        e->units = g;
-        e->t0 = p->now;
-        e->until = until;
-        e->win_end = end;
-    }
-    e->at = *b;
+    lot.win_end = window_end(&e->rules, p->now);
+    lot.until = sl_min64(p->now + p->hold, lot.win_end);
     e->refundable = !has_log(&e->rules);
+    if (e->lots[0].units == 0) {
+        e->lots[0] = *l; /* the newer moves up */
+        memset(l, 0, sizeof(*l));
+        if (e->lots[0].units == 0)
+            l = &e->lots[0];
+    }
+    if (l->units > 0 && l->win_end == lot.win_end && p->now < l->until) {
+        lot.units += l->units;
+        lot.size += l->size;
+        lot.t0 = sl_max64(lot.t0, l->t0);
+        lot.until = sl_min64(lot.until, l->until);
+    } else if (l->units > 0) {
+        ADD(rv->lapsed, (uint64_t)l->units);
+    }
+    *l = lot;
 }
 
 void sl_reserve_after(sl_reserve *rv, sl_rsv_plan *p, sluice_status st,
                       const sluice_result *res)
 {
-    const sluice_result *m = &res[p->main];
+    const sluice_result *m = p->refill > 0 ? NULL : &res[p->main];
     const sluice_result *b = p->ask > 0 ? &res[p->n - 1] : NULL;
     bool ok = st == SLUICE_OK;
     int64_t g = 0;
@@ -453,10 +589,12 @@ void sl_reserve_after(sl_reserve *rv, sl_rsv_plan *p, sluice_status st,
         else if (ok && (b != NULL ? b : m)->status == SLUICE_OK &&
                  (b != NULL ? b : m)->remaining >= p->cap)
             e->ceiling = p->cap;
-        if (ok && m->status == SLUICE_OK && !m->allowed)
+        if (ok && m != NULL && m->status == SLUICE_OK && !m->allowed)
             e->ceiling = 0;
         if (g > 0)
             deposit(rv, e, p, g, b);
+        if (b != NULL)
+            pthread_cond_broadcast(&p->set->settled);
     } else if (g > 0) {
         ADD(rv->lapsed, (uint64_t)g); /* its entry changed hands */
     }
@@ -477,9 +615,14 @@ size_t sl_reserve_leftovers(sl_reserve *rv, int64_t now, sl_request *rs,
         for (w = 0; w < SL_RSV_WAYS; w++) {
             sl_rsv_entry *e = &rv->sets[i].ways[w];
 
-            if (e->units <= 0)
+            int64_t back;
+
+            if (held(e) <= 0)
                 continue;
-            if (n < max && let_go(rv, e, now)) {
+            if (n >= max) {
+                ADD(rv->lapsed, (uint64_t)held(e));
+                memset(e->lots, 0, sizeof(e->lots));
+            } else if ((back = let_go(rv, e, now)) > 0) {
                 memset(&rs[n], 0, sizeof(rs[n]));
                 rs[n].op = SL_OP_REFUND;
                 rs[n].key = e->key;
@@ -487,12 +630,9 @@ size_t sl_reserve_leftovers(sl_reserve *rv, int64_t now, sl_request *rs,
                 rs[n].prefix = prefix_of(e);
                 rs[n].now_ms = rv->server_clock ? -1 : now;
                 rs[n].decide.rules = &e->rules;
-                rs[n].decide.cost = e->units;
+                rs[n].decide.cost = back;
                 n++;
-            } else if (n >= max) {
-                ADD(rv->lapsed, (uint64_t)e->units);
             }
-            e->units = 0;
         }
         pthread_mutex_unlock(&rv->sets[i].mu);
     }

@@ -31,7 +31,8 @@ typedef struct sl_rsv_entry sl_rsv_entry;
 
 typedef struct sl_rsv_set {
     pthread_mutex_t mu;
-    sl_rsv_entry *ways; /* SL_RSV_WAYS */
+    pthread_cond_t settled; /* a batch of the set was answered */
+    sl_rsv_entry *ways;     /* SL_RSV_WAYS */
 } sl_rsv_set;
 
 typedef struct sl_reserve {
@@ -54,6 +55,7 @@ typedef struct sl_rsv_plan {
     int64_t cap;
     int64_t refund;  /* units given back before the request */
     int64_t ask;     /* units asked after it */
+    int64_t refill;  /* an admission's refill: units asked alone */
     int64_t granted; /* the batch's answer */
     size_t main;     /* the request's place among those sent */
     size_t n;        /* requests sent */
@@ -67,19 +69,29 @@ static inline bool sl_reserve_on(const sl_reserve *rv)
 }
 
 /* Before the deny cache: an acquire admitted from the key's reservation
- * fills *out (status SLUICE_RESERVED) and returns true. A reset drops the
+ * fills *out (status SLUICE_RESERVED) and returns true; p->e is then set
+ * when the handle should refill the key's reservation (sl_reserve_refill)
+ * before the call returns. A reset drops the
  * key's reservations (their units lapse: the reset forgot them). Either
  * way the entry's count of the key's acquires is kept; *p is made ready
- * for sl_reserve_plan. */
+ * for sl_reserve_plan. may_wait (a blocking call): when the key has a
+ * batch in flight that could cover it, the call waits for that batch's
+ * answer (at most the call's timeout) rather than go to the backend too:
+ * threads on a hot key share one round trip. */
 bool sl_reserve_use(sl_reserve *rv, const sl_config *cfg, const sl_request *r,
-                    sluice_result *out, sl_rsv_plan *p);
+                    bool may_wait, sluice_result *out, sl_rsv_plan *p);
 static inline bool sl_reserve_before(sl_reserve *rv, const sl_config *cfg,
-                                     const sl_request *r, sluice_result *out,
-                                     sl_rsv_plan *p)
+                                     const sl_request *r, bool may_wait,
+                                     sluice_result *out, sl_rsv_plan *p)
 {
     p->e = NULL;
-    return sl_reserve_on(rv) && sl_reserve_use(rv, cfg, r, out, p);
+    return sl_reserve_on(rv) && sl_reserve_use(rv, cfg, r, may_wait, out, p);
 }
+/* After an admission here that left p->e set: the refill to send, alone
+ * (its answer changes nothing of the admission's), into rs[0]. Returns 1. */
+size_t sl_reserve_refill(const sl_request *r, sl_rsv_plan *p, sl_request *rs);
+/* A refill the caller does not send (a batch call's). */
+void sl_reserve_cancel(sl_rsv_plan *p);
 /* A miss: writes the requests to send into rs (room for 3): a refund of
  * the units held before r when they can be given back, r itself (at
  * p->main), and a batch after it when the key is hot. Returns how many. */
