@@ -3,7 +3,8 @@
 table.txt, results.json and the charts: every figure set beside the floor
 measured in the same run (same client, same connection pattern, same key
 pattern), and each target of the issue "Lean server-side decisions" beside
-its measure, met or missed.
+its measure, met or missed; and the reservation cells (issue 22) with
+their ratios, capacity.json's clusters of 1, 3 and 6 masters among them.
     report.py OUT_DIR"""
 import json
 import os
@@ -13,6 +14,9 @@ import sys
 out = sys.argv[1]
 run = json.load(open(os.path.join(out, "sluice.json")))
 cells = run["cells"]
+# The capacity cells: a run of their own on the clusters started for them.
+if os.path.exists(os.path.join(out, "capacity.json")):
+    cells += json.load(open(os.path.join(out, "capacity.json")))["cells"]
 peers = [json.loads(l) for l in open(os.path.join(out, "peers.jsonl")) if l.strip()]
 versions = json.load(open(os.path.join(out, "versions.json")))
 instr = {}
@@ -273,6 +277,93 @@ for tgt in ("mem", "redis"):
            [("ns", ns)], 100, "max", judged=None if tgt == "mem" else [])
 
 
+# ---- reservations (issue 22) ----
+RESERVE_BACKENDS = ["redis", "multi", "twemproxy"]
+HOT_RULE = "fixed:1000000000/1s"
+PROC_RULE = "fixed:10000/1s"
+
+
+def rsv(target, what, pattern, mode, reserve, section="reserve"):
+    for c in cells:
+        if (c["section"] == section and c["target"] == target and c["what"] == what
+                and c["pattern"] == pattern and c["mode"] == mode
+                and bool(c.get("reserve_ms")) == reserve):
+            return c
+    return None
+
+
+def per_rtt(c):
+    """Decisions per round trip, by the handles' own counters."""
+    return c["decisions"] / c["stats_round_trips"] if c and c.get("stats_round_trips") else None
+
+
+def local_share(c):
+    return c["reserve_admitted"] / c["decisions"] if c and c["decisions"] else None
+
+
+def noise(*cs):
+    """The larger spread of the cells' own turns, (max - min) / mean of
+    each one's decisions/s (as bench/compare.sh takes its rounds')."""
+    sp = []
+    for c in cs:
+        t = c.get("turn_decisions_per_s", []) if c else []
+        if len(t) > 1 and sum(t):
+            sp.append((max(t) - min(t)) / (sum(t) / len(t)))
+    return max(sp) if sp else None
+
+
+rsv_floor = next((c for c in cells if c["section"] == "reserve" and c["kind"] == "floor"), None)
+rlf_hot = next((p for p in peers if "rate-limiter-flexible" in p["peer"]
+                and p["mode"] == "inflight50" and p["pattern"] == "hot"), None)
+for b in RESERVE_BACKENDS:
+    for mode in ("shared50", "loop1000"):
+        off, on = rsv(b, HOT_RULE, "hot", mode, False), rsv(b, HOT_RULE, "hot", mode, True)
+        if not on or not on["decisions"]:
+            continue
+        who = "50 threads on one handle" if mode == "shared50" else "1,000 in flight on libevent"
+        judged = None if mode == "shared50" else []  # the issue's targets: 50 in flight
+        if off:
+            target(b, HOT_RULE, "reservations, one hot key, %s: decisions/s ≥ 10 × "
+                   "without (same cell, in turns)" % who,
+                   [("ratio", ratio(on["decisions_per_s"], off["decisions_per_s"]))],
+                   10, "min", judged=judged)
+        if rlf_hot and b == "redis":
+            target(b, HOT_RULE, "reservations, one hot key, %s: decisions/s ≥ 10 × "
+                   "rate-limiter-flexible (50 in flight, its hot-key cell)" % who,
+                   [("ratio", ratio(on["decisions_per_s"], rlf_hot["decisions_per_s"]))],
+                   10, "min", judged=judged)
+        target(b, HOT_RULE, "reservations, one hot key, %s: ≥ 50 decisions a round trip" % who,
+               [("decisions/rtt", per_rtt(on))], 50, "min", judged=judged)
+        if rsv_floor:
+            target(b, HOT_RULE, "reservations, one hot key, %s: Redis µs/decision ≤ 1/20 × "
+                   "the EVALSHA floor's (hot key, 16 in flight: %.2f µs)" % (
+                       who, rsv_floor["redis_usec_per_decision"]),
+                   [("ratio", ratio(on["redis_usec_per_decision"],
+                                    rsv_floor["redis_usec_per_decision"]))],
+                   1 / 20, "max", judged=judged)
+proc = rsv("redis", PROC_RULE, "hot", "proc4x8", True)
+proc_fail = []
+if proc and proc.get("windows"):
+    lim = proc["window_limit"]
+    for w, adm, charged in proc["windows"]:
+        if adm > lim or charged > lim:
+            proc_fail.append("window %d: admitted %d, charged %d > %d" % (w, adm, charged, lim))
+    target("redis", PROC_RULE, "4 processes × 8 threads on one key, reserve_ms=100: every "
+           "full window admits at most %d (admitted, and charged on the server)" % lim,
+           [("most", max(max(a, c) for _, a, c in proc["windows"]))], lim, "max")
+    target("redis", PROC_RULE, "4 processes × 8 threads on one key: every full window "
+           "admits at least 97 %% of %d" % lim,
+           [("least share", min(a for _, a, _c in proc["windows"]) / lim)], 0.97, "min")
+cold_off, cold_on = (rsv("redis", RULES[0], "uniform", "shared50", x) for x in (False, True))
+if cold_off and cold_on and cold_off["decisions_per_s"]:
+    nz = noise(cold_off, cold_on) or 0
+    target("redis", RULES[0], "uniform keys (10,000), 50 threads on one handle: with "
+           "reserve_ms=100 within noise of without (|ratio − 1| ≤ the larger spread of "
+           "either cell's 4 turns, %.3f)" % nz,
+           [("|ratio - 1|", abs(cold_on["decisions_per_s"] / cold_off["decisions_per_s"] - 1))],
+           nz, "max")
+
+
 def verdict(t):
     return "-" if t["met"] is None else ("met" if t["met"] else "**missed**")
 
@@ -296,6 +387,9 @@ md.append("- Machine: %s CPUs (%s), %s; Redis and nutcracker pinned to CPU 0, "
               v.get("cpus"), v.get("cpu_model"), v.get("os"), run["seconds_per_cell"],
               v.get("wall_seconds", "?")))
 md.append("- Built from %s; Lua script %s." % (v.get("commit"), v.get("lua_sha")))
+if v.get("only"):
+    md.append("- `run.sh --only %s`: the reservation and capacity cells and the one peer "
+              "cell they are set against; the other tables are empty." % v["only"])
 md.append("- Servers: %s; %s." % (v.get("redis"), v.get("nutcracker")))
 md.append("- Peers: %s." % "; ".join(v.get("peers", [])))
 md.append("- Floors: `INCR`, and `EVALSHA` of `%s` (ARGV[1] = 2000), a fixed-window "
@@ -332,6 +426,116 @@ for t in targets:
         t["backend"], t["rule"], t["target"], measured_text(t),
         " (%s)" % t["note"] if t["note"] else "", verdict(t)))
 md.append("")
+
+# The reservation cells.
+if any(c["section"] in ("reserve", "capacity") for c in cells):
+    md.append("## Reservations")
+    md.append("")
+    if proc_fail:
+        md.append("**FAIL: a window admitted more than its limit: %s**" % "; ".join(proc_fail))
+        md.append("")
+    md.append("One hot key on `%s` (never denies in a cell), each cell without and with "
+              "`reserve_ms=100` in the URL, the two in 4 turns of a quarter each, "
+              "alternating (same weather). shared50: 50 threads on one handle; loop1000: "
+              "one thread on libevent, 1,000 in flight. Decisions a round trip: decisions ÷ "
+              "the handles' `sluice_stats` round_trips. Local: `reserve_admitted` ÷ "
+              "decisions. Redis µs: commandstats usec of the commands sent (EVALSHA; the "
+              "plain backends' own commands) ÷ decisions, beside the EVALSHA floor's on a "
+              "hot key with 16 in flight in this run%s. × rlf: ÷ rate-limiter-flexible's "
+              "hot-key cell with 50 in flight on the same Redis in this run%s." % (
+                  HOT_RULE,
+                  " (%.2f µs)" % rsv_floor["redis_usec_per_decision"] if rsv_floor else "",
+                  " (%.0f /s)" % rlf_hot["decisions_per_s"] if rlf_hot else " (not run)"))
+    md.append("")
+    md.append("| backend | mode | without /s | with /s | × without | × rlf | decisions/rtt "
+              "without, with | local | Redis µs/decision without, with | with ÷ floor | "
+              "p99 µs with | units granted, refunded, lapsed |")
+    md.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for b in RESERVE_BACKENDS:
+        for mode in ("shared50", "loop1000"):
+            off, on = rsv(b, HOT_RULE, "hot", mode, False), rsv(b, HOT_RULE, "hot", mode, True)
+            if not off and not on:
+                continue
+            md.append("| %s | %s | %s | %s | %s | %s | %s, %s | %s | %s, %s | %s | %s | %s |" % (
+                b, mode, fmt(off and off["decisions_per_s"], "%.0f"),
+                fmt(on and on["decisions_per_s"], "%.0f"),
+                fmt(ratio(on and on["decisions_per_s"], off and off["decisions_per_s"]), "%.1f"),
+                fmt(ratio(on and on["decisions_per_s"],
+                          rlf_hot and rlf_hot["decisions_per_s"]), "%.1f"),
+                fmt(per_rtt(off), "%.1f"), fmt(per_rtt(on), "%.1f"),
+                fmt(local_share(on) and 100 * local_share(on), "%.1f %%"),
+                fmt(off and off["redis_usec_per_decision"], "%.3f"),
+                fmt(on and on["redis_usec_per_decision"], "%.4f"),
+                fmt(ratio(on and on["redis_usec_per_decision"],
+                          rsv_floor and rsv_floor["redis_usec_per_decision"]), "%.4f"),
+                fmt(on and on["p99_us"], "%.0f"),
+                "%d, %d, %d" % (on["reserve_granted"], on["reserve_refunded"],
+                                on["reserve_lapsed"]) if on else "-"))
+    md.append("")
+    if cold_off and cold_on:
+        md.append("Uniform keys (10,000, `%s`), 50 threads on one handle on `redis://`, "
+                  "the cold path: %.0f /s without, %.0f /s with `reserve_ms=100` "
+                  "(× %.3f; the larger spread of either cell's own 4 turns %s; local %s)." % (
+                      RULES[0], cold_off["decisions_per_s"], cold_on["decisions_per_s"],
+                      cold_on["decisions_per_s"] / cold_off["decisions_per_s"]
+                      if cold_off["decisions_per_s"] else 0,
+                      fmt(noise(cold_off, cold_on), "%.3f"),
+                      fmt(local_share(cold_on) and 100 * local_share(cold_on), "%.2f %%")))
+        md.append("")
+    if proc:
+        md.append("4 processes × 8 threads, each process one handle with `reserve_ms=100`, "
+                  "one key, `%s`, %.0f s on `redis://`: %.0f decisions/s, %.1f decisions a "
+                  "round trip, local %s. Per full window (index = the handle's clock in ms ÷ "
+                  "1000): admitted, summed over the processes, and the window's counter read "
+                  "on the server right after it ended (charged: what the window holds, "
+                  "units held and lapsed included)." % (
+                      PROC_RULE, proc["seconds"], proc["decisions_per_s"],
+                      per_rtt(proc) or 0,
+                      fmt(local_share(proc) and 100 * local_share(proc), "%.1f %%")))
+        md.append("")
+        md.append("| window | admitted | share of %d | charged on the server |" % proc["window_limit"])
+        md.append("|---|---|---|---|")
+        for w, adm, charged in proc.get("windows", []):
+            md.append("| %d | %d%s | %.2f %% | %s |" % (
+                w, adm, " **FAIL**" if adm > proc["window_limit"] else "",
+                100.0 * adm / proc["window_limit"],
+                "not read" if charged < 0 else "%d%s" % (
+                    charged, " **FAIL**" if charged > proc["window_limit"] else "")))
+        md.append("")
+    cap = [c for c in cells if c["section"] == "capacity"]
+    if cap:
+        md.append("### Capacity planning: 1, 3 and 6 masters")
+        md.append("")
+        md.append("The same 4 processes × 8 threads on 64 keys spread over the slots "
+                  "(`%s` each), on Redis Clusters of 1, 3 and 6 masters without replicas, "
+                  "without and with `reserve_ms=100`, in turns. Redis µs/decision: the sum "
+                  "over the masters of commandstats usec ÷ decisions; CPU: their "
+                  "used_cpu_sys + used_cpu_user ÷ decisions. **This machine has %s CPUs; the "
+                  "masters ran on CPUs %s and the load on the others: with fewer cores than "
+                  "masters plus load, as on a 2-core machine, the figures are bounded by the "
+                  "cores, not by the masters, and do not show how throughput grows with "
+                  "nodes.**" % (PROC_RULE, v.get("cpus"), v.get("capacity_server_cpus", "0")))
+        md.append("")
+        md.append("| masters | without /s | with /s | × | Redis µs/decision without, with | "
+                  "CPU µs/decision without, with | decisions/rtt with | local |")
+        md.append("|---|---|---|---|---|---|---|---|")
+        for name in ("cap1", "cap3", "cap6"):
+            off = rsv(name, PROC_RULE, "keys64", "proc4x8", False, "capacity")
+            on = rsv(name, PROC_RULE, "keys64", "proc4x8", True, "capacity")
+            if not off and not on:
+                continue
+            x = on or off
+            md.append("| %s | %s | %s | %s | %s, %s | %s, %s | %s | %s |" % (
+                x.get("masters") or name[3:], fmt(off and off["decisions_per_s"], "%.0f"),
+                fmt(on and on["decisions_per_s"], "%.0f"),
+                fmt(ratio(on and on["decisions_per_s"], off and off["decisions_per_s"]), "%.1f"),
+                fmt(off and off["redis_usec_per_decision"], "%.3f"),
+                fmt(on and on["redis_usec_per_decision"], "%.3f"),
+                fmt(off and off["cpu_usec_per_decision_masters"], "%.2f"),
+                fmt(on and on["cpu_usec_per_decision_masters"], "%.2f"),
+                fmt(per_rtt(on), "%.1f"),
+                fmt(local_share(on) and 100 * local_share(on), "%.1f %%")))
+        md.append("")
 
 md.append("## Redis CPU per decision, 16 in flight on one connection")
 md.append("")

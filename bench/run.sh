@@ -8,26 +8,37 @@
 # peers at their newest releases (rate-limiter-flexible with ioredis from
 # npm, Python's limits from Debian), client instructions per decision
 # under callgrind, and writes bench/out/{summary.md,table.txt,results.json,
-# *.png}.
+# *.png}. Reservations (reserve_ms=100) on a hot key, beside the same
+# cells without and beside rate-limiter-flexible; 4 processes on one key
+# (10 s); and, on its own servers only, the capacity cells on Redis
+# Clusters of 1, 3 and 6 masters started for them and stopped after.
 #   bench/run.sh [--seconds S] [--target NAME=URL[|host:port,...]]...
+#                [--only reserve]
 #   S per cell (default 0.8). With --target, the harness measures those
 #   servers instead of starting its own (a target named "redis" is also the
-#   one the floors and the peers use) and flushes nothing.
+#   one the floors and the peers use) and flushes nothing. --only reserve:
+#   the reservation and capacity cells and the one peer cell they are set
+#   against, nothing else (about a minute).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
 seconds=0.8
 given=()
+only=""
 while (($#)); do
     case "$1" in
     --seconds) seconds=$2; shift 2 ;;
     --target) given+=(--target "$2"); shift 2 ;;
-    *) echo "usage: bench/run.sh [--seconds S] [--target NAME=URL]..." >&2; exit 2 ;;
+    --only)
+        [[ $2 == reserve ]] || { echo "run.sh: --only takes reserve" >&2; exit 2; }
+        only=$2; shift 2 ;;
+    *) echo "usage: bench/run.sh [--seconds S] [--target NAME=URL]... [--only reserve]" >&2; exit 2 ;;
     esac
 done
 out=$(pwd)/bench/out
 servers=$out/servers
 mkdir -p "$out"
+rm -f "$out/capacity.json"
 # Debian's Python, where python3-limits and python3-redis are installed.
 py=/usr/bin/python3
 
@@ -98,18 +109,37 @@ replay=()
 
 echo "== sluice-bench ($seconds s a cell; servers on CPU ${SERVER_CPUS:-any})"
 "${load[@]}" build-bench/sluice-bench --seconds "$seconds" --json "$out/sluice.json" \
-    "${flush[@]}" "${replay[@]}" "${targets[@]}" | tee "$out/sluice.txt"
+    ${only:+--section "$only"} "${flush[@]}" "${replay[@]}" "${targets[@]}" |
+    tee "$out/sluice.txt"
+
+# Capacity planning: the same processes on Redis Clusters of 1, 3 and 6
+# masters (no replicas), started now on free ports and stopped after. Their
+# masters get half the CPUs (at most 6, at least CPU 0), the load the
+# others as before: on a 2-core machine all masters share one core.
+if ((${#given[@]} == 0)); then
+    echo "== capacity: clusters of 1, 3 and 6 masters"
+    capcpus=$((cpus / 2 < 1 ? 1 : (cpus / 2 > 6 ? 6 : cpus / 2)))
+    SERVER_CPUS=0-$((capcpus - 1)) bench_capacity "$servers/capacity"
+    find "$servers/capacity" -name pid -exec cat {} + | xargs renice -n -10 -p >/dev/null 2>&1 || true
+    "${load[@]}" build-bench/sluice-bench --seconds "$seconds" --json "$out/capacity.json" \
+        --section capacity --flush "${cap_targets[@]}" | tee "$out/capacity.txt"
+    tests/servers/stop-all.sh "$servers/capacity"
+fi
 
 echo "== peers on the same Redis, same key patterns"
 : >"$out/peers.jsonl"
 for pat in hot uniform zipf; do
     [[ -n $r ]] || break # no Redis of the peers' kind among the targets
+    # --only reserve: the one cell the reservations are set against.
+    [[ -z $only || $pat == hot ]] || continue
     for mode in seq inflight50; do
+        [[ -z $only || $mode == inflight50 ]] || continue
         "${load[@]}" timeout 60 $py bench/peers/with_redis_cpu.py "$r" \
             node bench/peers/rlf.js "$r" "$mode" "$pat" 2 >>"$out/peers.jsonl" ||
             echo "run.sh: rate-limiter-flexible $mode $pat failed" >&2
     done
     for strat in fixed moving; do
+        [[ -z $only ]] || continue
         "${load[@]}" timeout 60 $py bench/peers/with_redis_cpu.py "$r" \
             $py bench/peers/limits_bench.py "$r" "$strat" "$pat" 2 >>"$out/peers.jsonl" ||
             echo "run.sh: limits $strat $pat failed" >&2
@@ -119,6 +149,7 @@ done
 echo "== client instructions per decision (callgrind)"
 : >"$out/instructions.txt"
 for url in "mem://" ${r:+"redis://127.0.0.1:$r"}; do
+    [[ -z $only ]] || continue
     counts=()
     for n in 2000 12000; do
         if log=$(timeout 120 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
@@ -152,6 +183,8 @@ v = {
     "redis": "Redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')",
     "nutcracker": "nutcracker $(nutcracker --version 2>&1 | sed -n 's/.*nutcracker-\([^ ]*\).*/\1/p' | head -1)",
     "wall_seconds": $(($(date +%s) - started)),
+    "only": "$only",
+    "capacity_server_cpus": "0-$((${capcpus:-1} - 1))",
     "peers": [],
 }
 for l in open("$out/peers.jsonl"):
@@ -166,3 +199,8 @@ json.dump(v, open(sys.argv[1], "w"), indent=1)
 PY
 
 $py bench/report.py "$out"
+# The guarantee of reservations: no window above its limit, ever.
+if grep -h '^FAIL' "$out/sluice.txt" "$out/capacity.txt" 2>/dev/null >&2; then
+    echo "run.sh: FAIL: a window admitted or held more than its limit (above)" >&2
+    exit 1
+fi

@@ -12,7 +12,10 @@
  * commandstats of the outer command (EVALSHA, not the commands the script
  * calls, which Redis counts inside the EVALSHA's usec as well), and the
  * whole process's CPU (used_cpu_sys + used_cpu_user); memory per limited
- * key; admitted against the exact bound on the hot key. */
+ * key; admitted against the exact bound on the hot key. Reservations
+ * (section reserve, and capacity on targets named cap*): each cell without
+ * and with reserve_ms=100 in turns, with the handles' sluice_stats, and 4
+ * processes on one key counted window by window against the limit. */
 #include "sluice.h"
 
 #include "backend.h"
@@ -37,20 +40,33 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NKEYS     10000
-#define THREADS   50
-#define PIPE      16
-#define MAX_TGTS  8
-#define MAX_CMDS  192
-#define MAX_ARGS  128
-#define FLOOR_TTL "2000"       /* ms: a 1 s window plus the 1 s TTL floor */
-#define RAND_KEYS "2000000000" /* keys a replay draws from (-r) */
+#define NKEYS        10000
+#define THREADS      50
+#define PIPE         16
+#define MAX_TGTS     16
+#define MAX_CMDS     192
+#define MAX_ARGS     128
+#define FLOOR_TTL    "2000"       /* ms: a 1 s window plus the 1 s TTL floor */
+#define RAND_KEYS    "2000000000" /* keys a replay draws from (-r) */
+#define SPREAD       64           /* PAT_SPREAD's keys */
+#define PROCS        4            /* MODE_PROC: processes */
+#define PROC_THR     8            /* MODE_PROC: threads of each */
+#define WINS         64           /* MODE_PROC: 1 s windows recorded */
+/* The reservation cells' hot key: a rule that never denies in a cell. */
+#define HOT_RULE     "fixed:1000000000/1s"
+/* Several processes on one key: the issue's rule and duration. */
+#define PROC_RULE    "fixed:10000/1s"
+#define PROC_LIMIT   10000
+#define PROC_SECONDS 10.0
+#define RESERVE_MS   100
+#define TURNS        4 /* turns of a cell and its paired floor or twin */
 
 typedef enum pattern {
     PAT_HOT,     /* one key */
     PAT_UNIFORM, /* 10,000 keys, uniform */
     PAT_ZIPF,    /* 10,000 keys, Zipf s = 1 */
-    PAT_NEW      /* every decision a key never seen: a first charge */
+    PAT_NEW,     /* every decision a key never seen: a first charge */
+    PAT_SPREAD   /* 64 keys, uniform: hot keys over the slots */
 } pattern;
 
 typedef enum mode {
@@ -61,13 +77,15 @@ typedef enum mode {
     MODE_REPLAY,   /* redis-benchmark -c 1 -P 16 of the exact command */
     MODE_SHARED50, /* 50 threads sharing one handle (its floor: conc50's) */
     MODE_LOOP50,   /* one thread, one handle on libevent, 50 in flight */
-    MODE_LOOP1000  /* the same, 1,000 in flight */
+    MODE_LOOP1000, /* the same, 1,000 in flight */
+    MODE_PROC      /* 4 processes x 8 threads, one handle a process */
 } mode;
 
-static const char *const pattern_names[] = {"hot", "uniform", "zipf", "new"};
+static const char *const pattern_names[] = {"hot", "uniform", "zipf", "new",
+                                            "keys64"};
 static const char *const mode_names[] = {"seq",    "pipe16",   "conc50",
                                          "pipe50", "replay16", "shared50",
-                                         "loop50", "loop1000"};
+                                         "loop50", "loop1000", "proc4x8"};
 
 /* Decisions in flight on one connection. */
 static int batch_of(mode m)
@@ -133,6 +151,8 @@ static unsigned next_key(pattern p, uint64_t *rng)
         return 0;
     case PAT_UNIFORM:
         return (unsigned)(xorshift(rng) % NKEYS);
+    case PAT_SPREAD:
+        return (unsigned)(xorshift(rng) % SPREAD);
     case PAT_ZIPF:
         u = (double)(xorshift(rng) >> 11) / 9007199254740992.0;
         while (lo < hi) {
@@ -211,6 +231,7 @@ typedef struct snapshot {
     cmdstat cmd[MAX_CMDS];
     size_t ncmd;
     double cpu_s, cpu_masters_s;
+    int masters;
 } snapshot;
 
 static const cmdstat *cmd_find(const snapshot *s, const char *name)
@@ -280,8 +301,10 @@ static void add_snapshot(redisContext *c, void *ctx)
         }
     }
     s->cpu_s += cpu;
-    if (master)
+    if (master) {
         s->cpu_masters_s += cpu;
+        s->masters++;
+    }
     freeReplyObject(r);
 }
 
@@ -597,6 +620,13 @@ static int print_command(const char *rule, const char *key, const char *prefix)
 
 /* ---- one cell ---- */
 
+/* A handle's counters (sluice_get_stats) that the reservation cells
+ * report, summed over handles. */
+typedef struct hstats {
+    uint64_t backend_requests, round_trips, reserve_admitted, reserve_batches,
+        reserve_asked, reserve_granted, reserve_refunded, reserve_lapsed;
+} hstats;
+
 typedef struct cell {
     const target *tgt;
     const char *rule;  /* NULL: a floor */
@@ -606,7 +636,12 @@ typedef struct cell {
     const char *section; /* "rcpu", "throughput", "peers", "denycache" */
     uint32_t deny_cache; /* the handles' deny_cache= (0: off) */
     bool no_metrics;     /* the handles' metrics=0 */
-    sluice *shared;      /* MODE_SHARED50: the handle of every thread */
+    int reserve_ms;      /* the handles' reserve_ms= (0: off) */
+    double secs;         /* the cell's length; 0: --seconds */
+    /* Runs in TURNS turns with the next cell (its twin, the same but for
+     * one option), so that both meet the same weather. */
+    bool with_next;
+    sluice *shared; /* MODE_SHARED50, MODE_PROC: every thread's handle */
     /* The floor run in turns with this cell, so that both meet the same
      * weather on a shared machine (Redis CPU cells); NULL: none. */
     struct cell *pair;
@@ -618,6 +653,13 @@ typedef struct cell {
     size_t nlat;
     uint64_t round_trips;
     delta sum;
+    hstats st;                /* the handles' counters, summed */
+    double turn_dps[TURNS];   /* decisions/s of each turn */
+    int masters;              /* masters among the servers read */
+    int64_t win0;             /* MODE_PROC: window index of win_*[0] */
+    int64_t run_from, run_to; /* MODE_PROC: the load's span, real ms */
+    long win_admitted[WINS];  /* MODE_PROC: admissions by 1 s window */
+    long win_charged[WINS];   /* the hot key's counter; -1: not read */
     /* results */
     double dps, p50, p99, p999, cmds, rtts, mem, accuracy, log_entries;
     double outer_calls, usec_call, usec_dec, cpu_dec, cpu_masters_dec;
@@ -642,7 +684,66 @@ typedef struct worker {
     long decisions, admitted, errors;
     uint64_t round_trips;
     int64_t first_ms, last_ms; /* hot key admissions, for accuracy */
+    int64_t start_us;          /* MODE_PROC: when to begin (monotonic) */
+    hstats st;                 /* the worker's own handle's counters */
+    long win[WINS];            /* MODE_PROC: admissions by window */
 } worker;
+
+static void add_hstats(hstats *a, const hstats *b)
+{
+    a->backend_requests += b->backend_requests;
+    a->round_trips += b->round_trips;
+    a->reserve_admitted += b->reserve_admitted;
+    a->reserve_batches += b->reserve_batches;
+    a->reserve_asked += b->reserve_asked;
+    a->reserve_granted += b->reserve_granted;
+    a->reserve_refunded += b->reserve_refunded;
+    a->reserve_lapsed += b->reserve_lapsed;
+}
+
+/* Adds a handle's counters to h (a handle with metrics=0 keeps none). */
+static void take_stats(hstats *h, sluice *sl)
+{
+    sluice_stats st;
+    hstats x;
+
+    if (sluice_get_stats(sl, &st, sizeof(st)) != SLUICE_OK)
+        return;
+    x = (hstats){.backend_requests = st.backend_requests,
+                 .round_trips = st.round_trips,
+                 .reserve_admitted = st.reserve_admitted,
+                 .reserve_batches = st.reserve_batches,
+                 .reserve_asked = st.reserve_asked,
+                 .reserve_granted = st.reserve_granted,
+                 .reserve_refunded = st.reserve_refunded,
+                 .reserve_lapsed = st.reserve_lapsed};
+    add_hstats(h, &x);
+}
+
+/* The target's URL with the cell's options. */
+static void cell_url(const cell *c, char *buf, size_t len)
+{
+    if (c->reserve_ms > 0)
+        snprintf(buf, len, "%s%creserve_ms=%d", c->tgt->url,
+                 strchr(c->tgt->url, '?') != NULL ? '&' : '?', c->reserve_ms);
+    else
+        snprintf(buf, len, "%s", c->tgt->url);
+}
+
+/* The handle's clock in MODE_PROC: the real time, its first reading in
+ * a call kept, so that an admission is counted in the window the library
+ * decided it in. */
+static _Thread_local int64_t clock_seen = -1;
+
+static int64_t proc_clock(void *ctx)
+{
+    int64_t t = real_ms();
+
+    (void)ctx;
+    if (clock_seen < 0)
+        clock_seen = t;
+    return t;
+}
 
 static void add_lat(worker *w, int64_t us, long n)
 {
@@ -829,6 +930,7 @@ static void loop_worker(worker *w, sluice *sl, const sluice_ruleset *rs,
     if (left > 0)
         event_base_dispatch(base);
     w->round_trips = sl_handle_round_trips(sl);
+    take_stats(&w->st, sl);
     sluice_close(sl); /* removes its events first */
     event_base_free(base);
     free(slots);
@@ -841,7 +943,7 @@ static void *sluice_worker(void *arg)
     sluice_options o;
     sluice_ruleset rs;
     sluice *sl = NULL;
-    char err[512];
+    char err[512], url[600];
     uint64_t rng = (uint64_t)0x9e3779b97f4a7c15ULL ^ ((uint64_t)w->id << 32);
     uint64_t n = 0;
     char keys[50][32];
@@ -854,9 +956,10 @@ static void *sluice_worker(void *arg)
     o.command_timeout_ms = 2000;
     o.deny_cache = c->deny_cache;
     o.no_metrics = c->no_metrics;
+    cell_url(c, url, sizeof(url));
     if (sluice_ruleset_parse(c->rule, &rs, err, sizeof(err)) != SLUICE_OK ||
         (c->shared == NULL &&
-         sluice_open(c->tgt->url, &o, &sl, err, sizeof(err)) != SLUICE_OK)) {
+         sluice_open(url, &o, &sl, err, sizeof(err)) != SLUICE_OK)) {
         fprintf(stderr, "sluice-bench: %s\n", err);
         w->errors++;
         return NULL;
@@ -867,14 +970,20 @@ static void *sluice_worker(void *arg)
         loop_worker(w, sl, &rs, c->md == MODE_LOOP50 ? 50 : 1000, &rng, &n);
         return NULL;
     }
+    while (now_us() < w->start_us)
+        sleep_ms(1);
     while (now_us() < w->deadline) {
-        int64_t t0 = now_us();
+        int64_t t0 = now_us(), t_real = 0;
         sluice_status st;
 
         for (i = 0; i < batch; i++) {
             key_name(keys[i], sizeof(keys[i]), c->pat, c->turns, w->id, n++,
                      &rng);
             reqs[i] = (sluice_request){keys[i], strlen(keys[i]), &rs, 1};
+        }
+        if (c->md == MODE_PROC) {
+            clock_seen = -1;
+            t_real = real_ms();
         }
         if (batch == 1)
             st = sluice_acquire(sl, keys[0], strlen(keys[0]), &rs, 1, out);
@@ -884,7 +993,16 @@ static void *sluice_worker(void *arg)
             w->errors++;
             continue;
         }
-        add_lat(w, now_us() - t0, batch);
+        if (c->md == MODE_PROC) {
+            /* The window of the handle's clock; no latencies (millions
+             * of them in several processes). */
+            int64_t k = (clock_seen >= 0 ? clock_seen : t_real) / 1000;
+
+            if (out[0].allowed && k >= c->win0 && k < c->win0 + WINS)
+                w->win[k - c->win0]++;
+        } else {
+            add_lat(w, now_us() - t0, batch);
+        }
         w->decisions += batch;
         for (i = 0; i < batch; i++) {
             if (out[i].allowed) {
@@ -900,6 +1018,7 @@ static void *sluice_worker(void *arg)
     if (c->shared != NULL)
         return NULL; /* its round trips are counted once, by run_turn */
     w->round_trips = sl_handle_round_trips(sl);
+    take_stats(&w->st, sl);
     sluice_close(sl);
     return NULL;
 }
@@ -1089,13 +1208,160 @@ static void warm_script(const cell *c)
     sluice_close(sl);
 }
 
-#define TURNS 4 /* turns of a cell and its paired floor */
+/* What one process of MODE_PROC hands back to the parent. */
+typedef struct proc_out {
+    long decisions, admitted, errors;
+    uint64_t round_trips;
+    hstats st;
+    long win[WINS];
+} proc_out;
+
+/* One process of MODE_PROC: one handle, PROC_THR threads sharing it, from
+ * start_us for secs seconds. c is the child's own copy of the cell. */
+static void proc_child(cell *c, int id, int64_t start_us, double secs,
+                       proc_out *out)
+{
+    sluice_options o;
+    char url[600], err[512];
+    worker ws[PROC_THR];
+    pthread_t th[PROC_THR];
+    int i, k;
+
+    sluice_options_init(&o);
+    o.key_prefix = c->prefix;
+    o.command_timeout_ms = 2000;
+    o.clock = proc_clock;
+    cell_url(c, url, sizeof(url));
+    if (sluice_open(url, &o, &c->shared, err, sizeof(err)) != SLUICE_OK) {
+        fprintf(stderr, "sluice-bench: %s\n", err);
+        out->errors++;
+        return;
+    }
+    memset(ws, 0, sizeof(ws));
+    for (i = 0; i < PROC_THR; i++) {
+        ws[i].c = c;
+        ws[i].id = id * PROC_THR + i;
+        ws[i].start_us = start_us;
+        ws[i].deadline = start_us + (int64_t)(secs * 1e6);
+        pthread_create(&th[i], NULL, sluice_worker, &ws[i]);
+    }
+    for (i = 0; i < PROC_THR; i++) {
+        pthread_join(th[i], NULL);
+        out->decisions += ws[i].decisions;
+        out->admitted += ws[i].admitted;
+        out->errors += ws[i].errors;
+        for (k = 0; k < WINS; k++)
+            out->win[k] += ws[i].win[k];
+    }
+    out->round_trips = sl_handle_round_trips(c->shared);
+    take_stats(&out->st, c->shared);
+    sluice_close(c->shared);
+}
+
+/* The fixed window's counter of the hot key k0 in window k (DESIGN.md:
+ * <prefix>{K}:fixed:<P>:<off>:<k>), or -1. */
+static long hot_counter(redisContext *rc, const cell *c, int64_t k)
+{
+    redisReply *r = redisCommand(rc, "GET %s{k0}:fixed:1000:0:%lld", c->prefix,
+                                 (long long)k);
+    long v = -1;
+
+    if (r != NULL && r->type == REDIS_REPLY_STRING)
+        v = atol(r->str);
+    else if (r != NULL && r->type == REDIS_REPLY_NIL)
+        v = 0;
+    if (r != NULL)
+        freeReplyObject(r);
+    return v;
+}
+
+/* MODE_PROC: PROCS processes at once, each proc_child, started together;
+ * a run of 2 s or more starts on a window's edge. Adds their totals to
+ * c (each process writes its proc_out, less than PIPE_BUF, to a pipe of
+ * its own when done); on the hot key of PROC_RULE, reads the server's
+ * counter of each window as it ends (its key lives a period more). */
+static void run_procs(cell *c, double secs)
+{
+    proc_out po[PROCS];
+    pid_t pids[PROCS];
+    int fds[PROCS][2];
+    int64_t real0 = real_ms(), mono0 = now_us(), from, k;
+    redisContext *rc = NULL;
+    int i, j;
+
+    _Static_assert(sizeof(proc_out) < 4096, "one write to a pipe");
+    memset(po, 0, sizeof(po));
+    if (c->turns == 0)
+        for (j = 0; j < WINS; j++)
+            c->win_charged[j] = -1;
+    /* 300 ms for the processes to start and connect. */
+    from = secs >= 2 ? (real0 + 300) / 1000 * 1000 + 1000 : real0 + 300;
+    c->win0 = from / 1000 - 1;
+    c->run_from = from;
+    c->run_to = from + (int64_t)(secs * 1000);
+    fflush(stdout);
+    for (i = 0; i < PROCS; i++) {
+        pids[i] = -1;
+        if (pipe(fds[i]) != 0) {
+            perror("sluice-bench: pipe");
+            c->errors++;
+            fds[i][0] = fds[i][1] = -1;
+            continue;
+        }
+        pids[i] = fork();
+        if (pids[i] == 0) {
+            close(fds[i][0]);
+            proc_child(c, i, mono0 + (from - real0) * 1000, secs, &po[i]);
+            if (write(fds[i][1], &po[i], sizeof(po[i])) != sizeof(po[i]))
+                _exit(1);
+            _exit(0);
+        }
+        close(fds[i][1]);
+        if (pids[i] < 0) {
+            perror("sluice-bench: fork");
+            c->errors++;
+        }
+    }
+    if (c->pat == PAT_HOT && strcmp(c->rule, PROC_RULE) == 0)
+        rc = floor_connect(c->tgt);
+    for (k = from / 1000; rc != NULL && k < c->run_to / 1000; k++) {
+        while (real_ms() < (k + 1) * 1000 + 150)
+            sleep_ms(10);
+        if (k - c->win0 < WINS)
+            c->win_charged[k - c->win0] = hot_counter(rc, c, k);
+    }
+    if (rc != NULL)
+        redisFree(rc);
+    for (i = 0; i < PROCS; i++) {
+        if (pids[i] > 0 &&
+            read(fds[i][0], &po[i], sizeof(po[i])) != sizeof(po[i])) {
+            fprintf(stderr, "sluice-bench: process %d gave no figures\n", i);
+            memset(&po[i], 0, sizeof(po[i]));
+            c->errors++;
+        }
+        if (fds[i][0] >= 0)
+            close(fds[i][0]);
+        if (pids[i] > 0)
+            waitpid(pids[i], NULL, 0);
+        c->decisions += po[i].decisions;
+        c->admitted += po[i].admitted;
+        c->errors += po[i].errors;
+        c->round_trips += po[i].round_trips;
+        add_hstats(&c->st, &po[i].st);
+        for (j = 0; j < WINS; j++)
+            c->win_admitted[j] += po[i].win[j];
+    }
+}
 
 /* Runs one turn of cell c for secs seconds and adds it to c's totals,
  * INFO of the servers taken right before and after. */
 static void run_turn(cell *c, double secs)
 {
-    int n = c->md == MODE_THREADS || c->md == MODE_SHARED50 ? THREADS : 1, i;
+    int n = c->md == MODE_THREADS || c->md == MODE_SHARED50 ? THREADS
+            : c->md == MODE_PROC                            ? 0
+                                                            : 1,
+        i;
+    long before_n = c->decisions;
     worker *ws = calloc((size_t)n, sizeof(*ws));
     pthread_t *th = calloc((size_t)n, sizeof(*th));
     snapshot *before = malloc(sizeof(*before)), *after = malloc(sizeof(*after));
@@ -1107,13 +1373,13 @@ static void run_turn(cell *c, double secs)
         warm_script(c);
     if (c->md == MODE_SHARED50) {
         sluice_options o;
-        char err[512];
+        char err[512], url[600];
 
         memset(&o, 0, sizeof(o));
         o.key_prefix = c->prefix;
         o.command_timeout_ms = 2000;
-        if (sluice_open(c->tgt->url, &o, &c->shared, err, sizeof(err)) !=
-            SLUICE_OK) {
+        cell_url(c, url, sizeof(url));
+        if (sluice_open(url, &o, &c->shared, err, sizeof(err)) != SLUICE_OK) {
             fprintf(stderr, "sluice-bench: %s\n", err);
             c->shared = NULL;
             c->errors++;
@@ -1131,12 +1397,17 @@ static void run_turn(cell *c, double secs)
     }
     if (c->md == MODE_REPLAY)
         replay(&ws[0], redis_benchmark, secs);
+    else if (c->md == MODE_PROC)
+        run_procs(c, secs);
     else
         for (i = 0; i < n; i++)
             pthread_join(th[i], NULL);
     t1 = now_us();
+    if (c->md == MODE_PROC) /* the load's own span, not the start-up */
+        t1 = t0 + (int64_t)(secs * 1e6);
     if (c->shared != NULL) {
         c->round_trips += sl_handle_round_trips(c->shared);
+        take_stats(&c->st, c->shared);
         sluice_close(c->shared);
         c->shared = NULL;
     }
@@ -1149,8 +1420,10 @@ static void run_turn(cell *c, double secs)
     c->sum.cpu_s += d.cpu_s;
     c->sum.cpu_masters_s += d.cpu_masters_s;
     c->sum.scripts = c->sum.scripts || d.scripts;
+    c->masters = after->masters;
     c->elapsed_us += t1 - t0;
     for (i = 0; i < n; i++) {
+        add_hstats(&c->st, &ws[i].st);
         c->decisions += ws[i].decisions;
         c->admitted += ws[i].admitted;
         c->errors += ws[i].errors;
@@ -1168,6 +1441,9 @@ static void run_turn(cell *c, double secs)
         c->nlat += ws[i].nlat;
         free(ws[i].lat);
     }
+    if (c->turns < TURNS && t1 > t0)
+        c->turn_dps[c->turns] =
+            (double)(c->decisions - before_n) / ((double)(t1 - t0) / 1e6);
     c->turns++;
     free(ws);
     free(th);
@@ -1228,21 +1504,32 @@ static void new_prefix(cell *c, char tag)
              (long long)now_us());
 }
 
-/* A cell: S seconds in one go, or, with a paired floor, TURNS turns of
- * S / TURNS seconds each, the floor's and the cell's in alternation. */
+/* A cell: S seconds in one go (its own length if it has one), or, with
+ * a paired floor or a twin, TURNS turns of S / TURNS seconds each, the
+ * floor's (or the cell's) and the cell's (or its twin's) in
+ * alternation. */
 static void run_cell(cell *c)
 {
+    double secs = c->secs > 0 ? c->secs : seconds;
     int k;
 
     new_prefix(c, 'c');
     if (c->pair != NULL)
         new_prefix(c->pair, 'f');
+    if (c->with_next)
+        new_prefix(c + 1, 'c');
     if (flush_between && c->tgt->servers[0] != '\0')
         each_server(c->tgt->servers, flush_server, NULL);
     if (flush_between && c->pair != NULL && c->pair->tgt != c->tgt)
         each_server(c->pair->tgt->servers, flush_server, NULL);
-    if (c->pair == NULL) {
-        run_turn(c, seconds);
+    if (c->with_next) {
+        for (k = 0; k < TURNS; k++) {
+            run_turn(c, secs / TURNS);
+            run_turn(c + 1, secs / TURNS);
+        }
+        finish_cell(c + 1);
+    } else if (c->pair == NULL) {
+        run_turn(c, secs);
     } else {
         for (k = 0; k < TURNS; k++) {
             run_turn(c->pair, seconds / TURNS);
@@ -1253,13 +1540,59 @@ static void run_cell(cell *c)
     finish_cell(c);
 }
 
+/* Full windows of a MODE_PROC cell: those wholly within its load. */
+static bool full_window(const cell *c, int j)
+{
+    int64_t k = c->win0 + j;
+
+    return c->run_to > 0 && k * 1000 >= c->run_from &&
+           (k + 1) * 1000 <= c->run_to;
+}
+
+/* The reservation figures of a cell, and a MODE_PROC cell's windows on
+ * the hot key, each checked against the limit. */
+static void print_reserve(const cell *c)
+{
+    double dn = c->decisions > 0 ? (double)c->decisions : 1;
+    int j;
+
+    printf("    %s: %.1f decisions a round trip (stats), local %.1f %%, "
+           "batches %llu, units asked %llu granted %llu refunded %llu "
+           "lapsed %llu, Redis %.4f us a decision\n",
+           c->reserve_ms ? "reserve_ms=100" : "no reserve",
+           c->st.round_trips ? dn / (double)c->st.round_trips : 0,
+           100.0 * (double)c->st.reserve_admitted / dn,
+           (unsigned long long)c->st.reserve_batches,
+           (unsigned long long)c->st.reserve_asked,
+           (unsigned long long)c->st.reserve_granted,
+           (unsigned long long)c->st.reserve_refunded,
+           (unsigned long long)c->st.reserve_lapsed, c->usec_dec);
+    for (j = 0; j < WINS; j++) {
+        if (!full_window(c, j) || c->pat != PAT_HOT)
+            continue;
+        printf("    window %lld: admitted %ld (%.2f %% of %d), charged on "
+               "the server %ld\n",
+               (long long)(c->win0 + j), c->win_admitted[j],
+               100.0 * (double)c->win_admitted[j] / PROC_LIMIT, PROC_LIMIT,
+               c->win_charged[j]);
+        if (c->win_admitted[j] > PROC_LIMIT || c->win_charged[j] > PROC_LIMIT)
+            printf("FAIL: window %lld admitted %ld, charged %ld: above the "
+                   "limit %d\n",
+                   (long long)(c->win0 + j), c->win_admitted[j],
+                   c->win_charged[j], PROC_LIMIT);
+    }
+}
+
 static void print_cell(const cell *c, size_t idx, size_t total)
 {
     char what[96];
+    int j;
+    bool first = true;
 
-    snprintf(what, sizeof(what), "%s %s%s%s", c->tgt->name,
+    snprintf(what, sizeof(what), "%s %s%s%s%s", c->tgt->name,
              c->rule ? c->rule : c->floor, c->deny_cache ? " deny_cache" : "",
-             c->no_metrics ? " metrics=0" : "");
+             c->no_metrics ? " metrics=0" : "",
+             c->reserve_ms ? " reserve" : "");
     printf("%-40s %-7s %-8s %10.0f %6.0f %6.0f %5.2f %5.2f %7.2f %7.2f "
            "%7.2f %5.0f %6.3f",
            what, pattern_names[c->pat], mode_names[c->md], c->dps, c->p50,
@@ -1271,6 +1604,9 @@ static void print_cell(const cell *c, size_t idx, size_t total)
     printf(" %s%s\n", c->errors ? "ERRORS " : "",
            c->redis_failed > 0.001 * (double)c->decisions ? "FAILED-CALLS"
                                                           : "");
+    if (c->rule != NULL && (strcmp(c->section, "reserve") == 0 ||
+                            strcmp(c->section, "capacity") == 0))
+        print_reserve(c);
     fflush(stdout);
     fprintf(stderr, "\rsluice-bench: %zu/%zu cells", idx, total);
     if (json != NULL) {
@@ -1292,7 +1628,7 @@ static void print_cell(const cell *c, size_t idx, size_t total)
                 "\"errors\": %ld, \"redis_failed_calls\": %.0f, "
                 "\"pair_what\": \"%s\", \"pair_usec_per_decision\": %.3f, "
                 "\"pair_cpu_usec_per_decision\": %.3f, "
-                "\"pair_decisions_per_s\": %.0f}",
+                "\"pair_decisions_per_s\": %.0f",
                 json_first ? "" : ",", c->tgt->name,
                 c->rule ? c->rule : c->floor, c->rule ? "sluice" : "floor",
                 c->section, pattern_names[c->pat], mode_names[c->md],
@@ -1304,6 +1640,39 @@ static void print_cell(const cell *c, size_t idx, size_t total)
                 c->accuracy, c->errors, c->redis_failed,
                 c->pair ? c->pair->floor : "", c->pair ? c->pair->usec_dec : 0,
                 c->pair ? c->pair->cpu_dec : 0, c->pair ? c->pair->dps : 0);
+        fprintf(json,
+                ", \"reserve_ms\": %d, \"seconds\": %.2f, \"masters\": %d, "
+                "\"processes\": %d, \"threads\": %d, "
+                "\"stats_backend_requests\": %llu, "
+                "\"stats_round_trips\": %llu, \"reserve_admitted\": %llu, "
+                "\"reserve_batches\": %llu, \"reserve_asked\": %llu, "
+                "\"reserve_granted\": %llu, \"reserve_refunded\": %llu, "
+                "\"reserve_lapsed\": %llu, \"turn_decisions_per_s\": [",
+                c->reserve_ms, c->secs > 0 ? c->secs : seconds, c->masters,
+                c->md == MODE_PROC ? PROCS : 1,
+                c->md == MODE_PROC                                ? PROC_THR
+                : c->md == MODE_THREADS || c->md == MODE_SHARED50 ? THREADS
+                                                                  : 1,
+                (unsigned long long)c->st.backend_requests,
+                (unsigned long long)c->st.round_trips,
+                (unsigned long long)c->st.reserve_admitted,
+                (unsigned long long)c->st.reserve_batches,
+                (unsigned long long)c->st.reserve_asked,
+                (unsigned long long)c->st.reserve_granted,
+                (unsigned long long)c->st.reserve_refunded,
+                (unsigned long long)c->st.reserve_lapsed);
+        for (j = 0; j < TURNS && j < c->turns; j++)
+            fprintf(json, "%s%.0f", j ? ", " : "", c->turn_dps[j]);
+        fprintf(json, "], \"windows\": [");
+        for (j = 0; j < WINS; j++) {
+            if (!full_window(c, j) || c->pat != PAT_HOT)
+                continue;
+            fprintf(json, "%s[%lld, %ld, %ld]", first ? "" : ", ",
+                    (long long)(c->win0 + j), c->win_admitted[j],
+                    c->win_charged[j]);
+            first = false;
+        }
+        fprintf(json, "], \"window_limit\": %d}", PROC_LIMIT);
         json_first = false;
     }
 }
@@ -1377,7 +1746,9 @@ static void usage(void)
             "  --replay  also replay the exact command with redis-benchmark "
             "-c 1 -P 16 on 'redis'\n"
             "  --section only the cells of one section (throughput, rcpu, "
-            "peers, denycache, metrics)\n");
+            "peers, denycache, metrics, reserve, capacity)\n"
+            "  targets named cap* (clusters of 1, 3, 6 masters) get the "
+            "capacity cells only\n");
 }
 
 static void add_cell(const target *t, const char *rule, const char *floor,
@@ -1394,6 +1765,22 @@ static void add_cell(const target *t, const char *rule, const char *floor,
 static bool named(const target *t, const char *name)
 {
     return strcmp(t->name, name) == 0;
+}
+
+/* The capacity clusters (cap1, cap3, cap6): their own cells only. */
+static bool capacity_target(const target *t)
+{
+    return strncmp(t->name, "cap", 3) == 0;
+}
+
+/* A cell and its twin with reserve_ms=RESERVE_MS, run in turns. */
+static void add_reserve_pair(const target *t, const char *rule, pattern p,
+                             mode m, const char *section)
+{
+    add_cell(t, rule, NULL, p, m, section);
+    cells[ncells - 1].with_next = true;
+    add_cell(t, rule, NULL, p, m, section);
+    cells[ncells - 1].reserve_ms = RESERVE_MS;
 }
 
 /* Targets whose floors are measured: plain Redis or a proxy before it. */
@@ -1560,7 +1947,8 @@ int main(int argc, char **argv)
         }
         for (i = 0; i < ntargets; i++) {
             /* TLS: throughput beside plain TCP only (below). */
-            if (floor_target(&targets[i]) != ft || named(&targets[i], "tls"))
+            if (floor_target(&targets[i]) != ft || named(&targets[i], "tls") ||
+                capacity_target(&targets[i]))
                 continue;
             for (r = 0; r < nrules; r++)
                 if (!refused(&targets[i], rules[r]))
@@ -1591,7 +1979,8 @@ int main(int argc, char **argv)
      * their Redis CPU measured. */
     for (i = 0; i < ntargets; i++)
         if (floor_target(&targets[i]) == NULL &&
-            strncmp(targets[i].url, "mem://", 6) != 0)
+            strncmp(targets[i].url, "mem://", 6) != 0 &&
+            !capacity_target(&targets[i]))
             for (r = 0; r < nrules; r++)
                 if (!refused(&targets[i], rules[r]))
                     for (p = 0; p < 2; p++)
@@ -1612,7 +2001,8 @@ int main(int argc, char **argv)
         for (i = 0; k == 0 && i < ntargets; i++)
             for (r = 0; r < nrules; r++)
                 if (!refused(&targets[i], rules[r]) &&
-                    !(named(&targets[i], "tls") && r > 0)) {
+                    !(named(&targets[i], "tls") && r > 0) &&
+                    !capacity_target(&targets[i])) {
                     for (m = MODE_SEQ; m <= MODE_THREADS; m++)
                         add_cell(&targets[i], rules[r], NULL, PAT_UNIFORM,
                                  (mode)m, "throughput");
@@ -1670,6 +2060,43 @@ int main(int argc, char **argv)
         }
     }
 
+    /* 4. Reservations (issue 22): one hot key on a rule that never
+     * denies, 50 threads on one handle and 1,000 in flight on the loop,
+     * without and with reserve_ms, in turns; beside the EVALSHA floor's
+     * Redis CPU on the hot key. */
+    for (i = 0; i < ntargets; i++)
+        if (named(&targets[i], "redis") && has_floors(&targets[i]))
+            add_cell(&targets[i], NULL, "EVALSHA", PAT_HOT, MODE_PIPE,
+                     "reserve");
+    for (i = 0; i < ntargets; i++) {
+        if (!named(&targets[i], "redis") && !named(&targets[i], "multi") &&
+            !named(&targets[i], "twemproxy"))
+            continue;
+        add_reserve_pair(&targets[i], HOT_RULE, PAT_HOT, MODE_SHARED50,
+                         "reserve");
+        add_reserve_pair(&targets[i], HOT_RULE, PAT_HOT, MODE_LOOP1000,
+                         "reserve");
+    }
+    /* The cold path: uniform keys, where no key is seen often enough to
+     * reserve; and several processes on one key, 10 s. */
+    for (i = 0; i < ntargets; i++) {
+        if (!named(&targets[i], "redis"))
+            continue;
+        add_reserve_pair(&targets[i], rules[0], PAT_UNIFORM, MODE_SHARED50,
+                         "reserve");
+        add_cell(&targets[i], PROC_RULE, NULL, PAT_HOT, MODE_PROC, "reserve");
+        cells[ncells - 1].reserve_ms = RESERVE_MS;
+        cells[ncells - 1].secs = PROC_SECONDS;
+    }
+
+    /* 5. Capacity planning: the same processes on 64 keys over the
+     * slots of clusters of 1, 3 and 6 masters, without and with
+     * reservations. */
+    for (i = 0; i < ntargets; i++)
+        if (capacity_target(&targets[i]))
+            add_reserve_pair(&targets[i], PROC_RULE, PAT_SPREAD, MODE_PROC,
+                             "capacity");
+
     if (json != NULL)
         fprintf(json,
                 "{\"seconds_per_cell\": %.2f, \"floor_script\": \"%s\", "
@@ -1679,10 +2106,23 @@ int main(int argc, char **argv)
            "target and rule", "keys", "mode", "decisions/s", "p50us", "p99us",
            "cmds", "rtts", "us/call", "us/dec", "cpu/dec", "bytes", "admit");
     for (i = 0; i < ncells; i++) {
-        if (only_section != NULL && strcmp(cells[i].section, only_section) != 0)
+        if (only_section != NULL &&
+            strcmp(cells[i].section, only_section) != 0) {
+            i += cells[i].with_next;
             continue;
+        }
+        if (strcmp(cells[i].section, "capacity") == 0 &&
+            (i == 0 || strcmp(cells[i - 1].section, "capacity") != 0))
+            printf("capacity: %ld CPUs here; masters and load share them, "
+                   "so with fewer cores than masters the figures are "
+                   "bounded by the cores, not by the masters\n",
+                   sysconf(_SC_NPROCESSORS_ONLN));
         run_cell(&cells[i]);
         print_cell(&cells[i], i + 1, ncells);
+        if (cells[i].with_next) {
+            i++;
+            print_cell(&cells[i], i + 1, ncells);
+        }
     }
     fprintf(stderr, "\n");
     if (json != NULL) {
