@@ -246,14 +246,23 @@ static void a_unit_is_used_within_its_hold(void **state)
     assert_int_equal(acquire(sl, "b", &rs).status, SLUICE_RESERVED);
     clk.t = T0 + 100; /* the batch's end: from the refill, charged at 99 */
     assert_int_equal(acquire(sl, "b", &rs).status, SLUICE_RESERVED);
-    clk.t = T0 + 199; /* the refill's end: given back, then the backend */
-    assert_int_equal(acquire(sl, "b", &rs).status, SLUICE_OK);
+    /* A miss (a cost no lot covers) within the refill's hold: its units
+     * are given back, the first batch's last unit, past its hold, lapses
+     * (what it charged may have drained). */
+    clk.t = T0 + 150;
+    {
+        sluice_result r;
+
+        assert_int_equal(sluice_acquire(sl, "b", 1, &rs, 1000, &r), SLUICE_OK);
+        assert_false(r.allowed);
+    }
     b = stats(sl);
     assert_true(b.reserve_refunded > 0);
-    assert_int_equal(b.reserve_lapsed, 0);
-    /* Close gives back what the last miss's batch left. */
+    assert_int_equal(b.reserve_lapsed, 1);
+    /* Close gives back what the miss's batch took: the key then counts
+     * what was admitted and the unit that lapsed. */
     sluice_close(sl);
-    assert_int_equal(remaining(other, "b", &rs), 1000 - 10);
+    assert_int_equal(remaining(other, "b", &rs), 1000 - 9 - 1);
     sluice_close(other);
     check_ttls();
 }
@@ -361,6 +370,48 @@ static void cold_keys_and_the_default_never_reserve(void **state)
     sluice_close(plain);
 }
 
+/* With the deny cache: the reservation answers first (units charged are
+ * admitted whatever the cache holds), the cache then answers the denials
+ * without a round trip. */
+static void the_deny_cache_and_reservations(void **state)
+{
+    tu_clock clk = {T0 + 70};
+    sluice_options o;
+    sluice *sl = NULL;
+    sluice_ruleset rs = rules("fixed:100/1m");
+    sluice_stats a, b;
+    long allowed = 0, cached = 0;
+    char err[512];
+    int i;
+
+    (void)state;
+    sluice_options_init(&o);
+    o.clock = tu_clock_now;
+    o.clock_ctx = &clk;
+    o.reserve_ms = 1000;
+    o.deny_cache = 64;
+    o.command_timeout_ms = 250 * tu_time_scale();
+    snprintf(prefix, sizeof(prefix), "rv%ld-deny:", (long)getpid());
+    o.key_prefix = prefix;
+    if (sluice_open(url, &o, &sl, err, sizeof(err)) != SLUICE_OK)
+        fail_msg("open %s: %s", url, err);
+    for (i = 0; i < 300; i++) {
+        sluice_result r = acquire(sl, "d", &rs);
+
+        allowed += r.allowed;
+        cached += r.status == SLUICE_CACHED;
+    }
+    assert_int_equal(allowed, 100);
+    assert_true(cached > 150);
+    a = stats(sl);
+    for (i = 0; i < 100; i++)
+        assert_int_equal(acquire(sl, "d", &rs).status, SLUICE_CACHED);
+    b = stats(sl);
+    assert_int_equal(b.backend_requests, a.backend_requests);
+    assert_int_equal(b.deny_cache_hits - a.deny_cache_hits, 100);
+    sluice_close(sl);
+}
+
 /* Bad values are refused with a message that names them. */
 static void bad_options_are_refused(void **state)
 {
@@ -390,6 +441,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(batches_use_reservations),
         cmocka_unit_test(named_limiters_and_resets),
         cmocka_unit_test(cold_keys_and_the_default_never_reserve),
+        cmocka_unit_test(the_deny_cache_and_reservations),
         cmocka_unit_test(bad_options_are_refused),
     };
     int i;

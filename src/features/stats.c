@@ -221,6 +221,22 @@ size_t sluice_stats_prometheus(const sluice_stats *in, size_t size,
     counter(&t, "sluice_deny_cache_hits_total",
             "Requests answered by the local deny cache.", name, NULL,
             st.deny_cache_hits, true);
+    counter(&t, "sluice_reserve_admitted_total",
+            "Acquires admitted from a reservation, without a round trip.", name,
+            NULL, st.reserve_admitted, true);
+    counter(&t, "sluice_reserve_batches_total",
+            "Batches of units asked of the backend (reservations).", name, NULL,
+            st.reserve_batches, true);
+    counter(&t, "sluice_reserve_units_total",
+            "Reserved units: asked, granted (charged), given back unused, "
+            "lapsed unused.",
+            name, "kind=\"asked\"", st.reserve_asked, true);
+    counter(&t, "sluice_reserve_units_total", NULL, name, "kind=\"granted\"",
+            st.reserve_granted, false);
+    counter(&t, "sluice_reserve_units_total", NULL, name, "kind=\"refunded\"",
+            st.reserve_refunded, false);
+    counter(&t, "sluice_reserve_units_total", NULL, name, "kind=\"lapsed\"",
+            st.reserve_lapsed, false);
     head = true;
     for (i = 0; i < SLUICE_STATS_STATUSES; i++) {
         const char *label = sluice_status_name((sluice_status)i);
