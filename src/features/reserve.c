@@ -578,8 +578,7 @@ static void deposit(sl_reserve *rv, sl_rsv_entry *e, const sl_rsv_plan *p,
 int sl_reserve_after(sl_reserve *rv, sl_rsv_plan *p, sluice_status st,
                      const sluice_result *res, sluice_result *rescue)
 {
-    const sluice_result *m = p->refill > 0 ? NULL : &res[p->main];
-    const sluice_result *b = p->ask > 0 ? &res[p->n - 1] : NULL;
+    const sluice_result *m, *b;
     bool ok = st == SLUICE_OK;
     int64_t g = 0;
     sl_rsv_entry *e = p->e;
@@ -587,6 +586,8 @@ int sl_reserve_after(sl_reserve *rv, sl_rsv_plan *p, sluice_status st,
 
     if (e == NULL)
         return 0;
+    m = p->refill > 0 ? NULL : &res[p->main];
+    b = p->ask > 0 ? &res[p->n - 1] : NULL;
     if (p->refund > 0)
         ADD(*(ok && res[0].status == SLUICE_OK ? &rv->refunded : &rv->lapsed),
             (uint64_t)p->refund);

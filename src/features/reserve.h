@@ -90,6 +90,8 @@ static inline bool sl_reserve_before(sl_reserve *rv, const sl_config *cfg,
                                      sluice_result *out, sl_rsv_plan *p)
 {
     p->e = NULL;
+    p->refill = 0;
+    p->park = false;
     return sl_reserve_on(rv) && sl_reserve_use(rv, cfg, r, may_wait, out, p);
 }
 /* After an admission here that left p->e set: the refill to send, alone
