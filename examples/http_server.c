@@ -63,7 +63,14 @@ static void decided(sluice *sl, void *arg, sluice_status st,
                             (long long)res[0].remaining);
         evhttp_send_reply(req, 200, "OK", body);
     } else {
-        evbuffer_add_printf(body, "too many requests\n");
+        /* RFC 9457 problem details: the draft's quota-exceeded type. */
+        char problem[512];
+
+        sluice_http_problem(&the->rules, &res[0], "default", problem,
+                            sizeof(problem));
+        evhttp_add_header(evhttp_request_get_output_headers(req),
+                          "Content-Type", "application/problem+json");
+        evbuffer_add_printf(body, "%s\n", problem);
         evhttp_send_reply(req, 429, "Too Many Requests", body);
     }
     evbuffer_free(body);

@@ -638,6 +638,43 @@ SLUICE_API size_t sluice_http_headers(const sluice_ruleset *rules,
                                       const sluice_result *res,
                                       const char *name, char *buf, size_t len);
 
+/* What a quota counts (the draft's "qu"). */
+typedef enum sluice_quota_unit {
+    SLUICE_UNIT_REQUESTS = 0,       /* the draft's default: no qu written */
+    SLUICE_UNIT_CONTENT_BYTES,      /* qu="content-bytes": cost is bytes */
+    SLUICE_UNIT_CONCURRENT_REQUESTS /* qu="concurrent-requests" (leases):
+                                       no w, a concurrency has no window */
+} sluice_quota_unit;
+
+/* Flags of sluice_http_fields. */
+#define SLUICE_HTTP_RAW_PK                         \
+    1u /* pk is the partition key's own bytes, not \
+          its hash: only for keys that are public */
+
+/* sluice_http_headers with the draft's other parameters: every policy
+ * item gets qu="UNIT" unless unit is SLUICE_UNIT_REQUESTS, and, when
+ * partition_key is not NULL, the RateLimit item gets pk=:BASE64: (a Byte
+ * Sequence): the first 16 bytes of the key's SHA-256, never the key
+ * itself unless flags has SLUICE_HTTP_RAW_PK. Returns as
+ * sluice_http_headers does; 0 for an unknown unit or flag. */
+SLUICE_API size_t sluice_http_fields(const sluice_ruleset *rules,
+                                     const sluice_result *res, const char *name,
+                                     sluice_quota_unit unit,
+                                     const void *partition_key,
+                                     size_t partition_key_len, unsigned flags,
+                                     char *buf, size_t len);
+
+/* An RFC 9457 problem details body (application/problem+json) for a
+ * denial (res->allowed false): the draft's problem type
+ * "https://iana.org/assignments/http-problem-types#quota-exceeded", its
+ * title, "status": 429, and "violated-policies" naming the policy that
+ * denied as sluice_http_headers names it (the rule that binds; a result
+ * names no other). Returns the length the whole text needs, as snprintf
+ * does; 0 (nothing written) for an admission or NULL arguments. */
+SLUICE_API size_t sluice_http_problem(const sluice_ruleset *rules,
+                                      const sluice_result *res,
+                                      const char *name, char *buf, size_t len);
+
 /* Replaces the allocator of sluice's own memory (not hiredis's). Call before
  * any handle exists; NULL arguments restore the C library's. */
 SLUICE_API void sluice_set_allocator(void *(*malloc_fn)(size_t),

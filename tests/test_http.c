@@ -275,6 +275,93 @@ static void the_rule_reset_fits_the_padding(void **state)
     assert_int_equal(sluice_result_rule_reset_ms(&r), 4100);
 }
 
+/* The draft's other parameters: qu for a unit (none for requests, no w
+ * for a concurrency), pk as a Byte Sequence: the first 16 bytes of the
+ * key's SHA-256 (the value below from coreutils: printf 'user:1' |
+ * sha256sum), or with SLUICE_HTTP_RAW_PK the key itself (the draft's own
+ * example, "App-999"). Unknown units and flags write nothing. */
+static void units_and_partition_keys(void **state)
+{
+    sluice_ruleset rs = rules("fixed:10/1m+token:5/1s");
+    sluice_result r = {.status = SLUICE_OK,
+                       .allowed = true,
+                       .rule = 1,
+                       .limit = 5,
+                       .remaining = 4,
+                       .retry_after_ms = -1,
+                       .reset_after_ms = 200};
+    char buf[512];
+
+    (void)state;
+    assert_true(sluice_http_fields(&rs, &r, "api", SLUICE_UNIT_CONTENT_BYTES,
+                                   "user:1", 6, 0, buf, sizeof(buf)) > 0);
+    assert_string_equal(
+        buf, "RateLimit-Policy: \"api-1\";q=10;qu=\"content-bytes\";w=60, "
+             "\"api-2\";q=5;qu=\"content-bytes\";w=1\r\n"
+             "RateLimit: \"api-2\";r=4;t=1;pk=:q8Oke4rRi4VcaH2cosYJHg==:\r\n");
+    assert_null(strstr(buf, "user:1"));
+    sluice_http_fields(&rs, &r, "api", SLUICE_UNIT_CONCURRENT_REQUESTS,
+                       "App-999", 7, SLUICE_HTTP_RAW_PK, buf, sizeof(buf));
+    assert_string_equal(
+        buf, "RateLimit-Policy: \"api-1\";q=10;qu=\"concurrent-requests\", "
+             "\"api-2\";q=5;qu=\"concurrent-requests\"\r\n"
+             "RateLimit: \"api-2\";r=4;t=1;pk=:QXBwLTk5OQ==:\r\n");
+    /* Requests, no key: sluice_http_headers' text. */
+    {
+        char old[512];
+
+        sluice_http_headers(&rs, &r, "api", old, sizeof(old));
+        sluice_http_fields(&rs, &r, "api", SLUICE_UNIT_REQUESTS, NULL, 0, 0,
+                           buf, sizeof(buf));
+        assert_string_equal(buf, old);
+    }
+    assert_int_equal(sluice_http_fields(&rs, &r, "api", (sluice_quota_unit)3,
+                                        NULL, 0, 0, buf, sizeof(buf)),
+                     0);
+    assert_string_equal(buf, "");
+    assert_int_equal(sluice_http_fields(&rs, &r, "api", SLUICE_UNIT_REQUESTS,
+                                        NULL, 0, 2, buf, sizeof(buf)),
+                     0);
+    assert_int_equal(sluice_http_fields(&rs, &r, "api", SLUICE_UNIT_REQUESTS,
+                                        NULL, 5, 0, buf, sizeof(buf)),
+                     0);
+}
+
+/* The problem body of a denial: the draft's type, 429, the policy that
+ * binds (as the fields name it, escaped for JSON); none for an admission;
+ * snprintf's contract. */
+static void a_denial_as_problem_details(void **state)
+{
+    sluice_ruleset one = rules("fixed:10/1m"),
+                   two = rules("fixed:10/1m+fixed:100/1h");
+    sluice_result r = {.status = SLUICE_OK,
+                       .allowed = false,
+                       .rule = 1,
+                       .remaining = 0,
+                       .retry_after_ms = 1000,
+                       .reset_after_ms = 3600000};
+    char buf[512], small[16];
+    size_t n;
+
+    (void)state;
+    n = sluice_http_problem(&two, &r, "a\"b", buf, sizeof(buf));
+    assert_string_equal(
+        buf, "{\"type\": \"https://iana.org/assignments/http-problem-types"
+             "#quota-exceeded\", \"title\": \"Request cannot be satisfied "
+             "as assigned quota has been exceeded\", \"status\": 429, "
+             "\"violated-policies\": [\"a\\\"b-2\"]}");
+    assert_int_equal(n, strlen(buf));
+    assert_int_equal(
+        sluice_http_problem(&two, &r, "a\"b", small, sizeof(small)), n);
+    assert_int_equal(strlen(small), sizeof(small) - 1);
+    r.rule = 0;
+    sluice_http_problem(&one, &r, NULL, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "[\"sluice\"]"));
+    r.allowed = true;
+    assert_int_equal(sluice_http_problem(&one, &r, "x", buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -287,6 +374,8 @@ int main(void)
         cmocka_unit_test(names_are_structured_field_strings),
         cmocka_unit_test(the_snprintf_contract),
         cmocka_unit_test(the_rule_reset_fits_the_padding),
+        cmocka_unit_test(units_and_partition_keys),
+        cmocka_unit_test(a_denial_as_problem_details),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # test_http.sh - examples/http_server against a real Redis, driven by curl:
 # a client within its limit gets 200, over it 429, with the RateLimit-Policy
-# and RateLimit fields and, on a 429, Retry-After; another client is
+# and RateLimit fields and, on a 429, Retry-After and an RFC 9457 problem
+# body (application/problem+json, parsed by Python); another client is
 # limited apart. The server is stopped afterwards, also on failure.
 #   test_http.sh HTTP_SERVER_BIN URL|@file
 set -euo pipefail
@@ -33,7 +34,7 @@ grep -q listening "$work/out" || { cat "$work/out"; exit 1; }
 fail() { echo "FAIL: $*"; exit 1; }
 # request KEY N: the Nth request of client KEY; headers in $work/h.KEY.N
 request() {
-    curl -s -o /dev/null -D "$work/h.$1.$2" -w '%{http_code}' \
+    curl -s -o "$work/b.$1.$2" -D "$work/h.$1.$2" -w '%{http_code}' \
         -H "X-Client-Key: $1" "http://127.0.0.1:$port/"
 }
 header() { # header FILE NAME: its value, without the CR
@@ -60,9 +61,21 @@ retry=$(header "$work/h.alice.4" Retry-After)
 [[ $retry =~ ^[0-9]+$ ]] && ((retry >= 3590 && retry <= 3600)) ||
     fail "Retry-After on the 429: '$retry'"
 echo "alice's 429: RateLimit: $rl, Retry-After: $retry"
+# Its body: RFC 9457 problem details, read by Python's own JSON parser.
+ctype=$(header "$work/h.alice.4" Content-Type)
+[[ $ctype == application/problem+json ]] || fail "the 429's Content-Type: $ctype"
+python3 - "$work/b.alice.4" <<'PY' || fail "the 429's body: $(cat "$work/b.alice.4")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["type"] == ("https://iana.org/assignments/http-problem-types"
+                     "#quota-exceeded"), p
+assert p["status"] == 429 and p["violated-policies"] == ["default"], p
+assert p["title"].startswith("Request cannot be satisfied"), p
+PY
+echo "alice's 429 body: $(cat "$work/b.alice.4")"
 
 code=$(request bob 1)
 [[ $code == 200 ]] || fail "bob, another client: $code"
 rl=$(header "$work/h.bob.1" RateLimit)
 [[ $rl == '"default";r=2;t=3600' ]] || fail "bob's RateLimit: $rl"
-echo "http: 200 within the limit, 429 over it, the fields as the draft has them"
+echo "http: 200 within the limit, 429 over it with a problem body, the fields as the draft has them"

@@ -3,11 +3,14 @@
  * "RateLimit header fields for HTTP" (draft-ietf-httpapi-ratelimit-headers,
  * revision 11): RateLimit-Policy lists the quota policies (one a rule),
  * RateLimit the one that binds, both Structured Field lists of Items whose
- * value is a String naming the policy; Retry-After (RFC 9110) on a denial
- * that can fit. */
+ * value is a String naming the policy, with the quota unit (qu) and the
+ * partition key (pk, hashed unless the caller says it is public);
+ * Retry-After (RFC 9110) on a denial that can fit; and the draft's
+ * quota-exceeded problem type as an RFC 9457 body. */
 #include "internal.h"
 #include "store.h"
 
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -55,9 +58,35 @@ static void policy_of(const sluice_rule *r, long long *q, long long *w)
         *w = (long long)((double)cap / (double)l * ((double)p / 1000.0)) + 1;
 }
 
-size_t sluice_http_headers(const sluice_ruleset *rules,
-                           const sluice_result *res, const char *name,
-                           char *buf, size_t len)
+static const char *const units[] = {NULL, "content-bytes",
+                                    "concurrent-requests"};
+
+/* pk's value: a Byte Sequence (RFC 9651), the key's bytes or the first 16
+ * bytes of its SHA-256, in base64 between colons. */
+static void put_pk(sl_text *t, const void *key, size_t key_len, bool raw)
+{
+    unsigned char digest[EVP_MAX_MD_SIZE], *b64;
+    unsigned int dlen = 0;
+    const unsigned char *bytes = key;
+    size_t n = key_len;
+
+    if (!raw) {
+        if (EVP_Digest(key, key_len, digest, &dlen, EVP_sha256(), NULL) != 1)
+            return; /* no pk rather than a wrong one */
+        bytes = digest;
+        n = dlen < 16 ? dlen : 16;
+    }
+    if ((b64 = sl_malloc(4 * ((n + 2) / 3) + 1)) == NULL)
+        return;
+    EVP_EncodeBlock(b64, bytes, (int)n);
+    sl_textf(t, ";pk=:%s:", (const char *)b64);
+    sl_free(b64);
+}
+
+size_t sluice_http_fields(const sluice_ruleset *rules, const sluice_result *res,
+                          const char *name, sluice_quota_unit unit,
+                          const void *partition_key, size_t partition_key_len,
+                          unsigned flags, char *buf, size_t len)
 {
     sl_text t = {buf, buf != NULL ? len : 0, 0};
     size_t i, binding;
@@ -66,7 +95,11 @@ size_t sluice_http_headers(const sluice_ruleset *rules,
     if (t.len > 0)
         t.buf[0] = '\0';
     if (rules == NULL || res == NULL || rules->count == 0 ||
-        rules->count > SLUICE_MAX_RULES)
+        rules->count > SLUICE_MAX_RULES ||
+        (unsigned)unit >= sizeof(units) / sizeof(units[0]) ||
+        (flags & ~SLUICE_HTTP_RAW_PK) != 0 ||
+        (partition_key == NULL && partition_key_len > 0) ||
+        partition_key_len > SLUICE_MAX_KEY_LEN)
         return 0;
     if (name == NULL || name[0] == '\0')
         name = "sluice";
@@ -80,20 +113,79 @@ size_t sluice_http_headers(const sluice_ruleset *rules,
         sl_textf(&t, "%s", i > 0 ? ", " : "");
         put_name(&t, name, i, rules->count);
         policy_of(r, &q, &w);
-        sl_textf(&t, ";q=%lld;w=%lld", q, w);
+        sl_textf(&t, ";q=%lld", q);
+        if (units[unit] != NULL)
+            sl_textf(&t, ";qu=\"%s\"", units[unit]);
+        if (unit != SLUICE_UNIT_CONCURRENT_REQUESTS)
+            sl_textf(&t, ";w=%lld", w);
     }
     sl_textf(&t, "\r\n");
     /* Where the binding one stands: the remaining (the least over the
      * rules, the binding one's) and its own reset. */
     sl_textf(&t, "RateLimit: ");
     put_name(&t, name, binding, rules->count);
-    sl_textf(&t, ";r=%lld;t=%lld\r\n",
+    sl_textf(&t, ";r=%lld;t=%lld",
              (long long)(res->remaining > 0 ? res->remaining : 0),
              seconds_up(sluice_result_rule_reset_ms(res)));
+    if (partition_key != NULL)
+        put_pk(&t, partition_key, partition_key_len,
+               (flags & SLUICE_HTTP_RAW_PK) != 0);
+    sl_textf(&t, "\r\n");
     if (!res->allowed && res->retry_after_ms >= 0)
         sl_textf(&t, "Retry-After: %lld\r\n",
                  seconds_up(res->retry_after_ms) > 0
                      ? seconds_up(res->retry_after_ms)
                      : 1);
+    return t.at;
+}
+
+size_t sluice_http_headers(const sluice_ruleset *rules,
+                           const sluice_result *res, const char *name,
+                           char *buf, size_t len)
+{
+    return sluice_http_fields(rules, res, name, SLUICE_UNIT_REQUESTS, NULL, 0,
+                              0, buf, len);
+}
+
+/* A policy's name as a JSON string: the Structured Field String's
+ * characters (printable ASCII), quote and backslash escaped. */
+static void put_json_name(sl_text *t, const char *name, size_t i, size_t count)
+{
+    const char *c;
+
+    sl_textf(t, "\"");
+    for (c = name; *c != '\0'; c++) {
+        if (*c == '"' || *c == '\\')
+            sl_textf(t, "\\%c", *c);
+        else if (*c >= 0x20 && *c < 0x7f)
+            sl_textf(t, "%c", *c);
+        else
+            sl_textf(t, "_");
+    }
+    if (count > 1)
+        sl_textf(t, "-%zu", i + 1);
+    sl_textf(t, "\"");
+}
+
+size_t sluice_http_problem(const sluice_ruleset *rules,
+                           const sluice_result *res, const char *name,
+                           char *buf, size_t len)
+{
+    sl_text t = {buf, buf != NULL ? len : 0, 0};
+
+    if (t.len > 0)
+        t.buf[0] = '\0';
+    if (rules == NULL || res == NULL || res->allowed || rules->count == 0 ||
+        rules->count > SLUICE_MAX_RULES)
+        return 0;
+    if (name == NULL || name[0] == '\0')
+        name = "sluice";
+    sl_textf(&t, "{\"type\": \"https://iana.org/assignments/"
+                 "http-problem-types#quota-exceeded\", \"title\": \"Request "
+                 "cannot be satisfied as assigned quota has been exceeded\", "
+                 "\"status\": 429, \"violated-policies\": [");
+    put_json_name(&t, name, res->rule < rules->count ? res->rule : 0,
+                  rules->count);
+    sl_textf(&t, "]}");
     return t.at;
 }
