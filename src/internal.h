@@ -52,6 +52,10 @@ int64_t sl_mono_ms(void);
 const char *sl_algorithm_name(sluice_algorithm a);
 /* Formats a rule back to its canonical text ("token:5/1000ms,burst=10"). */
 void sl_rule_format(const sluice_rule *r, char *dst, size_t dst_len);
+/* Whether two rulesets are the same by value: rule by rule, the same
+ * algorithm, limit, period, capacity (a burst left out is the limit) and
+ * tz. What the deny cache and reservations key their entries by. */
+bool sl_ruleset_same(const sluice_ruleset *a, const sluice_ruleset *b);
 
 /* key.c: decimal text of v into dst (at least 21 bytes), no terminator;
  * returns its length. Faster than snprintf on the hot path. */

@@ -45,6 +45,24 @@ void sl_rule_format(const sluice_rule *r, char *dst, size_t dst_len)
     }
 }
 
+bool sl_ruleset_same(const sluice_ruleset *a, const sluice_ruleset *b)
+{
+    size_t i;
+
+    if (a->count != b->count)
+        return false;
+    for (i = 0; i < a->count; i++) {
+        const sluice_rule *x = &a->rules[i], *y = &b->rules[i];
+
+        if (x->algorithm != y->algorithm || x->limit != y->limit ||
+            x->period_ms != y->period_ms ||
+            sl_rule_capacity(x) != sl_rule_capacity(y) ||
+            x->tz_offset_ms != y->tz_offset_ms)
+            return false;
+    }
+    return true;
+}
+
 size_t sluice_ruleset_format(const sluice_ruleset *rs, char *buf, size_t len)
 {
     char one[128];

@@ -141,6 +141,33 @@ static void a_cheaper_request_other_rules_and_a_reset_miss(void **state)
     sluice_close(sl);
 }
 
+/* Rules compared by value: a burst left out is the limit, so the same
+ * ruleset written two ways finds its denial (a bucket's logic: on mem://,
+ * which every build has, whatever the backend under test refuses). */
+static void rules_are_compared_by_value(void **state)
+{
+    tu_clock clk = {T0};
+    sluice_options o;
+    sluice *sl = NULL;
+    sluice_ruleset a = rules("token:5/1m"), b = rules("token:5/1m,burst=5");
+    sluice_result r;
+    int i;
+
+    (void)state;
+    sluice_options_init(&o);
+    o.clock = tu_clock_now;
+    o.clock_ctx = &clk;
+    o.deny_cache = 16;
+    assert_int_equal(sluice_open("mem://", &o, &sl, NULL, 0), SLUICE_OK);
+    for (i = 0; i < 5; i++)
+        assert_true(acquire(sl, "v", &a, 1).allowed);
+    r = acquire(sl, "v", &a, 1);
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_false(r.allowed);
+    assert_int_equal(acquire(sl, "v", &b, 1).status, SLUICE_CACHED);
+    sluice_close(sl);
+}
+
 static void batches_mix_cached_and_decided(void **state)
 {
     tu_clock clk = {T0};
@@ -269,6 +296,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_hot_denied_key_costs_no_backend_call),
         cmocka_unit_test(a_cheaper_request_other_rules_and_a_reset_miss),
+        cmocka_unit_test(rules_are_compared_by_value),
         cmocka_unit_test(batches_mix_cached_and_decided),
         cmocka_unit_test(the_cache_keeps_at_most_its_size),
         cmocka_unit_test(off_by_default),

@@ -55,23 +55,6 @@ static sl_deny_entry *set_of(const sl_deny_cache *c, const void *key,
     return &c->slots[(h % c->nsets) * SL_DENY_WAYS];
 }
 
-static bool same_rules(const sluice_ruleset *a, const sluice_ruleset *b)
-{
-    size_t i;
-
-    if (a->count != b->count)
-        return false;
-    for (i = 0; i < a->count; i++) {
-        const sluice_rule *x = &a->rules[i], *y = &b->rules[i];
-
-        if (x->algorithm != y->algorithm || x->limit != y->limit ||
-            x->period_ms != y->period_ms || x->burst != y->burst ||
-            x->tz_offset_ms != y->tz_offset_ms)
-            return false;
-    }
-    return true;
-}
-
 static bool same_key(const sl_deny_entry *e, const void *key, size_t len)
 {
     return e->key != NULL && e->key_len == len && memcmp(e->key, key, len) == 0;
@@ -80,7 +63,7 @@ static bool same_key(const sl_deny_entry *e, const void *key, size_t len)
 static bool matches(const sl_deny_entry *e, const sl_request *rq)
 {
     return same_key(e, rq->key, rq->key_len) && e->cost == rq->decide.cost &&
-           same_rules(&e->rules, rq->decide.rules);
+           sl_ruleset_same(&e->rules, rq->decide.rules);
 }
 
 bool sl_deny_lookup(sl_deny_cache *c, const sl_request *rq, int64_t now,

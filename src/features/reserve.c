@@ -116,25 +116,6 @@ static int64_t window_end(const sluice_ruleset *rs, int64_t t)
     return end;
 }
 
-static bool same_rules(const sluice_ruleset *a, const sluice_ruleset *b)
-{
-    size_t i;
-
-    if (a->count != b->count)
-        return false;
-    for (i = 0; i < a->count; i++) {
-        const sluice_rule *x = &a->rules[i], *y = &b->rules[i];
-
-        /* A burst by value: token:10/1s is token:10/1s,burst=10. */
-        if (x->algorithm != y->algorithm || x->limit != y->limit ||
-            x->period_ms != y->period_ms ||
-            sl_rule_capacity(x) != sl_rule_capacity(y) ||
-            x->tz_offset_ms != y->tz_offset_ms)
-            return false;
-    }
-    return true;
-}
-
 /* ------------------------------------------------------------ the table */
 
 /* A set's mutex, and its condition on the monotonic clock. */
@@ -236,7 +217,7 @@ static sl_rsv_entry *find(sl_rsv_set *set, const sl_request *r)
 
     for (w = 0; w < SL_RSV_WAYS; w++)
         if (same_key(&set->ways[w], r) &&
-            same_rules(&set->ways[w].rules, r->decide.rules))
+            sl_ruleset_same(&set->ways[w].rules, r->decide.rules))
             return &set->ways[w];
     return NULL;
 }
