@@ -23,15 +23,12 @@ if [[ ${1:-} == --test ]]; then
         libevent-dev libuv1-dev          # the event-loop adapters' tests
         python3 python3-prometheus-client # the model, the metrics check
         curl                             # the example HTTP service's test
-        nodejs npm                       # structured-headers (test_sf.sh)
     )
 fi
 
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-        # Node and npm from elsewhere (nodesource's nodejs has npm in it).
-        { [[ $p == nodejs || $p == npm ]] && command -v "${p/nodejs/node}" >/dev/null; } ||
         missing+=("$p")
 done
 if [[ ${#missing[@]} -eq 0 ]]; then

@@ -7,7 +7,9 @@
 // Integer r and t and pk a Byte Sequence: the first 16 bytes of the
 // key's SHA-256 (node's crypto) or the key's own bytes; Retry-After an
 // Integer; and each field, serialized again by the parser, exactly what
-// sluice wrote. Exit 1 on the first case that fails, with the case.
+// sluice wrote. Run by test_sf.sh --npm (the test run runs check_sf.py,
+// which checks the same without the npm registry). Exit 1 on the first
+// case that fails, with the case.
 //   node check_sf.mjs CASES_FILE [MODULES_DIR]
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
