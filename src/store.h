@@ -66,6 +66,17 @@ static inline bool sl_store_is_bucket(const sluice_rule *r)
     return sl_store_of(r->algorithm).family == SL_FAMILY_BUCKET;
 }
 
+/* Whether any rule of rs keeps its state in family f. */
+static inline bool sl_ruleset_has(const sluice_ruleset *rs, sl_family f)
+{
+    size_t i;
+
+    for (i = 0; i < rs->count; i++)
+        if (sl_store_of(rs->rules[i].algorithm).family == f)
+            return true;
+    return false;
+}
+
 /* Window index of t and the time from t to that window's end. */
 void sl_window_locate(const sluice_rule *r, int64_t t, int64_t *k,
                       int64_t *to_end);

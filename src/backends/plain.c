@@ -49,16 +49,6 @@ static bool all_buckets(const sluice_ruleset *rs)
     return true;
 }
 
-static bool has_bucket(const sluice_ruleset *rs)
-{
-    size_t i;
-
-    for (i = 0; i < rs->count; i++)
-        if (sl_store_is_bucket(&rs->rules[i]))
-            return true;
-    return false;
-}
-
 /* -------------------------------------------------- order and holding */
 
 static uint32_t key_hash(const void *key, size_t len)
@@ -547,7 +537,8 @@ static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
     } else if (rq->op == SL_OP_REFUND) {
         j->watched = true;
         j->mode = JOB_READ;
-    } else if (has_bucket(rq->decide.rules) && !p->multi) {
+    } else if (sl_ruleset_has(rq->decide.rules, SL_FAMILY_BUCKET) &&
+               !p->multi) {
         sl_errf(err, err_len,
                 "%s: token and gcra need an atomic "
                 "read-modify-write that a proxy's plain commands cannot "
@@ -557,7 +548,7 @@ static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
         return false;
     } else if (rq->op == SL_OP_PEEK) {
         j->mode = JOB_READ;
-    } else if (has_bucket(rq->decide.rules)) {
+    } else if (sl_ruleset_has(rq->decide.rules, SL_FAMILY_BUCKET)) {
         j->watched = true;
         j->mode = JOB_READ;
     } else {

@@ -147,26 +147,6 @@ size_t sluice_http_headers(const sluice_ruleset *rules,
                               0, buf, len);
 }
 
-/* A policy's name as a JSON string: the Structured Field String's
- * characters (printable ASCII), quote and backslash escaped. */
-static void put_json_name(sl_text *t, const char *name, size_t i, size_t count)
-{
-    const char *c;
-
-    sl_textf(t, "\"");
-    for (c = name; *c != '\0'; c++) {
-        if (*c == '"' || *c == '\\')
-            sl_textf(t, "\\%c", *c);
-        else if (*c >= 0x20 && *c < 0x7f)
-            sl_textf(t, "%c", *c);
-        else
-            sl_textf(t, "_");
-    }
-    if (count > 1)
-        sl_textf(t, "-%zu", i + 1);
-    sl_textf(t, "\"");
-}
-
 size_t sluice_http_problem(const sluice_ruleset *rules,
                            const sluice_result *res, const char *name,
                            char *buf, size_t len)
@@ -184,8 +164,9 @@ size_t sluice_http_problem(const sluice_ruleset *rules,
                  "http-problem-types#quota-exceeded\", \"title\": \"Request "
                  "cannot be satisfied as assigned quota has been exceeded\", "
                  "\"status\": 429, \"violated-policies\": [");
-    put_json_name(&t, name, res->rule < rules->count ? res->rule : 0,
-                  rules->count);
+    /* A Structured Field String of printable ASCII, quote and backslash
+     * escaped, is also a JSON string: the same name as the fields'. */
+    put_name(&t, name, res->rule < rules->count ? res->rule : 0, rules->count);
     sl_textf(&t, "]}");
     return t.at;
 }

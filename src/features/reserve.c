@@ -70,36 +70,6 @@ static int64_t cap_of(const sluice_ruleset *rs, uint32_t share)
     return c / 100 * share + c % 100 * share / 100;
 }
 
-static bool has_window(const sluice_ruleset *rs)
-{
-    size_t i;
-
-    for (i = 0; i < rs->count; i++)
-        if (sl_store_is_window(&rs->rules[i]))
-            return true;
-    return false;
-}
-
-static bool has_bucket(const sluice_ruleset *rs)
-{
-    size_t i;
-
-    for (i = 0; i < rs->count; i++)
-        if (sl_store_is_bucket(&rs->rules[i]))
-            return true;
-    return false;
-}
-
-static bool has_log(const sluice_ruleset *rs)
-{
-    size_t i;
-
-    for (i = 0; i < rs->count; i++)
-        if (rs->rules[i].algorithm == SLUICE_LOG)
-            return true;
-    return false;
-}
-
 /* The end of t's window, the earliest over the window rules; INT64_MAX
  * without one. */
 static int64_t window_end(const sluice_ruleset *rs, int64_t t)
@@ -252,7 +222,7 @@ static sl_rsv_entry *claim(sl_rsv_set *set, const sl_request *r, int64_t now,
     e->own_prefix = r->prefix != NULL;
     e->gen++;
     e->rules = *r->decide.rules;
-    e->has_bucket = has_bucket(&e->rules);
+    e->has_bucket = sl_ruleset_has(&e->rules, SL_FAMILY_BUCKET);
     e->seen_at = now;
     e->seen_cur = e->seen_prev = 0;
     e->ceiling = cap;
@@ -420,7 +390,8 @@ bool sl_reserve_use(sl_reserve *rv, const sl_config *cfg, const sl_request *r,
     cost = r->decide.cost;
     h = hold_of(rs, rv->hold_ms);
     cap = cap_of(rs, rv->share);
-    if (h <= 0 || cap < 2 || (rv->server_clock && has_window(rs)))
+    if (h <= 0 || cap < 2 ||
+        (rv->server_clock && sl_ruleset_has(rs, SL_FAMILY_WINDOW)))
         return false;
     now = r->now_ms >= 0 ? r->now_ms : cfg->clock(cfg->clock_ctx);
     set = set_of(rv, r);
@@ -538,7 +509,7 @@ static void deposit(sl_reserve *rv, sl_rsv_entry *e, const sl_rsv_plan *p,
 
     lot.win_end = window_end(&e->rules, p->now);
     lot.until = sl_min64(p->now + p->hold, lot.win_end);
-    e->refundable = !has_log(&e->rules);
+    e->refundable = !sl_ruleset_has(&e->rules, SL_FAMILY_LOG);
     if (e->lots[0].units == 0) {
         e->lots[0] = *l; /* the newer moves up */
         memset(l, 0, sizeof(*l));

@@ -358,24 +358,20 @@ class Schedule:
             return ev, used
         return self.fresh()
 
+    # The clock's steps: (the chance's upper end, the least and most
+    # step); mostly small steps, sometimes jumps.
+    STEPS = ((0.35, 0, 0), (0.75, 1, 20), (0.95, 21, 300), (0.99, 301, 5000),
+             (0.998, 10 ** 4, 10 ** 7), (1.0, 10 ** 8, 10 ** 10))
+
     def advance(self, i):
-        """Move the shared clock: mostly small steps, sometimes jumps."""
+        """Move the shared clock by a step drawn from STEPS; the top of
+        the time range near the end."""
         rng, r = self.rng, self.rng.random()
         if i == self.top_at:
             self.base = TOP - 10 ** 6 + rng.randint(0, 10 ** 5)
             return
-        if r < 0.35:
-            step = 0
-        elif r < 0.75:
-            step = rng.randint(1, 20)
-        elif r < 0.95:
-            step = rng.randint(21, 300)
-        elif r < 0.99:
-            step = rng.randint(301, 5000)
-        elif r < 0.998:
-            step = rng.randint(10 ** 4, 10 ** 7)
-        else:
-            step = rng.randint(10 ** 8, 10 ** 10)
+        lo, hi = next((lo, hi) for upto, lo, hi in self.STEPS if r < upto)
+        step = rng.randint(lo, hi)
         if self.base + step + 1000 <= TOP and (
                 i > self.top_at or self.base + step < TOP - 2 * 10 ** 6):
             self.base += step
@@ -560,26 +556,9 @@ class ReserveSchedule(Schedule):
             return self.script.pop(0), []
         return Schedule.next(self, i)
 
-    def advance(self, i):
-        """Mostly a few ms, sometimes past a window or a hold, rarely a
-        jump; the top of the time range near the end."""
-        rng, r = self.rng, self.rng.random()
-        if i == self.top_at:
-            self.base = TOP - 10 ** 6 + rng.randint(0, 10 ** 5)
-            return
-        if r < 0.5:
-            step = 0
-        elif r < 0.85:
-            step = rng.randint(1, 3)
-        elif r < 0.96:
-            step = rng.randint(4, 40)
-        elif r < 0.995:
-            step = rng.randint(41, 3000)
-        else:
-            step = rng.randint(10 ** 4, 10 ** 7)
-        if self.base + step + 1000 <= TOP and (
-                i > self.top_at or self.base + step < TOP - 2 * 10 ** 6):
-            self.base += step
+    # Mostly a few ms, sometimes past a window or a hold, rarely a jump.
+    STEPS = ((0.5, 0, 0), (0.85, 1, 3), (0.96, 4, 40), (0.995, 41, 3000),
+             (1.0, 10 ** 4, 10 ** 7))
 
     def fresh(self):
         rng = self.rng
