@@ -72,9 +72,20 @@ typedef enum sluice_algorithm {
 } sluice_algorithm;
 
 /* One rule. Zero burst means "same as limit"; burst is only valid for
- * token and gcra, tz_offset_ms only for fixed and sliding. */
+ * token and gcra, tz_offset_ms only for fixed and sliding.
+ *
+ * block_s (rule text ",block=15m"): a penalty. Once a request on the key is
+ * denied by this rule (a denial that could fit later), every request on
+ * the key whose ruleset has a block is denied until the block ends,
+ * block_s seconds after that denial, for every client (the block lives on
+ * the backend, beside the key's state); retry_after_ms says when it ends.
+ * 0: none; 1 .. 10^7 s. block_extend (",extend=1"): a request made while
+ * the key is blocked starts the block again. Both were added after 0.1.0
+ * in what was padding (docs/ABI.md): use designated initializers. */
 typedef struct sluice_rule {
     sluice_algorithm algorithm;
+    unsigned block_s : 31;
+    unsigned block_extend : 1;
     int64_t limit;        /* 1 .. 10^9 */
     int64_t period_ms;    /* 1 .. 10^10 */
     int64_t burst;        /* 0 or 1 .. 10^9 */

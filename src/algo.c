@@ -263,6 +263,49 @@ bool sl_decide(const sluice_ruleset *rs, const sl_state_view *views, int64_t t,
     return all;
 }
 
+bool sl_decide_block(const sluice_ruleset *rs, const sl_state_view *views,
+                     int64_t t, int64_t cost, int64_t end, sl_verdict *v,
+                     sl_charge *charges, int64_t *new_end)
+{
+    bool blocked = end > t, all = false;
+    int64_t e = end;
+    size_t i, carrier = rs->count;
+
+    if (!blocked)
+        all = sl_decide(rs, views, t, cost, v, charges);
+    else
+        for (i = 0; i < rs->count; i++)
+            decide_rule(&rs->rules[i], &views[i], t, cost, false, &v[i],
+                        &charges[i]);
+    for (i = 0; i < rs->count; i++) {
+        const sluice_rule *r = &rs->rules[i];
+        int64_t b = (int64_t)r->block_s * 1000;
+
+        if (b == 0)
+            continue;
+        if (carrier == rs->count)
+            carrier = i;
+        /* Blocked: a rule with extend starts it again. Not blocked: a
+         * denial by the rule that could fit later starts it. */
+        if ((blocked && r->block_extend) ||
+            (!blocked && !v[i].admit && !v[i].never_fits))
+            e = sl_max64(e, t + b);
+    }
+    *new_end = e;
+    if (e <= t || carrier == rs->count)
+        return all;
+    /* The block is the first blocking rule's answer: nothing left, and
+     * the wait until both the block and the rule itself let it through
+     * (the rule's own wait only shortens as time passes). */
+    v[carrier].remaining = 0;
+    v[carrier].reset_ms = sl_max64(v[carrier].reset_ms, e - t);
+    if (!v[carrier].never_fits)
+        v[carrier].retry_ms =
+            sl_max64(e - t, v[carrier].admit ? 0 : v[carrier].retry_ms);
+    v[carrier].admit = false;
+    return false;
+}
+
 int64_t sl_grant(const sluice_ruleset *rs, const sl_state_view *views,
                  int64_t t, int64_t max)
 {

@@ -61,6 +61,42 @@ typedef struct sl_charge {
 bool sl_decide(const sluice_ruleset *rs, const sl_state_view *views, int64_t t,
                int64_t cost, sl_verdict *v, sl_charge *charges);
 
+/* Whether any rule of rs has a block (a penalty, SEMANTICS.md). */
+static inline bool sl_ruleset_blocks(const sluice_ruleset *rs)
+{
+    size_t i;
+
+    for (i = 0; i < rs->count; i++)
+        if (rs->rules[i].block_s != 0)
+            return true;
+    return false;
+}
+
+/* The longest block of rs's rules, in ms (0: none). */
+static inline int64_t sl_ruleset_block_ms(const sluice_ruleset *rs)
+{
+    int64_t b = 0;
+    size_t i;
+
+    for (i = 0; i < rs->count; i++)
+        if ((int64_t)rs->rules[i].block_s * 1000 > b)
+            b = (int64_t)rs->rules[i].block_s * 1000;
+    return b;
+}
+
+/* sl_decide with the key's block (SEMANTICS.md, "Penalties"): end is the
+ * block's end stored before the decision (-1: none). Returns true when
+ * every rule admits and the key is not blocked (an acquire then charges
+ * them all). *new_end is the end after the decision: end, or a later one
+ * when this request starts or extends the block (a peek reports it and
+ * stores nothing). When t < *new_end the request is blocked: v holds the
+ * blocked answer, the first rule with a block carrying it. Given the end
+ * after a decision as end, it returns that decision again (the Lua
+ * backend's client checks the script's end so). */
+bool sl_decide_block(const sluice_ruleset *rs, const sl_state_view *views,
+                     int64_t t, int64_t cost, int64_t end, sl_verdict *v,
+                     sl_charge *charges, int64_t *new_end);
+
 /* Acquire at most max: the amount granted, 0..max, the largest cost that
  * every rule admits on these views (the least remaining a peek reports).
  * Every admission test is monotone in the cost, so this is exact. */

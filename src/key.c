@@ -78,6 +78,17 @@ size_t sl_key_lease(char *dst, size_t dst_len, const char *prefix,
     return n;
 }
 
+size_t sl_key_block(char *dst, size_t dst_len, const char *prefix,
+                    const void *key, size_t key_len)
+{
+    size_t n = sl_key_rules(dst, dst_len, prefix, key, key_len);
+
+    /* "...}:rules" becomes "...}:block": as long, so it fits. */
+    if (n > 0)
+        memcpy(dst + n - 5, "block", 5);
+    return n;
+}
+
 size_t sl_key_window(char *dst, size_t base_len, int64_t k)
 {
     dst[base_len] = ':';

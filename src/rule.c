@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* rule.c - parses and checks rules: "ALGO:LIMIT/PERIOD[,burst=N][,tz=..]"
+/* rule.c - parses and checks rules:
+ * "ALGO:LIMIT/PERIOD[,burst=N][,tz=..][,block=D[,extend=1]]"
  * joined by '+' into all-or-nothing composites. */
 #include "internal.h"
 #include "store.h"
@@ -39,10 +40,13 @@ void sl_rule_format(const sluice_rule *r, char *dst, size_t dst_len)
     if (n >= 0 && (size_t)n < dst_len && r->tz_offset_ms != 0) {
         long long off =
             r->tz_offset_ms < 0 ? -r->tz_offset_ms : r->tz_offset_ms;
-        snprintf(dst + n, dst_len - (size_t)n, ",tz=%c%02lld:%02lld",
-                 r->tz_offset_ms < 0 ? '-' : '+', off / 3600000,
-                 off / 60000 % 60);
+        n += snprintf(dst + n, dst_len - (size_t)n, ",tz=%c%02lld:%02lld",
+                      r->tz_offset_ms < 0 ? '-' : '+', off / 3600000,
+                      off / 60000 % 60);
     }
+    if (n >= 0 && (size_t)n < dst_len && r->block_s != 0)
+        snprintf(dst + n, dst_len - (size_t)n, ",block=%us%s",
+                 (unsigned)r->block_s, r->block_extend ? ",extend=1" : "");
 }
 
 bool sl_ruleset_same(const sluice_ruleset *a, const sluice_ruleset *b)
@@ -57,7 +61,8 @@ bool sl_ruleset_same(const sluice_ruleset *a, const sluice_ruleset *b)
         if (x->algorithm != y->algorithm || x->limit != y->limit ||
             x->period_ms != y->period_ms ||
             sl_rule_capacity(x) != sl_rule_capacity(y) ||
-            x->tz_offset_ms != y->tz_offset_ms)
+            x->tz_offset_ms != y->tz_offset_ms || x->block_s != y->block_s ||
+            x->block_extend != y->block_extend)
             return false;
     }
     return true;
@@ -95,6 +100,16 @@ static sluice_status fail(parser *ps, const char *what, const char *at,
             at_len ? " at \"" : "", (int)(at_len > 40 ? 40 : at_len), at,
             at_len ? "\"" : "");
     return SLUICE_ERULE;
+}
+
+/* fail() with a message about what: "<pre><what><post>". */
+static sluice_status fail_what(parser *ps, const char *pre, const char *what,
+                               const char *post, const char *at, size_t at_len)
+{
+    char msg[96];
+
+    snprintf(msg, sizeof(msg), "%s%s%s", pre, what, post);
+    return fail(ps, msg, at, at_len);
 }
 
 static size_t span_until(const char *p, const char *stops)
@@ -151,7 +166,9 @@ static sluice_status read_number(parser *ps, const char *what, int64_t max,
     return SLUICE_OK;
 }
 
-static sluice_status read_period(parser *ps, int64_t *out)
+/* A duration, "N<unit>", up to 10^10 ms; what names it in messages
+ * ("period", "block"). */
+static sluice_status read_duration(parser *ps, const char *what, int64_t *out)
 {
     static const struct {
         const char *unit;
@@ -163,28 +180,30 @@ static sluice_status read_period(parser *ps, int64_t *out)
     size_t i, len;
     sluice_status st;
 
-    if ((st = scan_digits(ps, "period", &n)) != SLUICE_OK)
+    if ((st = scan_digits(ps, what, &n)) != SLUICE_OK)
         return st;
     if (n == 0)
-        return fail(ps, "period 0 is not allowed", start,
-                    span_until(start, ",+"));
+        return fail_what(ps, "", what, " 0 is not allowed", start,
+                         span_until(start, ",+"));
     /* The longest unit that the text starts with ("ms" before "m"). */
     for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
         len = strlen(units[i].unit);
         if (strncmp(ps->p, units[i].unit, len) == 0) {
             ps->p += len;
             if (n > SL_MAX_PERIOD_MS / units[i].ms)
-                return fail(ps, "period above 10^10 ms (about 115 days)", start,
-                            (size_t)(ps->p - start));
+                return fail_what(ps, "", what,
+                                 " above 10^10 ms (about 115 days)", start,
+                                 (size_t)(ps->p - start));
             *out = n * units[i].ms;
             return SLUICE_OK;
         }
     }
     len = span_until(ps->p, ",+");
     if (len == 0)
-        return fail(ps, "period needs a unit (ms, s, m, h or d)", start,
-                    span_until(start, ",+"));
-    return fail(ps, "unknown period unit (use ms, s, m, h or d)", ps->p, len);
+        return fail_what(ps, "", what, " needs a unit (ms, s, m, h or d)",
+                         start, span_until(start, ",+"));
+    return fail_what(ps, "unknown ", what, " unit (use ms, s, m, h or d)",
+                     ps->p, len);
 }
 
 static sluice_status read_tz(parser *ps, int64_t *out)
@@ -207,12 +226,32 @@ static sluice_status read_tz(parser *ps, int64_t *out)
     return SLUICE_OK;
 }
 
+/* block=D: a duration as a period is written, in whole seconds. */
+static sluice_status read_block(parser *ps, bool twice, sluice_rule *r)
+{
+    const char *opt = ps->p;
+    int64_t ms;
+    sluice_status st;
+
+    if (twice)
+        return fail(ps, "block given twice", opt, span_until(opt, ",+"));
+    ps->p += 6;
+    if ((st = read_duration(ps, "block", &ms)) != SLUICE_OK)
+        return st;
+    if (ms % 1000 != 0)
+        return fail(ps, "block is whole seconds (e.g. block=90s, block=15m)",
+                    opt, span_until(opt, ",+"));
+    r->block_s = (unsigned)(ms / 1000) & 0x7fffffffu;
+    return SLUICE_OK;
+}
+
 static sluice_status read_rule(parser *ps, sluice_rule *r)
 {
     const char *start = ps->p;
     size_t len = span_until(ps->p, ":+,");
     size_t i;
-    bool have_burst = false, have_tz = false;
+    bool have_burst = false, have_tz = false, have_block = false;
+    bool have_extend = false;
     sluice_status st;
 
     memset(r, 0, sizeof(*r));
@@ -239,7 +278,7 @@ static sluice_status read_rule(parser *ps, sluice_rule *r)
         return fail(ps, "expected '/PERIOD' after the limit", start,
                     span_until(start, "+"));
     ps->p++;
-    if ((st = read_period(ps, &r->period_ms)) != SLUICE_OK)
+    if ((st = read_duration(ps, "period", &r->period_ms)) != SLUICE_OK)
         return st;
     while (*ps->p == ',') {
         const char *opt = ++ps->p;
@@ -260,11 +299,30 @@ static sluice_status read_rule(parser *ps, sluice_rule *r)
             if ((st = read_tz(ps, &r->tz_offset_ms)) != SLUICE_OK)
                 return st;
             have_tz = true;
+        } else if (strncmp(opt, "block=", 6) == 0) {
+            if ((st = read_block(ps, have_block, r)) != SLUICE_OK)
+                return st;
+            have_block = true;
+        } else if (strncmp(opt, "extend=", 7) == 0) {
+            if (have_extend || (opt[7] != '0' && opt[7] != '1') ||
+                (opt[8] != '\0' && opt[8] != ',' && opt[8] != '+'))
+                return fail(ps,
+                            have_extend ? "extend given twice"
+                                        : "extend must be 0 or 1",
+                            opt, span_until(opt, ",+"));
+            r->block_extend = opt[7] == '1';
+            ps->p += 8;
+            have_extend = true;
         } else {
-            return fail(ps, "unknown option (use burst=N or tz=+HH:MM)", opt,
-                        span_until(opt, ",+"));
+            return fail(ps,
+                        "unknown option (use burst=N, tz=+HH:MM, block=D or "
+                        "extend=1)",
+                        opt, span_until(opt, ",+"));
         }
     }
+    if (r->block_extend && !have_block)
+        return fail(ps, "extend=1 needs block=D (the block it extends)", start,
+                    span_until(start, "+"));
     return SLUICE_OK;
 }
 
@@ -375,6 +433,13 @@ static sluice_status check_rule(const sluice_rule *r, size_t i,
                 "rule \"%s\": tz offset %lld ms is outside "
                 "-14:00..+14:00",
                 RULE_TEXT(), (long long)r->tz_offset_ms);
+        return SLUICE_ERULE;
+    }
+    if (r->block_s > SL_MAX_PERIOD_MS / 1000 ||
+        (r->block_extend && r->block_s == 0)) {
+        sl_errf(err, err_len, "rule \"%s\": %s", RULE_TEXT(),
+                r->block_s == 0 ? "block_extend needs a block (block_s 0)"
+                                : "block is out of range 1..10000000 s");
         return SLUICE_ERULE;
     }
     /* Compared by division: capacity (up to 10^9) times period (up to

@@ -37,6 +37,9 @@ typedef struct entry {
             size_t n;
             int64_t keepalive; /* ms; 0: none */
         } blob;
+        struct { /* a key's block (algorithm 98): its end */
+            int64_t end;
+        } block;
         struct { /* a key's leases (algorithm 99), unordered */
             struct lease {
                 char id[24];
@@ -49,6 +52,7 @@ typedef struct entry {
 
 #define BLOB   ((sluice_algorithm)0)
 #define LEASES ((sluice_algorithm)99)
+#define BLOCK  ((sluice_algorithm)98)
 
 typedef struct store {
     pthread_mutex_t lock;
@@ -633,9 +637,11 @@ static sluice_status decide_request(store *s, const handle *h,
     sl_charge ch[SLUICE_MAX_RULES];
     entry *es[SLUICE_MAX_RULES];
     char keys[SLUICE_MAX_RULES][SLUICE_MAX_KEY_LEN + 128];
-    size_t lens[SLUICE_MAX_RULES], i;
-    int64_t t = rq->now_ms, cost;
-    bool all;
+    size_t lens[SLUICE_MAX_RULES], i, bl = 0;
+    char bkey[SL_KEY_BUF];
+    entry *be;
+    int64_t t = rq->now_ms, cost, end = -1, new_end;
+    bool all, blocks = sl_ruleset_blocks(rs);
 
     out->status = SLUICE_OK;
     for (i = 0; i < rs->count; i++) {
@@ -648,8 +654,15 @@ static sluice_status decide_request(store *s, const handle *h,
         es[i] = lookup(s, keys[i], lens[i], t);
         view_of(es[i], &rs->rules[i], t, &views[i]);
     }
-    if (rq->op == SL_OP_RESET)
+    if (rq->op == SL_OP_RESET) {
+        /* A ruleset with a block ends the key's block too. */
+        if (blocks)
+            reset_key(
+                s, bkey,
+                sl_key_block(bkey, sizeof(bkey), prefix, rq->key, rq->key_len),
+                &rs->rules[0], t);
         return SLUICE_OK;
+    }
     if (rq->op == SL_OP_REFUND) {
         for (i = 0; i < rs->count; i++)
             if (es[i] != NULL)
@@ -661,13 +674,32 @@ static sluice_status decide_request(store *s, const handle *h,
         return SLUICE_OK;
     }
     cost = rq->decide.cost;
+    if (blocks) {
+        bl = sl_key_block(bkey, sizeof(bkey), prefix, rq->key, rq->key_len);
+        be = lookup(s, bkey, bl, t);
+        end = be != NULL ? be->u.block.end : -1;
+    }
     if (rq->op == SL_OP_AT_MOST) {
-        *rq->decide.granted = sl_grant(rs, views, t, rq->decide.cost);
+        *rq->decide.granted =
+            end > t ? 0 : sl_grant(rs, views, t, rq->decide.cost);
         cost = *rq->decide.granted > 0 ? *rq->decide.granted : 1;
     }
-    all = sl_decide(rs, views, t, cost, v, ch);
+    all = sl_decide_block(rs, views, t, cost, end, v, ch, &new_end);
     sl_combine(rs, v, out);
-    if ((rq->op != SL_OP_ACQUIRE && rq->op != SL_OP_AT_MOST) || !all)
+    if (rq->op != SL_OP_ACQUIRE && rq->op != SL_OP_AT_MOST)
+        return SLUICE_OK;
+    if (new_end != end) {
+        /* Started or extended: kept a longest block past its end, as a
+         * Redis backend's key lives (its TTL only collects garbage). */
+        if ((be = obtain(s, bkey, bl, BLOCK, t)) == NULL) {
+            sl_errf(err, err_len, "memory: out of memory storing a block");
+            return SLUICE_ENOMEM;
+        }
+        be->u.block.end = sl_max64(be->u.block.end, new_end);
+        be->expires_at =
+            sl_max64(be->expires_at, new_end + sl_ruleset_block_ms(rs));
+    }
+    if (!all)
         return SLUICE_OK;
     /* Reserve everything first so that the charge is all or nothing; a
      * live entry found above is the one to charge. */

@@ -22,7 +22,8 @@
 
 /* Rules that pass the check, for checking a request before its rules are
  * read. */
-static const sluice_ruleset any_rules = {1, {{SLUICE_FIXED, 1, 1000, 0, 0}}};
+static const sluice_ruleset any_rules = {
+    1, {{.algorithm = SLUICE_FIXED, .limit = 1, .period_ms = 1000}}};
 
 static void limiters_free(sl_ext *e)
 {
