@@ -33,6 +33,10 @@
 --             log             TTL floor, 0, 0
 --             token, gcra     capacity, TTL floor, 0
 -- ARGV[2]   the cost in decimal
+-- ARGV[3]   only for a ruleset with a block (ops 0, 1, 2 and 3): each
+--           rule's block in ms as a little-endian int64 (0: none,
+--           negative: with extend=1); the key's block is then the last
+--           key, and the reply has two values more before the tag
 -- KEYS      in rule order: fixed one key, sliding two (t's window and the
 --           one before), log and buckets one. On the server's clock a
 --           window rule has one key, the rule's, and the script appends
@@ -48,7 +52,8 @@
 --           (op 4) is made first and then answered as a peek of cost 1,
 --           and an acquire at most reads as a peek of cost 1 (the state
 --           and admissions it reports are those), then charges what it
---           grants. All as little-endian int64s in one string.
+--           grants. With ARGV[3], the block's end before and after the
+--           decision (-1: none). All as little-endian int64s in one string.
 -- Numbers are below 2^53 (SEMANTICS.md, "Accepted ranges"), so doubles
 -- hold them exactly; products are formed only where they stay below 2^53.
 
@@ -198,7 +203,7 @@ end
 -- each on its shortest path (the general path below costs about half as
 -- much again). Both decide by the same comparisons, and the client checks
 -- every reply of either against src/algo.c.
-if n == 1 and op == 1 and t >= 0 then
+if n == 1 and op == 1 and t >= 0 and ARGV[3] == nil then
     if algo1 <= 2 then
         -- A window: INCRBY charges at once; a denial takes it back.
         local now = redis.call('INCRBY', KEYS[1], ARGV[2])
@@ -294,6 +299,9 @@ if op == 2 then
                     k + d))
             end
         end
+    end
+    if ARGV[3] then
+        redis.call('DEL', KEYS[#KEYS])
     end
     return struct.pack('<i8i8', t, tag)
 end
@@ -440,6 +448,10 @@ end
 -- st, in rule order (sized for one rule at once: growing a table costs).
 local st = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 local all = true
+local blk, adm = ARGV[3], nil
+if blk then
+    adm = {}
+end
 local kx, o = 1, 1
 for i = 1, n do
     local algo, l, p, a3, a4, a5
@@ -662,6 +674,62 @@ for i = 1, n do
     end
     st[o] = admit
     o = o + 1
+    if blk then
+        adm[i] = admit
+    end
+end
+
+-- A block (SEMANTICS.md, "Penalties"), when ARGV[3] holds each rule's
+-- block in ms (0: none; negative: with extend=1) and the last key is the
+-- key's block, a sorted set whose member 'e' is scored by the block's end.
+-- Blocked (t before the end): denied, what phase 1 charged taken back,
+-- and a rule with extend starts it again; else a rule with a block that
+-- denies, and whose cost could fit, starts it. A peek only reports.
+local e0, e1
+if blk then
+    local bk = KEYS[#KEYS]
+    e0 = tonumber(redis.call('ZSCORE', bk, 'e')) or -1
+    e1 = e0
+    local q, qb, bmax, blocked = 33, 1, 0, e0 > t
+    for i = 1, n do
+        local algo, l, p, a3, b
+        algo, l, p, a3, q = struct.unpack('<i8i8i8i8', ARGV[1], q)
+        q = q + 16
+        b, qb = struct.unpack('<i8', blk, qb)
+        local cap = l
+        if algo >= 4 then
+            cap = a3
+        end
+        if b < 0 and blocked then
+            b = -b
+            if t + b > e1 then
+                e1 = t + b
+            end
+        elseif b < 0 then
+            b = -b
+        end
+        if b > bmax then
+            bmax = b
+        end
+        if not blocked and not adm[i] and c <= cap and b > 0 and
+                t + b > e1 then
+            e1 = t + b
+        end
+    end
+    if blocked then
+        all = false
+        if op == 3 then
+            g = 0
+        end
+    end
+    -- A time is below 2^53 (SEMANTICS.md): so is a block's end.
+    if e1 > 9007199254740991 then
+        e1 = 9007199254740991
+    end
+    if e1 ~= e0 and (op == 1 or op == 3) then
+        redis.call('ZADD', bk, string.format('%.0f', e1), 'e')
+        redis.call('PEXPIRE', bk, string.format('%.0f', e1 - t + bmax))
+    end
 end
 
 -- Phase 2: charge every rule, or take back the windows' charges; the
@@ -779,8 +847,13 @@ if op == 3 then
     st[r] = g
     r = r + 1
 end
+if blk then
+    st[r], st[r + 1] = e0, e1
+    r = r + 2
+end
 st[r] = tag
 return struct.pack(string.sub(
-    '<i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8',
+    '<i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8i8' ..
+    'i8i8i8',
     1, 1 + 2 * r),
     unpack(st, 1, r))

@@ -289,7 +289,7 @@ bool sl_decide_block(const sluice_ruleset *rs, const sl_state_view *views,
          * denial by the rule that could fit later starts it. */
         if ((blocked && r->block_extend) ||
             (!blocked && !v[i].admit && !v[i].never_fits))
-            e = sl_max64(e, t + b);
+            e = sl_max64(e, sl_min64(t + b, SL_MAX_TIME_MS));
     }
     *new_end = e;
     if (e <= t || carrier == rs->count)

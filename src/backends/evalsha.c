@@ -178,15 +178,28 @@ static sluice_status append_rules(sl_conn *cn, const char *prefix,
  * window keys, their ends and TTLs are worked out here, so that the script
  * does no more than it must. A reset on the client's clock is a DEL; on
  * the server's only the script knows the time, so it runs the script. */
+/* Whether rq goes with its key's block (ARGV[3], the block key last):
+ * a decision or a reset on the server's clock of a ruleset with a block
+ * (a refund neither reads nor moves it; a reset on the client's clock
+ * deletes it with the rules' keys). */
+static bool carries_block(const sl_request *rq)
+{
+    return (rq->op == SL_OP_ACQUIRE || rq->op == SL_OP_PEEK ||
+            rq->op == SL_OP_AT_MOST || rq->op == SL_OP_RESET) &&
+           sl_ruleset_blocks(rq->decide.rules);
+}
+
 sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
                                 const sl_request *rq, bool as_eval,
                                 uint64_t tag, char *err, size_t err_len)
 {
     const sluice_ruleset *rs = rq->decide.rules;
-    const char *argv[3 + 2 * SLUICE_MAX_RULES + 2];
+    const char *argv[3 + 2 * SLUICE_MAX_RULES + 1 + 3];
     size_t lens[sizeof(argv) / sizeof(argv[0])];
-    char keys[2 * SLUICE_MAX_RULES][SL_KEY_BUF];
+    char keys[2 * SLUICE_MAX_RULES + 1][SL_KEY_BUF];
     char packed[8 * (4 + 6 * SLUICE_MAX_RULES)], *pk = packed;
+    char blocks[8 * SLUICE_MAX_RULES], *pb = blocks;
+    bool block = carries_block(rq);
     char cost[24], numkeys[24];
     size_t i, a = 3, nk = 0;
     bool local = rq->now_ms >= 0;
@@ -254,6 +267,12 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
             argv[a++] = keys[nk++];
             break;
         }
+        put_i64(&pb, (r->block_extend ? -1 : 1) * (int64_t)r->block_s * 1000);
+    }
+    if (block) {
+        lens[a] =
+            sl_key_block(keys[nk], SL_KEY_BUF, prefix, rq->key, rq->key_len);
+        argv[a++] = keys[nk++];
     }
     lens[2] = sl_i64toa((int64_t)nk, numkeys);
     argv[2] = numkeys;
@@ -261,6 +280,10 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
     lens[a++] = (size_t)(pk - packed);
     lens[a] = sl_i64toa(rq->decide.cost, cost);
     argv[a++] = cost;
+    if (block) {
+        argv[a] = blocks;
+        lens[a++] = (size_t)(pb - blocks);
+    }
     return sl_conn_append(cn, (int)a, argv, lens, err, err_len);
 }
 
@@ -358,6 +381,8 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
     sl_verdict v[SLUICE_MAX_RULES];
     sl_charge ch[SLUICE_MAX_RULES];
     int64_t t = rq->now_ms, echo = -1, cost, g = 0;
+    int64_t end = -1, end_after = -1, mine_after;
+    bool block = carries_block(rq);
     wire w;
     size_t i;
     char got[400];
@@ -451,9 +476,12 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
         }
     }
     /* On the server's clock, the time the script decided at; for an
-     * acquire at most, what it granted. */
+     * acquire at most, what it granted; with a block, its end before and
+     * after. */
     if ((rq->now_ms < 0 && !wire_num(&w, 0, SL_MAX_TIME_MS, &t)) ||
         (rq->op == SL_OP_AT_MOST && !wire_num(&w, 0, rq->decide.cost, &g)) ||
+        (block && (!wire_num(&w, -1, SL_MAX_TIME_MS, &end) ||
+                   !wire_num(&w, -1, SL_MAX_TIME_MS, &end_after))) ||
         w.at + 1 != w.n) {
         sl_errf(err, err_len, "evalsha: script reply of %zu values", w.n);
         return SLUICE_EPROTO;
@@ -464,17 +492,19 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
     if (rq->op == SL_OP_REFUND)
         cost = 1;
     if (rq->op == SL_OP_AT_MOST) {
-        if (g != sl_grant(rs, views, t, rq->decide.cost)) {
+        int64_t mine = end > t ? 0 : sl_grant(rs, views, t, rq->decide.cost);
+
+        if (g != mine) {
             sl_errf(err, err_len,
                     "evalsha: the script granted %lld where the client "
                     "finds %lld; is the script of another version?",
-                    (long long)g,
-                    (long long)sl_grant(rs, views, t, rq->decide.cost));
+                    (long long)g, (long long)mine);
             return SLUICE_EPROTO;
         }
         *rq->decide.granted = g;
         cost = g > 0 ? g : 1;
     }
+    /* The script reports each rule's own admission, before any block. */
     sl_decide(rs, views, t, cost, v, ch);
     for (i = 0; i < rs->count; i++) {
         if (v[i].admit != admits[i]) {
@@ -482,6 +512,16 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
                     "evalsha: the script and the client disagree on rule "
                     "%zu's admission; is the script of another version?",
                     i + 1);
+            return SLUICE_EPROTO;
+        }
+    }
+    if (block) {
+        sl_decide_block(rs, views, t, cost, end, v, ch, &mine_after);
+        if (mine_after != end_after) {
+            sl_errf(err, err_len,
+                    "evalsha: the script's block ends at %lld where the "
+                    "client finds %lld; is the script of another version?",
+                    (long long)end_after, (long long)mine_after);
             return SLUICE_EPROTO;
         }
     }

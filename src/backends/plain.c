@@ -30,6 +30,7 @@
  * reply on it might belong to another command. */
 #include "backends/plain.h"
 
+#include "algo.h"
 #include "backends/plain_lease.h"
 #include "backends/plain_ops.h"
 #include "store.h"
@@ -516,6 +517,17 @@ static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
         j->mode = JOB_RULES;
     } else if (rq->op == SL_OP_LEASE_ACQUIRE || rq->op == SL_OP_LEASE_RELEASE) {
         j->mode = JOB_LEASE;
+    } else if (rq->op != SL_OP_REFUND && sl_ruleset_blocks(rq->decide.rules)) {
+        /* A denial here may come from another request's charge that is
+         * taken back a moment later: a block must not start from a denial
+         * that an exact decision would not make. */
+        sl_errf(err, err_len,
+                "%s: block= needs exact denials, and this backend charges "
+                "before it judges (a request may be denied by another's "
+                "charge in flight); use redis:// (the Lua backend, also "
+                "through the proxy) for rules with a block",
+                p->name);
+        return false;
     } else if (rq->op == SL_OP_REFUND && !p->multi) {
         sl_errf(err, err_len,
                 "%s: a refund needs an atomic read-modify-write that a "

@@ -5,6 +5,8 @@
  * of a reset. */
 #include "backends/redis.h"
 
+#include "algo.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -71,10 +73,10 @@ sluice_status sl_conn_append_reset(sl_conn *cn, const char *prefix,
                                    size_t err_len)
 {
     const sluice_ruleset *rs = rq->decide.rules;
-    const char *argv[1 + SLUICE_MAX_RULES * SL_RESET_KEYS];
-    size_t lens[1 + SLUICE_MAX_RULES * SL_RESET_KEYS], i, j, n, a = 1;
+    const char *argv[2 + SLUICE_MAX_RULES * SL_RESET_KEYS];
+    size_t lens[2 + SLUICE_MAX_RULES * SL_RESET_KEYS], i, j, n, a = 1;
     char(*keys)[SL_KEY_BUF] =
-        sl_malloc(SLUICE_MAX_RULES * SL_RESET_KEYS * SL_KEY_BUF);
+        sl_malloc((1 + SLUICE_MAX_RULES * SL_RESET_KEYS) * SL_KEY_BUF);
     sluice_status st;
 
     if (keys == NULL) {
@@ -88,6 +90,13 @@ sluice_status sl_conn_append_reset(sl_conn *cn, const char *prefix,
                              rq->now_ms, keys + a - 1, lens + a);
         for (j = 0; j < n; j++, a++)
             argv[a] = keys[a - 1];
+    }
+    /* A ruleset with a block ends the key's block too. */
+    if (sl_ruleset_blocks(rs)) {
+        lens[a] =
+            sl_key_block(keys[a - 1], SL_KEY_BUF, prefix, rq->key, rq->key_len);
+        argv[a] = keys[a - 1];
+        a++;
     }
     st = sl_conn_append(cn, (int)a, argv, lens, err, err_len);
     sl_free(keys);

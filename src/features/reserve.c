@@ -390,7 +390,9 @@ bool sl_reserve_use(sl_reserve *rv, const sl_config *cfg, const sl_request *r,
     cost = r->decide.cost;
     h = hold_of(rs, rv->hold_ms);
     cap = cap_of(rs, rv->share);
-    if (h <= 0 || cap < 2 ||
+    /* A block must stop every client at once: a lot held elsewhere cannot
+     * know of it, so a ruleset with one never reserves. */
+    if (h <= 0 || cap < 2 || sl_ruleset_blocks(rs) ||
         (rv->server_clock && sl_ruleset_has(rs, SL_FAMILY_WINDOW)))
         return false;
     now = r->now_ms >= 0 ? r->now_ms : cfg->clock(cfg->clock_ctx);
