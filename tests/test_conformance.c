@@ -272,7 +272,8 @@ static bool has_token(const char *list, const char *tok)
 }
 
 /* True when the step's rule uses an algorithm the backend refuses, or
- * its op is one the backend refuses (refund). */
+ * its op is one the backend refuses (refund), or its rules have a block
+ * the backend refuses (block). */
 static bool refused(const step *s)
 {
     static const char *const names[] = {"",    "fixed", "sliding",
@@ -300,6 +301,11 @@ static bool refused(const step *s)
                 rs.rules[i].algorithm != SLUICE_GCRA)
                 return true;
     }
+    /* block: decisions on rules with a block are refused. */
+    for (i = 0; i < rs.count; i++)
+        if (has_token(unsupported, "block") && rs.rules[i].block_s != 0 &&
+            strcmp(s->op, "refund") != 0)
+            return true;
     for (i = 0; i < rs.count; i++)
         if (strstr(unsupported, names[rs.rules[i].algorithm]) != NULL)
             return true;
