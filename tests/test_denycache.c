@@ -168,6 +168,58 @@ static void rules_are_compared_by_value(void **state)
     sluice_close(sl);
 }
 
+/* A block (SEMANTICS.md, "Penalties") is held as any denial, until it
+ * ends, past the window that denied; one with extend=1 never is: each
+ * request must reach the backend to start the block again. */
+static void a_block_is_cached_unless_it_extends(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sl = open_cached(&clk, "block", 64);
+    sluice_ruleset rs = rules("fixed:2/1m,block=15m");
+    sluice_ruleset ext = rules("fixed:2/1m,block=15m,extend=1");
+    sluice_result r;
+    uint64_t calls;
+
+    (void)state;
+    memset(&r, 0, sizeof(r));
+    if (sluice_acquire(sl, "b", 1, &rs, 1, &r) == SLUICE_EUNSUPPORTED) {
+        /* redis+multi://, twemproxy:// (conformance: block.scn). */
+        print_message("block refused here: %s\n", sluice_errmsg(sl));
+        sluice_close(sl);
+        return;
+    }
+    assert_true(r.allowed);
+    assert_true(acquire(sl, "b", &rs, 1).allowed);
+    r = acquire(sl, "b", &rs, 1);
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_false(r.allowed);
+    assert_int_equal(r.retry_after_ms, 900000);
+    calls = sl_handle_batches(sl);
+    clk.t += 60000; /* the next window: the rule would admit */
+    r = acquire(sl, "b", &rs, 1);
+    assert_int_equal(r.status, SLUICE_CACHED);
+    assert_false(r.allowed);
+    assert_int_equal(r.retry_after_ms, 840000);
+    assert_int_equal(sl_handle_batches(sl), calls);
+    clk.t += 840000; /* ended */
+    r = acquire(sl, "b", &rs, 1);
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_true(r.allowed);
+
+    assert_true(acquire(sl, "e", &ext, 1).allowed);
+    assert_true(acquire(sl, "e", &ext, 1).allowed);
+    assert_false(acquire(sl, "e", &ext, 1).allowed);
+    calls = sl_handle_batches(sl);
+    clk.t += 1000;
+    r = acquire(sl, "e", &ext, 1);
+    assert_int_equal(r.status, SLUICE_OK); /* the backend's: extended */
+    assert_false(r.allowed);
+    assert_int_equal(r.retry_after_ms, 900000);
+    assert_int_equal(sl_handle_batches(sl), calls + 1);
+    assert_int_equal(sl_handle_deny_count(sl), 0); /* none of "e"s */
+    sluice_close(sl);
+}
+
 static void batches_mix_cached_and_decided(void **state)
 {
     tu_clock clk = {T0};
@@ -297,6 +349,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(a_hot_denied_key_costs_no_backend_call),
         cmocka_unit_test(a_cheaper_request_other_rules_and_a_reset_miss),
         cmocka_unit_test(rules_are_compared_by_value),
+        cmocka_unit_test(a_block_is_cached_unless_it_extends),
         cmocka_unit_test(batches_mix_cached_and_decided),
         cmocka_unit_test(the_cache_keeps_at_most_its_size),
         cmocka_unit_test(off_by_default),

@@ -368,6 +368,31 @@ static void cold_keys_and_the_default_never_reserve(void **state)
     sluice_close(plain);
 }
 
+/* A block must stop every client at once (SEMANTICS.md, "Penalties"): a
+ * hot key whose rules have one is decided by the backend every time. */
+static void a_ruleset_with_a_block_never_reserves(void **state)
+{
+    tu_clock clk = {T0 + 60};
+    sluice *sl = open_at(&clk, 1000, "block");
+    sluice_ruleset rs = rules("fixed:1000/1m,block=1m");
+    sluice_result r;
+    int i;
+
+    (void)state;
+    memset(&r, 0, sizeof(r));
+    if (sluice_acquire(sl, "hot", 3, &rs, 1, &r) == SLUICE_EUNSUPPORTED) {
+        print_message("block refused here: %s\n", sluice_errmsg(sl));
+        sluice_close(sl);
+        return;
+    }
+    for (i = 0; i < 300; i++)
+        assert_int_equal(acquire(sl, "hot", &rs).status, SLUICE_OK);
+    assert_int_equal(stats(sl).reserve_batches, 0);
+    assert_int_equal(stats(sl).reserve_admitted, 0);
+    assert_int_equal(remaining(sl, "hot", &rs), 1000 - 301);
+    sluice_close(sl);
+}
+
 /* With the deny cache: the reservation answers first (units charged are
  * admitted whatever the cache holds), the cache then answers the denials
  * without a round trip. */
@@ -439,6 +464,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(batches_use_reservations),
         cmocka_unit_test(named_limiters_and_resets),
         cmocka_unit_test(cold_keys_and_the_default_never_reserve),
+        cmocka_unit_test(a_ruleset_with_a_block_never_reserves),
         cmocka_unit_test(the_deny_cache_and_reservations),
         cmocka_unit_test(bad_options_are_refused),
     };

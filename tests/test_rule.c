@@ -218,6 +218,65 @@ static void rules_format_back_to_canonical_text(void **state)
     assert_string_equal(buf, "token:3/60000ms,burst=9");
 }
 
+/* block=D[,extend=1] (SEMANTICS.md, "Penalties"): whole seconds on any
+ * algorithm, formatted back, compared by value, checked when hand-built. */
+static void block_and_extend_parse(void **state)
+{
+    sluice_ruleset rs, other;
+    char buf[128], err[256];
+
+    (void)state;
+    rs = parse_ok("fixed:5/1m,block=15m");
+    assert_int_equal(rs.rules[0].block_s, 900);
+    assert_int_equal(rs.rules[0].block_extend, 0);
+    assert_int_equal(rs.rules[0].limit, 5);
+    rs = parse_ok("token:5/1s,burst=9,block=2h,extend=1+fixed:1/1d,block=1s");
+    assert_int_equal(rs.rules[0].block_s, 7200);
+    assert_int_equal(rs.rules[0].block_extend, 1);
+    assert_int_equal(rs.rules[0].burst, 9);
+    assert_int_equal(rs.rules[1].block_s, 1);
+    rs = parse_ok("log:3/1s,block=10000000s,extend=0");
+    assert_int_equal(rs.rules[0].block_s, 10000000);
+    assert_int_equal(rs.rules[0].block_extend, 0);
+    rs = parse_ok("sliding:3/1s,block=2000ms,tz=+01:00");
+    assert_int_equal(rs.rules[0].block_s, 2);
+    sl_rule_format(&rs.rules[0], buf, sizeof(buf));
+    assert_string_equal(buf, "sliding:3/1000ms,tz=+01:00,block=2s");
+    rs = parse_ok("gcra:3/1s,block=1m,extend=1");
+    sl_rule_format(&rs.rules[0], buf, sizeof(buf));
+    assert_string_equal(buf, "gcra:3/1000ms,block=60s,extend=1");
+    other = parse_ok("gcra:3/1s,block=60s,extend=1");
+    assert_true(sl_ruleset_same(&rs, &other));
+    other = parse_ok("gcra:3/1s,block=60s");
+    assert_false(sl_ruleset_same(&rs, &other));
+    other = parse_ok("gcra:3/1s");
+    assert_false(sl_ruleset_same(&rs, &other));
+
+    parse_bad("fixed:5/1m,block=500ms", "block is whole seconds");
+    parse_bad("fixed:5/1m,block=1500ms", "block is whole seconds");
+    parse_bad("fixed:5/1m,block=0s", "block 0 is not allowed");
+    parse_bad("fixed:5/1m,block=15", "block needs a unit");
+    parse_bad("fixed:5/1m,block=15w", "unknown block unit");
+    parse_bad("fixed:5/1m,block=x", "whole number for block");
+    parse_bad("fixed:5/1m,block=116d", "block above 10^10 ms");
+    parse_bad("fixed:5/1m,block=1m,block=2m", "block given twice");
+    parse_bad("fixed:5/1m,extend=1", "extend=1 needs block=D");
+    parse_bad("fixed:5/1m,block=1m,extend=2", "extend must be 0 or 1");
+    parse_bad("fixed:5/1m,block=1m,extend=10", "extend must be 0 or 1");
+    parse_bad("fixed:5/1m,block=1m,extend=1,extend=1", "extend given twice");
+
+    /* Hand-built: the fields are checked as the text is. */
+    rs = parse_ok("fixed:5/1m");
+    rs.rules[0].block_extend = 1;
+    assert_int_equal(sluice_ruleset_check(&rs, err, sizeof(err)), SLUICE_ERULE);
+    assert_non_null(strstr(err, "needs a block"));
+    rs.rules[0].block_s = 10000001;
+    assert_int_equal(sluice_ruleset_check(&rs, err, sizeof(err)), SLUICE_ERULE);
+    assert_non_null(strstr(err, "1..10000000 s"));
+    rs.rules[0].block_s = 10000000;
+    assert_int_equal(sluice_ruleset_check(&rs, err, sizeof(err)), SLUICE_OK);
+}
+
 static void every_status_has_a_text(void **state)
 {
     (void)state;
@@ -237,6 +296,7 @@ int main(void)
         cmocka_unit_test(duplicate_state_in_a_composite_is_refused),
         cmocka_unit_test(hand_built_rulesets_are_checked),
         cmocka_unit_test(rules_format_back_to_canonical_text),
+        cmocka_unit_test(block_and_extend_parse),
         cmocka_unit_test(every_status_has_a_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -105,6 +105,18 @@ bool sl_deny_lookup(sl_deny_cache *c, const sl_request *rq, int64_t now,
     return hit;
 }
 
+/* Whether a rule of rs has a block with extend=1 (SEMANTICS.md,
+ * "Penalties"). */
+static bool extends(const sluice_ruleset *rs)
+{
+    size_t i;
+
+    for (i = 0; i < rs->count; i++)
+        if (rs->rules[i].block_extend)
+            return true;
+    return false;
+}
+
 void sl_deny_store(sl_deny_cache *c, const sl_request *rq, int64_t now,
                    const sluice_result *res)
 {
@@ -112,8 +124,9 @@ void sl_deny_store(sl_deny_cache *c, const sl_request *rq, int64_t now,
     size_t w;
     char *key;
 
+    /* A block with extend=1 must see every request while it lasts. */
     if (c->slots == NULL || res->status != SLUICE_OK || res->allowed ||
-        res->retry_after_ms <= 0)
+        res->retry_after_ms <= 0 || extends(rq->decide.rules))
         return;
     pthread_mutex_lock(&c->mu);
     set = set_of(c, rq->key, rq->key_len);
