@@ -27,17 +27,19 @@ WINDOWED = ("fixed", "sliding")
 BUCKETS = ("token", "gcra")
 RULE_RE = re.compile(
     r"(fixed|sliding|log|token|gcra):(\d+)/(\d+)(ms|s|m|h|d)"
-    r"((?:,burst=\d+|,tz=[+-]\d\d:\d\d)*)$"
+    r"((?:,burst=\d+|,tz=[+-]\d\d:\d\d|,block=\d+(?:ms|s|m|h|d)|,extend=[01])*)$"
 )
 SPLIT_RE = re.compile(r"\+(?=(?:fixed|sliding|log|token|gcra):)")
 
 
 class Rule:
-    """One parsed rule: algorithm, limit, period (ms), burst, tz (ms)."""
+    """One parsed rule: algorithm, limit, period (ms), burst, tz (ms), and
+    its penalty: block (ms, 0 none) and extend."""
 
-    def __init__(self, alg, limit, period, burst, tz):
+    def __init__(self, alg, limit, period, burst, tz, block=0, extend=False):
         self.alg, self.limit, self.period = alg, limit, period
         self.burst, self.tz = burst, tz
+        self.block, self.extend = block, extend
 
     @property
     def capacity(self):
@@ -64,14 +66,19 @@ def parse_rule(text):
         raise ValueError("bad rule %r" % text)
     alg, limit = m.group(1), int(m.group(2))
     period = int(m.group(3)) * UNITS[m.group(4)]
-    burst, tz = limit, 0
+    burst, tz, block, extend = limit, 0, 0, False
     for opt in filter(None, m.group(5).split(",")):
         name, value = opt.split("=")
         if name == "burst":
             burst = int(value)
+        elif name == "block":
+            unit = value.lstrip("0123456789")
+            block = int(value[:len(value) - len(unit)]) * UNITS[unit]
+        elif name == "extend":
+            extend = value == "1"
         else:
             tz = parse_tz(value)
-    return Rule(alg, limit, period, burst, tz)
+    return Rule(alg, limit, period, burst, tz, block, extend)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -418,6 +425,43 @@ def describe_pure(rules, states, t):
     return with_binding(answer, rules, views, [])
 
 
+def decide_blocked(rules, states, cost, t, end, op):
+    """SEMANTICS, "Penalties": a decision on rules with a block, the key's
+    block ending at `end` (None: none). Returns (answer, verdicts, end
+    after). Blocked (t < end): denied, nothing charged, and a rule with
+    extend starts it again; not blocked and denied: a rule with a block
+    that denies a cost it can fit starts it. While blocked after the
+    decision, the first rule with a block answers: remaining 0, retry
+    the longer of the block and its own wait, reset the longer of the
+    block and its own reset."""
+    blocked = end is not None and t < end
+    granted, judged = None, cost
+    if op == "acquire_at_most":
+        granted = 0 if blocked else grant_pure(rules, states, cost, t)
+        judged = max(granted, 1)
+    answer, verdicts = decide_pure(rules, states, judged, t)
+    after = end
+    for r, v in zip(rules, verdicts):
+        starts = (r.extend if blocked else
+                  not answer["allowed"] and not v.admits and not v.never)
+        if r.block and starts:
+            until = min(t + r.block, 2 ** 53 - 1)
+            after = until if after is None else max(after, until)
+    if after is not None and t < after:
+        first = next(i for i, r in enumerate(rules) if r.block)
+        own, wait = verdicts[first], after - t
+        retry = own.retry if own.never else max(
+            wait, 0 if own.admits else own.retry)
+        verdicts = list(verdicts)
+        verdicts[first] = Verdict(False, own.never, retry,
+                                  View(0, max(wait, own.now.reset)),
+                                  own.charged, own.state)
+        answer = combine(rules, verdicts)
+    if granted is not None:
+        answer = dict(answer, granted=granted)
+    return answer, verdicts, after
+
+
 # ------------------------------------------------------------------ model
 
 
@@ -437,8 +481,10 @@ class Outcome:
     nothing is charged) and the expired parts this reading forgets, as
     pairs (slot, window index, or None for a whole log or bucket)."""
 
-    def __init__(self, answer, commit, dropped):
+    def __init__(self, answer, commit, dropped, block=None):
         self.answer, self.commit, self.dropped = answer, commit, dropped
+        self.block = block  # the key's block end to store, or None
+        self.blocked = False  # the answer is a block's
 
 
 def touched_windows(rule, t):
@@ -491,6 +537,10 @@ class Model:
                                      [after[r.slot] for r in rules],
                                      dropped))
                 continue
+            if any(r.block for r in rules):
+                found.append(self._blocked_outcome(event, rules, states,
+                                                   dropped))
+                continue
             # Each reading is decided from the event's own cost: the grant
             # of one reading is no input to the next.
             granted, judged = None, cost
@@ -506,6 +556,27 @@ class Model:
             found.append(Outcome(answer, commit, dropped))
         return merge_outcomes(found)
 
+    def _blocked_outcome(self, event, rules, states, dropped):
+        """A decision on rules with a block: the key's block as this
+        reading finds it (it may have expired: dropped), stored again when
+        an acquire starts or extends it."""
+        key, t = event["key"], event["t"]
+        op = event.get("op", "acquire")
+        stored = self.store.get((key, "block"))
+        end = None
+        if stored is not None and (("block",), None) not in dropped:
+            end = stored.state
+        answer, verdicts, after = decide_blocked(
+            rules, states, event.get("cost", 1), t, end, op)
+        charge = op in ("acquire", "acquire_at_most")
+        commit = None
+        if answer["allowed"] and charge:
+            commit = [v.state for v in verdicts]
+        block = after if charge and after != end else None
+        o = Outcome(answer, commit, dropped, block)
+        o.blocked = after is not None and t < after
+        return o
+
     @staticmethod
     def resolvable(outcomes):
         """True when the answer tells which reading the backend took."""
@@ -520,7 +591,13 @@ class Model:
         if outcome.answer.get("reset"):
             for r in rules:
                 self._reset((key,) + r.slot, r, t)
+            if any(r.block for r in rules):
+                self.store.pop((key, "block"), None)
             return
+        if outcome.block is not None:
+            # Its TTL: to the end, and the longest block of the rules more.
+            self.store[(key, "block")] = Stored(
+                outcome.block, outcome.block + max(r.block for r in rules))
         for slot, part in outcome.dropped:
             self._forget((key,) + slot, part)
         if event.get("op") == "refund":
@@ -553,6 +630,10 @@ class Model:
         for r in rules:
             doubtful += [(r.slot, part) for part in
                          self._doubtful((key,) + r.slot, r, t, horizon)]
+        block = self.store.get((key, "block"))
+        if (block is not None and block.alive <= horizon
+                and any(r.block for r in rules)):
+            doubtful.append((("block",), None))
         for n in range(len(doubtful) + 1):
             for subset in itertools.combinations(doubtful, n):
                 yield subset
@@ -966,6 +1047,7 @@ def merge_outcomes(found):
     merged = []
     for o in found:
         twin = next((m for m in merged if m.answer == o.answer
+                     and m.block == o.block
                      and same_commit(m.commit, o.commit)), None)
         if twin is None:
             merged.append(o)

@@ -210,9 +210,10 @@ PERIODS_MEDIUM = [10000, 60000, 3600000]
 class Slot:
     """One (algorithm, period, tz) of a key and its (limit, burst)s."""
 
-    def __init__(self, alg, period, tz, variants):
+    def __init__(self, alg, period, tz, variants, block=None):
         self.alg, self.period, self.tz = alg, period, tz
         self.variants = variants
+        self.block = block  # (seconds, extend) or None: a penalty
 
     @property
     def ident(self):
@@ -270,7 +271,32 @@ def make_slot(rng, alg=None):
     tz = max(-14 * 3600000, min(14 * 3600000, pick_tz(rng, alg)))
     count = rng.choice([1, 1, 2, 3])
     variants = [pick_variant(rng, alg, period) for _ in range(count)]
-    return Slot(alg, period, tz, variants)
+    return Slot(alg, period, tz, variants, pick_block(rng))
+
+
+def pick_block(rng):
+    """A penalty on a fifth of the slots: mostly short (the clock moves a
+    few ms an event), sometimes an hour; a third with extend=1."""
+    if rng.random() >= 0.2:
+        return None
+    return (rng.choice([1, 1, 1, 2, 3, 5, 10, 60, 3600]),
+            rng.random() < 0.33)
+
+
+def fmt_block(rng, block):
+    """block=D in a unit that divides it, and extend=0 or 1 at times."""
+    if block is None:
+        return ""
+    seconds, extend = block
+    ms = seconds * 1000
+    units = [(u, n) for u, n in M.UNITS.items() if ms % n == 0]
+    unit, n = rng.choice(units)
+    text = ",block=%d%s" % (ms // n, unit)
+    if extend:
+        text += ",extend=1"
+    elif rng.random() < 0.1:
+        text += ",extend=0"
+    return text
 
 
 def fmt_period(rng, period):
@@ -294,7 +320,7 @@ def fmt_rule(rng, slot, variant):
             text += ",burst=%d" % burst
     if slot.alg in M.WINDOWED:
         text += fmt_tz(rng, slot.tz)
-    return text
+    return text + fmt_block(rng, getattr(slot, "block", None))
 
 
 class Profile:
@@ -624,7 +650,8 @@ class Figures:
                                  "top_range", "tz", "big", "leases",
                                  "leases_denied", "releases",
                                  "binding_later", "binding_own_reset",
-                                 "binding_rounded", "binding_refund"]}
+                                 "binding_rounded", "binding_refund",
+                                 "block_rules", "blocked", "block_stored"]}
         self.per_alg = {a: 0 for a in algs}
         self.last_variant = {}
         self.last_on_key = {}
@@ -741,11 +768,14 @@ def judge_lease(model, ev, actual):
 
 def refused(spec, ev):
     """The URL refuses the event's algorithms, or its op: "refund" all
-    refunds, "window-refund" those of fixed, sliding or log rules."""
+    refunds, "window-refund" those of fixed, sliding or log rules, "block"
+    every decision on rules with a block but refunds."""
     rules = M.parse_rules(ev["rule"])
     op = ev.get("op", "acquire")
     return (any(r.alg in spec.unsupported for r in rules)
             or op in spec.unsupported
+            or ("block" in spec.unsupported and op != "refund"
+                and any(r.block for r in rules))
             or (op == "refund" and "window-refund" in spec.unsupported
                 and any(r.alg not in M.BUCKETS for r in rules)))
 
@@ -1199,6 +1229,12 @@ class Run:
             self.fig.n["expiry_readings"] += not is_lease(ev) and len(
                 self.model.outcomes(ev)) > 1
         self.fig.n["replaced"] += replaced
+        if not is_lease(ev) and ev.get("op") not in ("reset", "refund") and \
+                any(r.block for r in M.parse_rules(ev["rule"])):
+            first = self.model.outcomes(ev)[0]
+            self.fig.n["block_rules"] += 1
+            self.fig.n["blocked"] += first.blocked
+            self.fig.n["block_stored"] += first.block is not None
         line = json.dumps(ev, ensure_ascii=False)
         self.history.setdefault(ev["key"], []).append((which, ev))
         actual = parse_answer(self.procs[which].ask(line))
