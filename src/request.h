@@ -24,8 +24,10 @@ typedef enum sl_op {
     SL_OP_LEASE_RELEASE
 } sl_op;
 
-/* The longest value a rules op stores or reads. */
-#define SL_VALUE_MAX 512
+/* The longest value a rules op stores or reads: a limiter's header and 8
+ * rules of at most 71 bytes each ("gcra:1000000000/10000000000ms,burst=
+ * 1000000000,block=10000000s,extend=1") take 604. */
+#define SL_VALUE_MAX 1024
 
 /* What a rules op read: found, and the value (SL_OP_RULES_GET and PUT).
  * kept: the backend started the keep-alive in the value again itself (the

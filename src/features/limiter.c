@@ -122,7 +122,7 @@ static size_t encode(char *dst, const sluice_ruleset *rs, int64_t keepalive)
     size_t o = (size_t)snprintf(dst, SL_VALUE_MAX, MAGIC "%lld\n",
                                 (long long)keepalive);
 
-    /* 8 rules of at most 60 bytes each fit. */
+    /* 8 rules of the longest text fit (request.h). */
     return o + sluice_ruleset_format(rs, dst + o, SL_VALUE_MAX - o);
 }
 

@@ -26,7 +26,8 @@ static bool same_rule(const sluice_rule *a, const sluice_rule *b)
 {
     return a->algorithm == b->algorithm && a->limit == b->limit &&
            a->period_ms == b->period_ms && a->burst == b->burst &&
-           a->tz_offset_ms == b->tz_offset_ms;
+           a->tz_offset_ms == b->tz_offset_ms && a->block_s == b->block_s &&
+           a->block_extend == b->block_extend;
 }
 
 /* Accepted: in range, checked, and the same again from its own text. */
@@ -47,7 +48,9 @@ static void check_accepted(const char *text, const sluice_ruleset *rs)
         if (r->limit < 1 || r->limit > SL_MAX_LIMIT || r->period_ms < 1 ||
             r->period_ms > SL_MAX_PERIOD_MS || r->burst < 0 ||
             r->burst > SL_MAX_LIMIT || r->tz_offset_ms < -SL_MAX_TZ_MS ||
-            r->tz_offset_ms > SL_MAX_TZ_MS)
+            r->tz_offset_ms > SL_MAX_TZ_MS ||
+            r->block_s > SL_MAX_PERIOD_MS / 1000 ||
+            (r->block_extend && r->block_s == 0))
             broken("accepted a number out of range", text, "");
         /* By division: the product itself could wrap. */
         if (cap > (SL_EXACT_BOUND - 1) / r->period_ms)
