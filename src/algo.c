@@ -404,3 +404,59 @@ void sl_refund_log(const sluice_rule *r, int64_t t, const sl_log_entry *e,
     *first = f;
     *end = k;
 }
+
+/* 2^50 - 1: a log's live cost stays below the script's sums mod 2^50. */
+#define FORCE_BOUND 1125899906842623LL
+
+int64_t sl_force_ceiling(const sluice_rule *r)
+{
+    return sl_max64(sl_rule_capacity(r), FORCE_BOUND / r->period_ms);
+}
+
+int64_t sl_force_window(const sluice_rule *r, int64_t cur, int64_t e)
+{
+    return sl_min64(e, sl_max64(0, sl_force_ceiling(r) - cur));
+}
+
+void sl_force_bucket(const sluice_rule *r, int64_t t, bool has, int64_t x,
+                     int64_t d, int64_t e, int64_t *new_x, int64_t *new_d)
+{
+    int64_t l = r->limit, p = r->period_ms, u, du;
+    int64_t top = sl_force_ceiling(r) * p;
+
+    if (!has) {
+        x = t;
+        d = 0;
+    }
+    u = sl_max64(t, x);
+    if (d <= 0 || u - x >= sl_cdiv(d, l))
+        du = 0;
+    else
+        du = d - (u - x) * l;
+    *new_x = u;
+    /* e * P may pass 2^63: compare in requests first. */
+    *new_d =
+        du >= top || e >= sl_cdiv(top - du, p) ? sl_max64(du, top) : du + e * p;
+}
+
+int64_t sl_force_log(const sluice_rule *r, int64_t t, const sl_log_entry *en,
+                     size_t n, int64_t e, int64_t *stamp)
+{
+    int64_t u = n > 0 ? sl_max64(t, en[n - 1].x) : t, sum = 0;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (en[i].x > u - r->period_ms)
+            sum += en[i].cost;
+    *stamp = u;
+    return sl_min64(e, sl_max64(0, sl_force_ceiling(r) - sum));
+}
+
+int64_t sl_rule_reset(const sluice_rule *r, const sl_state_view *s, int64_t t)
+{
+    sl_verdict v;
+    sl_charge ch;
+
+    decide_rule(r, s, t, 1, false, &v, &ch);
+    return v.reset_ms;
+}

@@ -517,6 +517,13 @@ static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
         j->mode = JOB_RULES;
     } else if (rq->op == SL_OP_LEASE_ACQUIRE || rq->op == SL_OP_LEASE_RELEASE) {
         j->mode = JOB_LEASE;
+    } else if (rq->op == SL_OP_FORCE) {
+        sl_errf(err, err_len,
+                "%s: a settle's excess (a charge past the limit) is not "
+                "built for this backend yet; use redis:// (the Lua backend, "
+                "also through the proxy)",
+                p->name);
+        return false;
     } else if (rq->op != SL_OP_REFUND && sl_ruleset_blocks(rq->decide.rules)) {
         /* A denial here may come from another request's charge that is
          * taken back a moment later: a block must not start from a denial
