@@ -363,9 +363,9 @@ SLUICE_API sluice_status sluice_refund(sluice *sl, const void *key,
  * is the state it leaves, as a refund's: allowed, the least remaining over
  * the rules (0 in deficit) and its limit, retry_after_ms -1, reset_after_ms
  * the largest, the deficit included. A failure is returned, never
- * answered by the fail policy. The plain backends (redis+multi://,
- * twemproxy://) return SLUICE_EUNSUPPORTED with the reason for an excess,
- * and refund as sluice_refund does. */
+ * answered by the fail policy. redis+multi:// charges every excess (under
+ * WATCH); twemproxy:// returns SLUICE_EUNSUPPORTED with the reason for an
+ * excess; below, both refund as sluice_refund does. */
 SLUICE_API sluice_status sluice_settle(sluice *sl, const void *key,
                                        size_t key_len,
                                        const sluice_ruleset *rules,

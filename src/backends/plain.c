@@ -232,6 +232,8 @@ static void begin(sl_plain *p, unit *u, step s)
         APPEND(p, u, WANT_OK, "MULTI");
         if (u->rq->op == SL_OP_REFUND)
             sl_plain_ops_refund_writes(p, u);
+        else if (u->rq->op == SL_OP_FORCE)
+            sl_plain_ops_force_writes(p, u);
         else
             sl_plain_ops_writes(p, u);
         APPEND(p, u, WANT_EXEC, "EXEC");
@@ -364,6 +366,18 @@ static void watch_done(sl_plain *p, unit *u)
     if (rq->op == SL_OP_REFUND) {
         /* Answered with the state after it. */
         sl_plain_ops_refund_views(u);
+        sl_describe(rq->decide.rules, u->views, rq->now_ms, &u->job->out[u->i]);
+        begin(p, u, STEP_EXEC);
+        return;
+    }
+    if (rq->op == SL_OP_FORCE) {
+        /* Charged unjudged, answered with the state after it. */
+        if (!sl_plain_ops_force_views(u)) {
+            unwatch(p, u);
+            sl_errf(u->msg, sizeof(u->msg), "%s: out of memory", p->name);
+            finish(u, SLUICE_ENOMEM, u->msg);
+            return;
+        }
         sl_describe(rq->decide.rules, u->views, rq->now_ms, &u->job->out[u->i]);
         begin(p, u, STEP_EXEC);
         return;
@@ -517,13 +531,19 @@ static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
         j->mode = JOB_RULES;
     } else if (rq->op == SL_OP_LEASE_ACQUIRE || rq->op == SL_OP_LEASE_RELEASE) {
         j->mode = JOB_LEASE;
-    } else if (rq->op == SL_OP_FORCE) {
+    } else if (rq->op == SL_OP_FORCE && !p->multi) {
         sl_errf(err, err_len,
-                "%s: a settle's excess (a charge past the limit) is not "
-                "built for this backend yet; use redis:// (the Lua backend, "
-                "also through the proxy)",
+                "%s: a settle's excess is charged up to a ceiling read in "
+                "the same atomic step, which a proxy's plain commands cannot "
+                "give; use redis:// through the proxy (the Lua backend, one "
+                "EVAL per decision)",
                 p->name);
         return false;
+    } else if (rq->op == SL_OP_FORCE) {
+        /* Read under WATCH, written in MULTI/EXEC: an optimistic charge
+         * of another client in between aborts it, and it is made again. */
+        j->watched = true;
+        j->mode = JOB_READ;
     } else if (rq->op != SL_OP_REFUND && sl_ruleset_blocks(rq->decide.rules)) {
         /* A denial here may come from another request's charge that is
          * taken back a moment later: a block must not start from a denial
