@@ -452,11 +452,37 @@ int64_t sl_force_log(const sluice_rule *r, int64_t t, const sl_log_entry *en,
     return sl_min64(e, sl_max64(0, sl_force_ceiling(r) - sum));
 }
 
-int64_t sl_rule_reset(const sluice_rule *r, const sl_state_view *s, int64_t t)
+void sl_force_plan(const sluice_ruleset *rs, const sl_state_view *views,
+                   int64_t t, int64_t e, sl_verdict *v, sl_charge *ch)
 {
-    sl_verdict v;
-    sl_charge ch;
+    sl_charge unused;
+    size_t i;
 
-    decide_rule(r, s, t, 1, false, &v, &ch);
-    return v.reset_ms;
+    for (i = 0; i < rs->count; i++) {
+        const sluice_rule *r = &rs->rules[i];
+        sl_state_view after = views[i];
+
+        ch[i].x = ch[i].d = 0;
+        switch (sl_store_of(r->algorithm).family) {
+        case SL_FAMILY_WINDOW:
+            ch[i].n = sl_force_window(r, after.cur, e);
+            after.cur += ch[i].n;
+            break;
+        case SL_FAMILY_LOG:
+            ch[i].n = sl_force_log(r, t, after.entries, after.n, e, &ch[i].x);
+            break;
+        case SL_FAMILY_BUCKET:
+            ch[i].n = e;
+            sl_force_bucket(r, t, after.has, after.x, after.d, e, &ch[i].x,
+                            &ch[i].d);
+            after.has = true;
+            after.x = ch[i].x;
+            after.d = ch[i].d;
+            break;
+        }
+        decide_rule(r, &after, t, 1, false, &v[i], &unused);
+        /* A log's newest entry is then the forced one, at x. */
+        if (r->algorithm == SLUICE_LOG)
+            v[i].reset_ms = ch[i].x + r->period_ms - t;
+    }
 }

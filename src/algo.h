@@ -53,6 +53,7 @@ typedef struct sl_state_view {
 typedef struct sl_charge {
     int64_t x; /* log: the stamp; token, gcra: the time of the charge */
     int64_t d; /* token, gcra: the backlog after the charge */
+    int64_t n; /* a forced charge (sl_force_plan): what the rule gains */
 } sl_charge;
 
 /* Decides a whole ruleset on the views of its rules: every rule first,
@@ -156,7 +157,11 @@ void sl_force_bucket(const sluice_rule *r, int64_t t, bool has, int64_t x,
  * *stamp = u = max(t, newest) (0: none added). */
 int64_t sl_force_log(const sluice_rule *r, int64_t t, const sl_log_entry *en,
                      size_t n, int64_t e, int64_t *stamp);
-/* One rule's reset_after on its view at t, nothing charged. */
-int64_t sl_rule_reset(const sluice_rule *r, const sl_state_view *s, int64_t t);
+/* A forced charge of e at t on a ruleset's views: per rule, what it
+ * gains (ch[i].n, up to its ceiling), the stamp (log) or the state after
+ * (buckets) in ch[i].x and ch[i].d, and in v[i].reset_ms the rule's reset
+ * after it (when it gains anything), as an admitted charge's are. */
+void sl_force_plan(const sluice_ruleset *rs, const sl_state_view *views,
+                   int64_t t, int64_t e, sl_verdict *v, sl_charge *ch);
 
 #endif /* SL_ALGO_H */

@@ -50,9 +50,6 @@ typedef struct entry {
     } u;
 } entry;
 
-/* The room for one rule's key: a key, its prefix and its suffixes. */
-#define KEY_W (SLUICE_MAX_KEY_LEN + 128)
-
 #define BLOB   ((sluice_algorithm)0)
 #define LEASES ((sluice_algorithm)99)
 #define BLOCK  ((sluice_algorithm)98)
@@ -629,65 +626,6 @@ static sluice_status rules_request(store *s, const handle *h,
     return SLUICE_OK;
 }
 
-/* A forced charge (SEMANTICS.md, "settle"): every rule charged the cost
- * unjudged, up to its ceiling, all or nothing (room made for every rule
- * first), and answered as a refund is, by the state it leaves. keys,
- * lens, es and views: the rules' keys, live entries and views at t. */
-static sluice_status force_request(store *s, const handle *h,
-                                   const sl_request *rq, char (*keys)[KEY_W],
-                                   const size_t *lens, entry **es,
-                                   sl_state_view *views, sluice_result *out,
-                                   char *err, size_t err_len)
-{
-    const sluice_ruleset *rs = rq->decide.rules;
-    int64_t add[SLUICE_MAX_RULES], x[SLUICE_MAX_RULES], d[SLUICE_MAX_RULES];
-    int64_t t = rq->now_ms, e = rq->decide.cost;
-    size_t i;
-
-    /* Amounts first: a log's view points into the entry that reserve()
-     * may move. */
-    for (i = 0; i < rs->count; i++) {
-        const sluice_rule *r = &rs->rules[i];
-        const sl_state_view *v = &views[i];
-
-        x[i] = d[i] = 0;
-        switch (sl_store_of(r->algorithm).family) {
-        case SL_FAMILY_WINDOW:
-            add[i] = sl_force_window(r, v->cur, e);
-            break;
-        case SL_FAMILY_LOG:
-            add[i] = sl_force_log(r, t, v->entries, v->n, e, &x[i]);
-            break;
-        case SL_FAMILY_BUCKET:
-            add[i] = e;
-            sl_force_bucket(r, t, v->has, v->x, v->d, e, &x[i], &d[i]);
-            break;
-        }
-    }
-    for (i = 0; i < rs->count; i++) {
-        if (es[i] == NULL)
-            es[i] = obtain(s, keys[i], lens[i], rs->rules[i].algorithm, t);
-        if (es[i] == NULL || !reserve(es[i])) {
-            sl_errf(err, err_len, "memory: out of memory storing a charge");
-            return SLUICE_ENOMEM;
-        }
-    }
-    for (i = 0; i < rs->count; i++) {
-        const sluice_rule *r = &rs->rules[i];
-
-        if (add[i] > 0)
-            charge_rule(es[i], r, t, add[i], x[i], d[i], h->ttl_floor_ms);
-        view_of(es[i], r, t, &views[i]);
-        if (add[i] > 0)
-            es[i]->expires_at =
-                sl_max64(es[i]->expires_at,
-                         t + sl_store_ttl(r, t, sl_rule_reset(r, &views[i], t),
-                                          h->ttl_floor_ms));
-    }
-    sl_describe(rs, views, t, out);
-    return SLUICE_OK;
-}
-
 static sluice_status decide_request(store *s, const handle *h,
                                     const sl_request *rq, sluice_result *out,
                                     char *err, size_t err_len)
@@ -698,7 +636,7 @@ static sluice_status decide_request(store *s, const handle *h,
     sl_state_view views[SLUICE_MAX_RULES];
     sl_charge ch[SLUICE_MAX_RULES];
     entry *es[SLUICE_MAX_RULES];
-    char keys[SLUICE_MAX_RULES][KEY_W];
+    char keys[SLUICE_MAX_RULES][SLUICE_MAX_KEY_LEN + 128];
     size_t lens[SLUICE_MAX_RULES], i, bl = 0;
     char bkey[SL_KEY_BUF];
     entry *be;
@@ -735,10 +673,13 @@ static sluice_status decide_request(store *s, const handle *h,
         sl_describe(rs, views, t, out);
         return SLUICE_OK;
     }
-    if (rq->op == SL_OP_FORCE)
-        return force_request(s, h, rq, keys, lens, es, views, out, err,
-                             err_len);
     cost = rq->decide.cost;
+    if (rq->op == SL_OP_FORCE) {
+        /* Unjudged (SEMANTICS.md, "settle"): charged as an admission is,
+         * each rule what it gains, then answered as a refund is. */
+        sl_force_plan(rs, views, t, cost, v, ch);
+        goto charge;
+    }
     if (blocks) {
         bl = sl_key_block(bkey, sizeof(bkey), prefix, rq->key, rq->key_len);
         be = lookup(s, bkey, bl, t);
@@ -766,6 +707,7 @@ static sluice_status decide_request(store *s, const handle *h,
     }
     if (!all)
         return SLUICE_OK;
+charge:
     /* Reserve everything first so that the charge is all or nothing; a
      * live entry found above is the one to charge. */
     for (i = 0; i < rs->count; i++) {
@@ -780,9 +722,17 @@ static sluice_status decide_request(store *s, const handle *h,
         int64_t ttl =
             sl_store_ttl(&rs->rules[i], t, v[i].reset_ms, h->ttl_floor_ms);
 
-        charge_rule(es[i], &rs->rules[i], t, cost, ch[i].x, ch[i].d,
+        if (rq->op == SL_OP_FORCE && ch[i].n == 0)
+            continue; /* at its ceiling */
+        charge_rule(es[i], &rs->rules[i], t,
+                    rq->op == SL_OP_FORCE ? ch[i].n : cost, ch[i].x, ch[i].d,
                     h->ttl_floor_ms);
         es[i]->expires_at = sl_max64(es[i]->expires_at, t + ttl);
+    }
+    if (rq->op == SL_OP_FORCE) {
+        for (i = 0; i < rs->count; i++)
+            view_of(es[i], &rs->rules[i], t, &views[i]);
+        sl_describe(rs, views, t, out);
     }
     return SLUICE_OK;
 }

@@ -672,22 +672,19 @@ sluice_status sl_plain_decode(const sl_request *rq, bool read_mode,
 bool sl_plain_ops_force_views(unit *u)
 {
     const sluice_ruleset *rs = u->rq->decide.rules;
-    int64_t t = u->rq->now_ms, e = u->rq->decide.cost;
     size_t i;
 
+    sl_force_plan(rs, u->views, u->rq->now_ms, u->rq->decide.cost, u->v, u->ch);
     for (i = 0; i < rs->count; i++) {
-        const sluice_rule *r = &rs->rules[i];
         sl_state_view *s = &u->views[i];
         rule_io *io = &u->io[i];
 
-        switch (sl_store_of(r->algorithm).family) {
+        switch (sl_store_of(rs->rules[i].algorithm).family) {
         case SL_FAMILY_WINDOW:
-            u->forced[i] = sl_force_window(r, s->cur, e);
-            s->cur += u->forced[i];
+            s->cur += u->ch[i].n;
             break;
         case SL_FAMILY_LOG:
-            u->forced[i] = sl_force_log(r, t, s->entries, s->n, e, &u->ch[i].x);
-            if (u->forced[i] == 0)
+            if (u->ch[i].n == 0)
                 break;
             if (s->n == io->cap) {
                 sl_log_entry *n =
@@ -698,20 +695,15 @@ bool sl_plain_ops_force_views(unit *u)
                 io->entries = n;
                 io->cap++;
             }
-            io->entries[s->n++] = (sl_log_entry){u->ch[i].x, u->forced[i]};
+            io->entries[s->n++] = (sl_log_entry){u->ch[i].x, u->ch[i].n};
             s->entries = io->entries;
             break;
         case SL_FAMILY_BUCKET:
-            u->forced[i] = e;
-            sl_force_bucket(r, t, s->has, s->x, s->d, e, &u->ch[i].x,
-                            &u->ch[i].d);
             s->has = true;
             s->x = u->ch[i].x;
             s->d = u->ch[i].d;
             break;
         }
-        /* The TTL of what is written: the state's reset after it. */
-        u->v[i].reset_ms = sl_rule_reset(r, s, t);
     }
     return true;
 }
@@ -725,13 +717,13 @@ size_t sl_plain_ops_force_writes(sl_plain *p, unit *u)
     for (i = 0; i < rs->count; i++) {
         const sluice_rule *r = &rs->rules[i];
 
-        if (u->forced[i] == 0)
+        if (u->ch[i].n == 0)
             continue;
         switch (sl_store_of(r->algorithm).family) {
         case SL_FAMILY_WINDOW:
             kl = rule_key(p, u, i, u->io[i].k, key);
             APPEND(p, u, WANT_INT, "INCRBY %b %lld", key, kl,
-                   (long long)u->forced[i]);
+                   (long long)u->ch[i].n);
             APPEND(p, u, WANT_BOOL, "PEXPIRE %b %lld", key, kl,
                    (long long)charge_ttl(p, u, i));
             n += 2;
@@ -739,7 +731,7 @@ size_t sl_plain_ops_force_writes(sl_plain *p, unit *u)
         case SL_FAMILY_LOG:
             kl = rule_key(p, u, i, 0, key);
             emit_prune(p, u, key, kl, u->ch[i].x - r->period_ms);
-            n += 1 + emit_log_entry(p, u, key, kl, u->ch[i].x, u->forced[i],
+            n += 1 + emit_log_entry(p, u, key, kl, u->ch[i].x, u->ch[i].n,
                                     (long long)charge_ttl(p, u, i));
             break;
         case SL_FAMILY_BUCKET:

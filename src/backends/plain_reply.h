@@ -121,9 +121,6 @@ struct sl_unit {
     bool all;
     int64_t charged;    /* the cost charged: an acquire at most's grant */
     int64_t lease_last; /* a lease: when the last live one ends */
-    /* A forced charge (a settle's excess): what each rule gains, up to
-     * its ceiling; ch[i] holds the stamp (log) or the state (buckets). */
-    int64_t forced[SLUICE_MAX_RULES];
     /* The key's queue: the unit under way on the key is in the table
      * (hnext), with the last unit waiting behind it (qtail). */
     bool keyed, held;
