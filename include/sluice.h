@@ -364,8 +364,10 @@ SLUICE_API sluice_status sluice_refund(sluice *sl, const void *key,
  * the rules (0 in deficit) and its limit, retry_after_ms -1, reset_after_ms
  * the largest, the deficit included. A failure is returned, never
  * answered by the fail policy. redis+multi:// charges every excess (under
- * WATCH); twemproxy:// returns SLUICE_EUNSUPPORTED with the reason for an
- * excess; below, both refund as sluice_refund does. */
+ * WATCH); twemproxy:// charges that of fixed, sliding and log rules at
+ * once, and returns SLUICE_EUNSUPPORTED with the reason for a bucket's and
+ * for one that would pass a rule's ceiling (taken back); below, both
+ * refund as sluice_refund does. */
 SLUICE_API sluice_status sluice_settle(sluice *sl, const void *key,
                                        size_t key_len,
                                        const sluice_ruleset *rules,

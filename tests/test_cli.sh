@@ -358,7 +358,7 @@ fi
 # A settle (SEMANTICS.md, "settle"): 1,000 reserved on token:1000/1m,
 # 1,400 used: the backlog is 1,400 minutes' worth, 84,000 ms to drain; the
 # next request waits until 999 tokens' worth is left, (84,000,000 -
-# 59,940,000) / 1,000 = 24,060 ms. twemproxy:// refuses the excess.
+# 59,940,000) / 1,000 = 24,060 ms. twemproxy:// refuses a bucket's excess.
 if [[ $url != twemproxy://* ]]; then
     expect_replay replay_settle '{"allowed": true, "limit": 1000, "remaining": 0, "retry_after_ms": -1, "reset_after_ms": 60000}
 {"allowed": true, "limit": 1000, "remaining": 0, "retry_after_ms": -1, "reset_after_ms": 84000}
@@ -371,8 +371,11 @@ if [[ $url != twemproxy://* ]]; then
 {"t": 0, "key": "st", "rule": "token:1000/1m", "op": "settle", "reserved": 0, "actual": 1000000001}
 {"t": 0, "key": "st", "rule": "token:1000/1m", "reserved": 1}'
 else
-    expect_replay replay_settle_refused_on_the_proxy '{"error": "unsupported: twemproxy: a settle'"'"'s excess is charged up to a ceiling read in the same atomic step, which a proxy'"'"'s plain commands cannot give; use redis:// through the proxy (the Lua backend, one EVAL per decision)"}' \
-        '{"t": 0, "key": "st", "rule": "fixed:10/1s", "op": "settle", "reserved": 0, "actual": 3}'
+    # twemproxy:// charges a window's excess at once; a bucket's it refuses.
+    expect_replay replay_settle_on_the_proxy '{"allowed": true, "limit": 10, "remaining": 7, "retry_after_ms": -1, "reset_after_ms": 1000}
+{"error": "unsupported: twemproxy: a settle'"'"'s excess on token and gcra needs an atomic read-modify-write that a proxy'"'"'s plain commands cannot give; use redis:// through the proxy (the Lua backend, one EVAL per decision)"}' \
+        '{"t": 0, "key": "st", "rule": "fixed:10/1s", "op": "settle", "reserved": 0, "actual": 3}
+{"t": 0, "key": "st", "rule": "token:10/1s", "op": "settle", "reserved": 0, "actual": 3}'
 fi
 # An option where the rule goes: the rule is what is missing.
 expect_exit limiter_define_without_rule 2 "$bin" limiter define x --url "$url"

@@ -303,6 +303,15 @@ static bool refused(const step *s)
     if (strcmp(s->op, "settle") == 0 && s->actual > s->reserved &&
         has_token(unsupported, "force"))
         return true;
+    /* ceiling: an excess that may reach a rule's ceiling is refused (a
+     * rule whose ceiling is its capacity, max(capacity, (2^50 - 1) / P)
+     * = capacity: the tables' only such rule reaches it). */
+    for (i = 0; strcmp(s->op, "settle") == 0 && s->actual > s->reserved &&
+                has_token(unsupported, "ceiling") && i < rs.count;
+         i++)
+        if ((rs.rules[i].burst > 0 ? rs.rules[i].burst : rs.rules[i].limit) >=
+            1125899906842623LL / rs.rules[i].period_ms)
+            return true;
     if (strcmp(s->op, "refund") == 0 ||
         (strcmp(s->op, "settle") == 0 && s->actual <= s->reserved)) {
         if (has_token(unsupported, "refund"))

@@ -741,3 +741,16 @@ size_t sl_plain_ops_force_writes(sl_plain *p, unit *u)
     }
     return n;
 }
+
+sluice_status sl_plain_ops_force_judge(unit *u)
+{
+    const sluice_ruleset *rs = u->rq->decide.rules;
+    size_t i;
+
+    if (!sl_plain_ops_force_views(u))
+        return SLUICE_ENOMEM;
+    for (i = 0; i < rs->count; i++)
+        if (u->ch[i].n != u->rq->decide.cost)
+            return SLUICE_EUNSUPPORTED;
+    return SLUICE_OK;
+}

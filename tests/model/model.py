@@ -451,6 +451,20 @@ def force_rule(state, rule, amount, t):
     return after, after
 
 
+def force_clamped(state, rule, amount, t):
+    """Whether a forced charge of `amount` at t would pass the rule's
+    ceiling (then less than `amount` is charged)."""
+    ceiling = max(rule.capacity, FORCE_BOUND // rule.period)
+    if rule.alg in WINDOWED:
+        return (state or {}).get(window_of(rule, t)[0], 0) + amount > ceiling
+    if rule.alg == "log":
+        d = t if state is None else max(t, state.latest)
+        entries = () if state is None else state.entries
+        return sum(c for x, c in entries if x > d - rule.period) + \
+            amount > ceiling
+    raise ValueError("buckets: a ceiling the backlog may reach in part")
+
+
 def settle_parts(event):
     """A settle's (refund amount, forced amount): one of them is 0."""
     reserved, actual = event["reserved"], event["actual"]
@@ -631,6 +645,19 @@ class Model:
         o = Outcome(answer, commit, dropped, block)
         o.blocked = after is not None and t < after
         return o
+
+    def clamps(self, event):
+        """Whether a settle's excess would pass a rule's ceiling in some
+        reading of the stored state (a backend that charges at once then
+        takes it back and refuses)."""
+        rules = parse_rules(event["rule"])
+        t, amount = event["t"], settle_parts(event)[1]
+        for dropped in self._expiry_choices(event["key"], rules, t):
+            states = self._states(event["key"], rules, t, dropped)
+            if any(force_clamped(states.get(r.slot), r, amount, t)
+                   for r in rules if r.alg not in BUCKETS):
+                return True
+        return False
 
     @staticmethod
     def resolvable(outcomes):

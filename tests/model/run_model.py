@@ -796,7 +796,8 @@ def refused(spec, ev):
     """The URL refuses the event's algorithms, or its op: "refund" all
     refunds, "window-refund" those of fixed, sliding or log rules, "block"
     every decision on rules with a block but refunds and settles, "force"
-    a settle's excess (a settle below is a refund)."""
+    a settle's excess (a settle below is a refund); "ceiling" refuses an
+    excess that would pass a rule's ceiling (judge asks the model)."""
     rules = M.parse_rules(ev["rule"])
     op = ev.get("op", "acquire")
     return (any(r.alg in spec.unsupported for r in rules)
@@ -819,6 +820,12 @@ def judge(model, spec, ev, actual):
     op = ev.get("op", "acquire")
     if is_lease(ev):
         return judge_lease(model, ev, actual)
+    if op == "settle" and ev["actual"] > ev["reserved"] and \
+            "ceiling" in spec.unsupported and \
+            "unsupported" in actual.get("error", "") and model.clamps(ev):
+        # Charged at once, then taken back: nothing changed.
+        model.note_time(ev["t"])
+        return True, actual
     if refused(spec, ev):
         if "unsupported" in actual.get("error", ""):
             model.note_time(ev["t"])
