@@ -83,6 +83,11 @@ size_t sl_key_lease(char *dst, size_t dst_len, const char *prefix,
 size_t sl_key_block(char *dst, size_t dst_len, const char *prefix,
                     const void *key, size_t key_len);
 
+/* key.c: "<prefix>{K}:over", a named limiter's overrides (a hash: field
+ * the client id, value the encoded override); as sl_key_rules. */
+size_t sl_key_over(char *dst, size_t dst_len, const char *prefix,
+                   const void *key, size_t key_len);
+
 /* key.c: appends ":<k>" to the rule key of length base_len in dst (of
  * SL_KEY_BUF bytes): the key of window k. Returns the new length. */
 size_t sl_key_window(char *dst, size_t base_len, int64_t k);

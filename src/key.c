@@ -89,6 +89,17 @@ size_t sl_key_block(char *dst, size_t dst_len, const char *prefix,
     return n;
 }
 
+size_t sl_key_over(char *dst, size_t dst_len, const char *prefix,
+                   const void *key, size_t key_len)
+{
+    size_t n = sl_key_rules(dst, dst_len, prefix, key, key_len);
+
+    /* "...}:rules" becomes "...}:over": one byte shorter. */
+    if (n > 0)
+        memcpy(dst + n - 5, "over", 4);
+    return n > 0 ? n - 1 : 0;
+}
+
 size_t sl_key_window(char *dst, size_t base_len, int64_t k)
 {
     dst[base_len] = ':';

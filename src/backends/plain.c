@@ -517,6 +517,16 @@ static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
         j->mode = JOB_RULES;
     } else if (rq->op == SL_OP_LEASE_ACQUIRE || rq->op == SL_OP_LEASE_RELEASE) {
         j->mode = JOB_LEASE;
+    } else if (rq->op == SL_OP_OVER_SET || rq->op == SL_OP_OVER_DEL ||
+               rq->op == SL_OP_OVER_LIST) {
+        /* Not built yet: a read of the rules here never asks for an
+         * override either, so none can apply. */
+        sl_errf(err, err_len,
+                "%s: overrides of named limiters are not supported on this "
+                "backend yet; use redis:// (the Lua backend, also through "
+                "the proxy) or mem://",
+                p->name);
+        return false;
     } else if (rq->op != SL_OP_REFUND && sl_ruleset_blocks(rq->decide.rules)) {
         /* A denial here may come from another request's charge that is
          * taken back a moment later: a block must not start from a denial
