@@ -3,9 +3,7 @@
  * get, delete and list; the decisions of each kind; another handle's
  * change seen within rules_cache_ms, its own at once; round trips per
  * decision; the hash's TTL follows the rules'; deleting the limiter
- * deletes its overrides; bad input. On the backends without overrides
- * (redis+multi://, twemproxy://) every override call is
- * SLUICE_EUNSUPPORTED and decisions by name are as before.
+ * deletes its overrides; bad input. Every backend holds them.
  *   test_override URL|@file */
 #include "testutil.h"
 
@@ -19,7 +17,6 @@ uint64_t sl_handle_round_trips(const sluice *sl);
 
 static const char *url;
 static bool memory;  /* mem://: one named store, the handle's clock */
-static bool plain;   /* redis+multi://, twemproxy://: no overrides */
 static bool sharded; /* redis-cluster://: keys on several nodes */
 
 #define T0 (28333334LL * 60000)
@@ -132,23 +129,6 @@ static tally list(sluice *sl, const char *name)
     return t;
 }
 
-/* On the backends without overrides: refused, with the reason. */
-static bool refused(sluice *sl)
-{
-    sluice_ruleset rs = rules("fixed:2/1h");
-
-    if (!plain)
-        return false;
-    assert_int_equal(sluice_limiter_set(sl, "u", 1, &rs, 0), SLUICE_OK);
-    assert_int_equal(set(sl, "u", "a", over(SLUICE_OVERRIDE_UNLIMITED, NULL)),
-                     SLUICE_EUNSUPPORTED);
-    assert_non_null(strstr(sluice_errmsg(sl), "not supported"));
-    assert_int_equal(get(sl, "u", "a").kind, SLUICE_OVERRIDE_NONE);
-    assert_true(take(sl, "u", "a").allowed);
-    sluice_close(sl);
-    return true;
-}
-
 /* Set, get, delete and list: each kind read back as stored. */
 static void set_get_delete_list(void **state)
 {
@@ -160,8 +140,6 @@ static void set_get_delete_list(void **state)
     tally t;
 
     (void)state;
-    if (refused(sl))
-        return;
     assert_int_equal(
         set(sl, "L", "p", over(SLUICE_OVERRIDE_RULES, "fixed:1/1s")),
         SLUICE_ENOLIMITER);
@@ -229,8 +207,6 @@ static void long_lists_come_in_pages(void **state)
     tally t;
 
     (void)state;
-    if (refused(sl))
-        return;
     assert_int_equal(sluice_limiter_set(sl, "P", 1, &rs, 0), SLUICE_OK);
     for (i = 0; i < 300; i++) {
         snprintf(client, sizeof(client), "c%d", i);
@@ -261,8 +237,6 @@ static void decisions_of_each_kind(void **state)
     int i;
 
     (void)state;
-    if (refused(sl))
-        return;
     assert_int_equal(sluice_limiter_set(sl, "K", 1, &rs, 0), SLUICE_OK);
     assert_int_equal(
         set(sl, "K", "p", over(SLUICE_OVERRIDE_RULES, "fixed:5/1h")),
@@ -323,8 +297,6 @@ static void shadow_admits_the_denylisted(void **state)
     sluice_result r;
 
     (void)state;
-    if (refused(sl))
-        return;
     assert_int_equal(sluice_limiter_set(sl, "S", 1, &rs, 0), SLUICE_OK);
     assert_int_equal(set(sl, "S", "d", over(SLUICE_OVERRIDE_DENY, NULL)),
                      SLUICE_OK);
@@ -346,12 +318,6 @@ static void changes_reach_other_handles(void **state)
     sluice_ruleset rs = rules("fixed:100/1h");
 
     (void)state;
-    if (refused(a)) {
-        sluice_close(never);
-        sluice_close(cached);
-        sluice_close(brief);
-        return;
-    }
     assert_int_equal(sluice_limiter_set(a, "C", 1, &rs, 0), SLUICE_OK);
     assert_int_equal(take(never, "C", "x").status, SLUICE_OK);
     assert_int_equal(take(cached, "C", "x").status, SLUICE_OK);
@@ -390,10 +356,6 @@ static void round_trips(void **state)
     int i, k;
 
     (void)state;
-    if (refused(cached)) {
-        sluice_close(uncached);
-        return;
-    }
     assert_int_equal(sluice_limiter_set(cached, "R", 1, &rs, 0), SLUICE_OK);
     assert_int_equal(
         set(cached, "R", "rules", over(SLUICE_OVERRIDE_RULES, "fixed:999/1h")),
@@ -474,8 +436,6 @@ static void overrides_live_and_go_with_the_rules(void **state)
     long long t;
 
     (void)state;
-    if (refused(sl))
-        return;
     assert_int_equal(sluice_limiter_set(sl, "T", 1, &rs, 600000), SLUICE_OK);
     assert_int_equal(set(sl, "T", "d", over(SLUICE_OVERRIDE_DENY, NULL)),
                      SLUICE_OK);
@@ -572,8 +532,6 @@ int main(int argc, char **argv)
     }
     url = tu_url(argv[1]);
     memory = strncmp(url, "mem://", 6) == 0;
-    plain = strncmp(url, "redis+multi", 11) == 0 ||
-            strncmp(url, "twemproxy", 9) == 0;
     sharded = strncmp(url, "redis-cluster", 13) == 0;
     printf("overrides of named limiters on %s\n", url);
     return cmocka_run_group_tests_name(url, tests, NULL, NULL);

@@ -214,8 +214,9 @@ static void begin(sl_plain *p, unit *u, step s)
             APPEND(p, u, WANT_EXEC, "EXEC");
         break;
     case STEP_FOLLOW:
-        if ((u->mode == JOB_LEASE ? sl_plain_lease_follow(p, u)
-                                  : sl_plain_ops_follow(p, u)) == 0 &&
+        if ((u->mode == JOB_LEASE || u->mode == JOB_RULES
+                 ? sl_plain_lease_follow(p, u)
+                 : sl_plain_ops_follow(p, u)) == 0 &&
             !u->broken) {
             finish(u, SLUICE_OK, NULL);
             return;
@@ -321,7 +322,10 @@ static void block_done(sl_plain *p, unit *u)
         return;
     }
     if (u->mode == JOB_RULES) {
-        finish(u, u->st, u->msg);
+        if (u->st == SLUICE_OK && rq->op == SL_OP_OVER_SET && !u->all)
+            begin(p, u, STEP_FOLLOW); /* no rules: the set taken back */
+        else
+            finish(u, u->st, u->msg);
         return;
     }
     if (u->mode == JOB_LEASE) {
@@ -519,14 +523,7 @@ static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
         j->mode = JOB_LEASE;
     } else if (rq->op == SL_OP_OVER_SET || rq->op == SL_OP_OVER_DEL ||
                rq->op == SL_OP_OVER_LIST) {
-        /* Not built yet: a read of the rules here never asks for an
-         * override either, so none can apply. */
-        sl_errf(err, err_len,
-                "%s: overrides of named limiters are not supported on this "
-                "backend yet; use redis:// (the Lua backend, also through "
-                "the proxy) or mem://",
-                p->name);
-        return false;
+        j->mode = JOB_RULES;
     } else if (rq->op != SL_OP_REFUND && sl_ruleset_blocks(rq->decide.rules)) {
         /* A denial here may come from another request's charge that is
          * taken back a moment later: a block must not start from a denial
