@@ -285,6 +285,28 @@ if [[ $url != mem://* ]]; then
     expect_exit limiter_set 0 "$bin" limiter set lim1 fixed:3/1h --url "$url"
     expect_exit check_by_name_after_set 0 "$bin" check --limiter lim1 --client a --url "$url"
     expect_text check_by_name_after_set_says "$tmp/out" '^allowed: 0 of 3 left'
+    # Overrides: a client's own rules, allow- and deny-listed, listed,
+    # removed; bad input.
+    expect_exit override_unlimited 0 "$bin" limiter override lim1 vip unlimited --url "$url"
+    expect_text override_unlimited_prints "$tmp/out" '^{"limiter": "lim1", "client": "vip", "override": "unlimited"}$'
+    expect_exit override_deny 0 "$bin" limiter override lim1 bad deny --url "$url"
+    expect_exit override_rules 0 "$bin" limiter override lim1 p fixed:5/1h --url "$url"
+    expect_exit overrides_list 0 "$bin" limiter overrides lim1 --url "$url"
+    expect_text overrides_list_rules "$tmp/out" '^{"limiter": "lim1", "client": "p", "override": "fixed:5/3600000ms"}$'
+    expect_text overrides_list_deny "$tmp/out" '"client": "bad", "override": "deny"}$'
+    expect_exit check_allowlisted 0 "$bin" check --limiter lim1 --client vip --url "$url"
+    expect_text check_allowlisted_says "$tmp/err" '^sluice: allowlisted: '
+    expect_exit check_denylisted 3 "$bin" check --limiter lim1 --client bad --url "$url"
+    expect_text check_denylisted_says "$tmp/err" '^sluice: denylisted: '
+    expect_exit unoverride 0 "$bin" limiter unoverride lim1 bad --url "$url"
+    expect_text unoverride_prints "$tmp/out" '^{"deleted": true}$'
+    expect_exit unoverride_again 0 "$bin" limiter unoverride lim1 bad --url "$url"
+    expect_text unoverride_again_prints "$tmp/out" '^{"deleted": false}$'
+    expect_exit check_unlisted 0 "$bin" check --limiter lim1 --client bad --url "$url"
+    expect_exit override_bad_rules 2 "$bin" limiter override lim1 p fixed:0/1h --url "$url"
+    expect_text override_bad_rules_says "$tmp/err" 'override "fixed:0/1h": expected rules, "unlimited" or "deny"'
+    expect_exit override_no_kind 2 "$bin" limiter override lim1 p --url "$url"
+    expect_exit override_no_limiter 3 "$bin" limiter override nope p deny --url "$url"
     expect_exit limiter_delete 0 "$bin" limiter delete lim1 --url "$url"
     expect_text limiter_delete_prints "$tmp/out" '^{"deleted": true}$'
     expect_exit check_by_name_deleted 2 "$bin" check --limiter lim1 --client a --url "$url"
