@@ -196,7 +196,7 @@ expect_text replay_utf8_key_over "$tmp/out" '^{"error": "key: key \\".*1026 byte
 # A NUL byte cannot hide trailing text in a rule or an op.
 expect_replay replay_nul_in_rule_and_op \
     '{"error": "rule: rule \"fixed:1/1s\\u0000+junk\" holds a NUL byte"}
-{"error": "input: unknown op \"peek\\u0000\" (use acquire, peek, reset, acquire_at_most, refund, lease or release)"}' \
+{"error": "input: unknown op \"peek\\u0000\" (use acquire, peek, reset, acquire_at_most, refund, lease, release, limiter_set, override or unoverride)"}' \
     '{"t": 0, "key": "r", "rule": "fixed:1/1s\u0000+junk"}
 {"t": 0, "key": "r", "rule": "fixed:1/1s", "op": "peek\u0000"}'
 # The largest limit times the largest period is 10^19, past INT64_MAX: a
@@ -271,6 +271,38 @@ expect_exit check_limiter_and_rule 2 "$bin" check --limiter lim1 --rule fixed:1/
 expect_replay replay_limiter_and_key \
     '{"error": "input: an event names a limiter (and a client) or a key and a rule, not both"}' \
     '{"t": 0, "limiter": "lim1", "key": "k"}'
+# Overrides in replay, in one process (so on every backend): the
+# limiter's rules set, a client allow-listed, one deny-listed, one with its
+# own rules, then removed; bad override lines answered and skipped.
+expect_replay replay_overrides \
+    '{"set": true}
+{"set": true}
+{"set": true}
+{"set": true}
+{"allowed": true, "limit": 0, "remaining": 0, "retry_after_ms": -1, "reset_after_ms": 0, "status": "allowlisted"}
+{"allowed": false, "limit": 0, "remaining": 0, "retry_after_ms": -1, "reset_after_ms": 0, "status": "denylisted"}
+{"allowed": true, "limit": 3, "remaining": 2, "retry_after_ms": -1, "reset_after_ms": 3599999}
+{"allowed": true, "limit": 2, "remaining": 1, "retry_after_ms": -1, "reset_after_ms": 3599999}
+{"deleted": true}
+{"deleted": false}
+{"allowed": true, "limit": 2, "remaining": 1, "retry_after_ms": -1, "reset_after_ms": 3599998}
+{"error": "rule: override \"bogus\": expected rules, \"unlimited\" or \"deny\": rule \"bogus\": unknown algorithm (use fixed, sliding, log, token or gcra) at \"bogus\""}
+{"error": "nolimiter: limiter \"ovM\" has no rules stored: it was never defined, was deleted, or its keep-alive ran out unused"}
+{"error": "input: \"override\" goes with op \"override\""}' \
+    '{"t": 0, "op": "limiter_set", "limiter": "ovL", "rule": "fixed:2/1h"}
+{"t": 0, "op": "override", "limiter": "ovL", "client": "a", "override": "unlimited"}
+{"t": 0, "op": "override", "limiter": "ovL", "client": "d", "override": "deny"}
+{"t": 0, "op": "override", "limiter": "ovL", "client": "p", "override": "fixed:3/1h"}
+{"t": 1, "limiter": "ovL", "client": "a"}
+{"t": 1, "limiter": "ovL", "client": "d"}
+{"t": 1, "limiter": "ovL", "client": "p"}
+{"t": 1, "limiter": "ovL", "client": "n"}
+{"t": 2, "op": "unoverride", "limiter": "ovL", "client": "d"}
+{"t": 2, "op": "unoverride", "limiter": "ovL", "client": "d"}
+{"t": 2, "limiter": "ovL", "client": "d"}
+{"t": 3, "op": "override", "limiter": "ovL", "client": "d", "override": "bogus"}
+{"t": 3, "op": "override", "limiter": "ovM", "client": "d", "override": "deny"}
+{"t": 3, "limiter": "ovL", "client": "d", "override": "deny"}'
 if [[ $url != mem://* ]]; then
     expect_exit limiter_define_keeps 0 "$bin" limiter define lim1 fixed:9/1h --url "$url"
     expect_text limiter_define_keeps_prints "$tmp/out" '"rules": "fixed:2/3600000ms", "keepalive_ms": 600000}$'

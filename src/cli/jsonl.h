@@ -17,7 +17,11 @@ typedef enum jsonl_op {
     JSONL_AT_MOST, /* "acquire_at_most" */
     JSONL_REFUND,  /* "refund": cost is the amount */
     JSONL_LEASE,   /* "lease": max holders, lease_ms */
-    JSONL_RELEASE  /* "release": the lease */
+    JSONL_RELEASE, /* "release": the lease */
+    /* A named limiter's rules and overrides: */
+    JSONL_LIMITER_SET, /* "limiter_set": limiter, rule */
+    JSONL_OVERRIDE,    /* "override": limiter, client, override */
+    JSONL_UNOVERRIDE   /* "unoverride": limiter, client */
 } jsonl_op;
 
 /* A parsed event. key and rule point into doc, which the event owns until
@@ -38,6 +42,8 @@ typedef struct jsonl_event {
     int64_t max, lease_ms;
     const char *lease;
     size_t lease_len;
+    /* An override: its text (rules, "unlimited" or "deny"), into doc. */
+    const char *override;
     struct json_t *doc; /* the parsed line */
 } jsonl_event;
 
