@@ -234,6 +234,7 @@ static void decisions_of_each_kind(void **state)
     sluice *sl = open_cached(&clk, "kinds", -1);
     sluice_ruleset rs = rules("fixed:2/1h");
     sluice_result r;
+    sluice_stats st;
     int i;
 
     (void)state;
@@ -273,6 +274,10 @@ static void decisions_of_each_kind(void **state)
     assert_true(take(sl, "K", "n").allowed);
     assert_true(take(sl, "K", "n").allowed);
     assert_false(take(sl, "K", "n").allowed);
+    /* Counted: 10 acquires allow-listed, an acquire and a peek denied. */
+    assert_int_equal(sluice_get_stats(sl, &st, sizeof(st)), SLUICE_OK);
+    assert_int_equal(st.allowlisted, 10);
+    assert_int_equal(st.denylisted, 2);
     /* Nothing was counted for "a": under the limiter's rules it has 2. */
     assert_int_equal(sluice_limiter_override_delete(sl, "K", 1, "a", 1, NULL),
                      SLUICE_OK);
