@@ -120,6 +120,8 @@ sluice_status sl_time_check(int64_t t, char *err, size_t err_len);
 
 /* slot.c: the Redis Cluster slot (0..16383) of a key, by its hash tag. */
 unsigned sl_slot_of_key(const void *key, size_t len);
+/* slot.c: FNV-1a (64 bits) of n bytes, for in-process hash tables. */
+uint64_t sl_hash64(const void *p, size_t n);
 
 /* url.c */
 typedef enum sl_scheme {

@@ -76,18 +76,6 @@ typedef struct handle {
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static store *registry; /* named stores: shared by handles of one process */
 
-static uint64_t hash_bytes(const char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
 /* The family of state an entry holds (store.h); 0 for rules and leases. */
 static sl_family family_of(const entry *e)
 {
@@ -266,7 +254,7 @@ static void store_gc(store *s, int64_t now)
  * clock behind never finds again what one ahead found gone. */
 static entry *lookup(store *s, const char *key, size_t len, int64_t now)
 {
-    entry **pp = find_slot(s, key, len, hash_bytes(key, len)), *e = *pp;
+    entry **pp = find_slot(s, key, len, sl_hash64(key, len)), *e = *pp;
 
     if (e != NULL && e->expires_at <= now) {
         *pp = e->next;
@@ -281,7 +269,7 @@ static entry *lookup(store *s, const char *key, size_t len, int64_t now)
 static entry *obtain(store *s, const char *key, size_t len, sluice_algorithm a,
                      int64_t now)
 {
-    uint64_t h = hash_bytes(key, len);
+    uint64_t h = sl_hash64(key, len);
     entry **pp = find_slot(s, key, len, h), *e = *pp;
 
     if (e != NULL && e->expires_at <= now) {
@@ -313,7 +301,7 @@ static entry *obtain(store *s, const char *key, size_t len, sluice_algorithm a,
 static void reset_key(store *s, const char *key, size_t len,
                       const sluice_rule *r, int64_t t)
 {
-    entry **pp = find_slot(s, key, len, hash_bytes(key, len)), *e = *pp;
+    entry **pp = find_slot(s, key, len, sl_hash64(key, len)), *e = *pp;
     int64_t k, to_end;
     size_t i, o = 0;
 
@@ -685,6 +673,12 @@ static sluice_status decide_request(store *s, const handle *h,
         return SLUICE_OK;
     }
     cost = rq->decide.cost;
+    if (rq->op == SL_OP_FORCE) {
+        /* Unjudged (SEMANTICS.md, "settle"): charged as an admission is,
+         * each rule what it gains, then answered as a refund is. */
+        sl_force_plan(rs, views, t, cost, v, ch);
+        goto charge;
+    }
     if (blocks) {
         bl = sl_key_block(bkey, sizeof(bkey), prefix, rq->key, rq->key_len);
         be = lookup(s, bkey, bl, t);
@@ -712,6 +706,7 @@ static sluice_status decide_request(store *s, const handle *h,
     }
     if (!all)
         return SLUICE_OK;
+charge:
     /* Reserve everything first so that the charge is all or nothing; a
      * live entry found above is the one to charge. */
     for (i = 0; i < rs->count; i++) {
@@ -726,9 +721,17 @@ static sluice_status decide_request(store *s, const handle *h,
         int64_t ttl =
             sl_store_ttl(&rs->rules[i], t, v[i].reset_ms, h->ttl_floor_ms);
 
-        charge_rule(es[i], &rs->rules[i], t, cost, ch[i].x, ch[i].d,
+        if (rq->op == SL_OP_FORCE && ch[i].n == 0)
+            continue; /* at its ceiling */
+        charge_rule(es[i], &rs->rules[i], t,
+                    rq->op == SL_OP_FORCE ? ch[i].n : cost, ch[i].x, ch[i].d,
                     h->ttl_floor_ms);
         es[i]->expires_at = sl_max64(es[i]->expires_at, t + ttl);
+    }
+    if (rq->op == SL_OP_FORCE) {
+        for (i = 0; i < rs->count; i++)
+            view_of(es[i], &rs->rules[i], t, &views[i]);
+        sl_describe(rs, views, t, out);
     }
     return SLUICE_OK;
 }

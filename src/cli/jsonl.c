@@ -298,12 +298,53 @@ static int limiter_fields(jsonl_event *ev, const json_t *jrule, char *err,
     return 0;
 }
 
+/* A settle's reserved and actual (JSON integers, 0 .. 10^9), on a key
+ * and a rule, without a cost; no other op takes them. */
+static int settle_fields(jsonl_event *ev, bool tamed, const char *line,
+                         size_t len, char *err, size_t err_len)
+{
+    json_t *jr = json_object_get(ev->doc, "reserved");
+    json_t *ja = json_object_get(ev->doc, "actual");
+    char q[96];
+    int k;
+
+    if (ev->op != JSONL_SETTLE && (jr != NULL || ja != NULL)) {
+        fail(ev, err, err_len, "input",
+             "\"reserved\" and \"actual\" go with op \"settle\"");
+        return -1;
+    }
+    if (ev->op != JSONL_SETTLE)
+        return 0;
+    if (!json_is_integer(jr) || !json_is_integer(ja) ||
+        json_object_get(ev->doc, "cost") != NULL || ev->limiter != NULL) {
+        fail(ev, err, err_len, "input",
+             "a settle needs \"reserved\" and \"actual\", JSON integers, "
+             "on a key (no \"cost\", no limiter)");
+        return -1;
+    }
+    for (k = 0; k < 2; k++) {
+        json_int_t v = json_integer_value(k == 0 ? jr : ja);
+
+        if (v < 0 || v > MAX_COST) {
+            int_text(q, sizeof(q), v, tamed, line, len);
+            fail(ev, err, err_len, "cost",
+                 "%s %s is out of range 0..1000000000",
+                 k == 0 ? "reserved" : "actual", q);
+            return -1;
+        }
+    }
+    ev->reserved = json_integer_value(jr);
+    ev->actual = json_integer_value(ja);
+    return 0;
+}
+
 int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
                 size_t err_len)
 {
     static const char *const ops[] = {
-        "acquire", "peek",    "reset",       "acquire_at_most", "refund",
-        "lease",   "release", "limiter_set", "override",        "unoverride"};
+        "acquire",     "peek",     "reset",     "acquire_at_most",
+        "refund",      "lease",    "release",   "settle",
+        "limiter_set", "override", "unoverride"};
     json_error_t jerr;
     json_t *jt, *jkey, *jrule, *jcost, *jop, *val;
     const char *name;
@@ -343,11 +384,13 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
             strcmp(name, "op") != 0 && strcmp(name, "limiter") != 0 &&
             strcmp(name, "client") != 0 && strcmp(name, "max") != 0 &&
             strcmp(name, "lease_ms") != 0 && strcmp(name, "lease") != 0 &&
+            strcmp(name, "reserved") != 0 && strcmp(name, "actual") != 0 &&
             strcmp(name, "override") != 0) {
             show(q, sizeof(q), name, strlen(name));
             return fail(ev, err, err_len, "input",
                         "unknown field %s (known: t, key, rule, limiter, "
-                        "client, cost, op, max, lease_ms, lease, override)",
+                        "client, cost, op, max, lease_ms, lease, reserved, "
+                        "actual, override)",
                         q);
         }
     }
@@ -401,7 +444,7 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
         if (!json_is_string(jop))
             return fail(ev, err, err_len, "input",
                         "\"op\" must be a string (acquire, peek, reset, "
-                        "acquire_at_most, refund, lease, release, "
+                        "acquire_at_most, refund, lease, release, settle, "
                         "limiter_set, override or unoverride)");
         op = json_string_value(jop);
         op_len = json_string_length(jop);
@@ -414,7 +457,7 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
             show(q, sizeof(q), op, op_len);
             return fail(ev, err, err_len, "input",
                         "unknown op %s (use acquire, peek, reset, "
-                        "acquire_at_most, refund, lease, release, "
+                        "acquire_at_most, refund, lease, release, settle, "
                         "limiter_set, override or unoverride)",
                         q);
         }
@@ -436,6 +479,7 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
                     "a lease or a release takes a key, not a limiter, a "
                     "rule or a cost");
     if (lease_fields(ev, err, err_len) != 0 ||
+        settle_fields(ev, tamed, line, len, err, err_len) != 0 ||
         limiter_fields(ev, jrule, err, err_len) != 0)
         return -1;
     /* A reset ignores cost entirely, whatever it holds. */

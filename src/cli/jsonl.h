@@ -18,6 +18,7 @@ typedef enum jsonl_op {
     JSONL_REFUND,  /* "refund": cost is the amount */
     JSONL_LEASE,   /* "lease": max holders, lease_ms */
     JSONL_RELEASE, /* "release": the lease */
+    JSONL_SETTLE,  /* "settle": reserved and actual, no cost */
     /* A named limiter's rules and overrides: */
     JSONL_LIMITER_SET, /* "limiter_set": limiter, rule */
     JSONL_OVERRIDE,    /* "override": limiter, client, override */
@@ -42,6 +43,8 @@ typedef struct jsonl_event {
     int64_t max, lease_ms;
     const char *lease;
     size_t lease_len;
+    /* A settle: what was reserved and what was used, 0 .. 10^9 each. */
+    int64_t reserved, actual;
     /* An override: its text (rules, "unlimited" or "deny"), into doc. */
     const char *override;
     struct json_t *doc; /* the parsed line */
@@ -51,7 +54,8 @@ typedef struct jsonl_event {
  * any, is white space). Returns 0 and fills *ev, or -1 with *ev empty and
  * err holding "NAME: message", where NAME is "input" (not JSON, not an
  * object, an unknown field, a value of the wrong type such as 2.0 or "5"),
- * "cost" (an integer cost outside 1..10^9) or "time" (an integer "t"
+ * "cost" (an integer cost outside 1..10^9, or a settle's reserved or
+ * actual outside 0..10^9) or "time" (an integer "t"
  * outside 0..2^53 - 1). Integers of any size are read: a reset ignores its
  * cost whatever it is. No I/O, no global state; blank lines (see
  * jsonl_blank) are the caller's to skip. */
