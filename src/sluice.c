@@ -79,14 +79,6 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
         sl->backend = &sl_backend_cluster;
         break;
     }
-    if (sl->url.sentinel) {
-        /* Parsed (url.c); discovery is not built yet (issue 24). */
-        sl_errf(err, err_len,
-                "open: redis+sentinel:// is not built yet: connect to the "
-                "master with redis:// or redis+multi://");
-        st = SLUICE_EUNSUPPORTED;
-        goto fail;
-    }
     if ((st = sl_tls_check(&sl->url, err, err_len)) != SLUICE_OK)
         goto fail;
     if (sl->url.cfg.deny_cache > 1000000) {

@@ -6,6 +6,7 @@
 
 #include "algo.h"
 #include "backend.h"
+#include "net/sentinel.h"
 #include "store.h"
 
 #include <hiredis/hiredis.h>
@@ -43,6 +44,12 @@ static sluice_status evalsha_open(const sl_url *url, sl_engine *eng, void **out,
     s->url = url;
     s->eng = eng;
     sl_conn_init(&s->conn, &url->ep, &url->cfg, "evalsha", eng);
+    if (url->sentinel && sl_conn_use_sentinels(&s->conn, url) != SLUICE_OK) {
+        sl_conn_close(&s->conn);
+        sl_free(s);
+        sl_errf(err, err_len, "evalsha: out of memory");
+        return SLUICE_ENOMEM;
+    }
     /* One connect, within connect_timeout_ms, so that the first call
      * finds it ready; a server that is down or refuses the client never
      * fails the open: the calls answer by the fail policy, and connect

@@ -53,6 +53,7 @@ typedef struct sl_conn_events {
 
 typedef enum sl_phase {
     SL_PHASE_CLOSED = 0,
+    SL_PHASE_DISCOVER,   /* the sentinels asked where the master is */
     SL_PHASE_RESOLVING,  /* the host name looked up on a thread */
     SL_PHASE_CONNECTING, /* connect() under way */
     SL_PHASE_TLS,        /* the TLS handshake */
@@ -60,8 +61,13 @@ typedef enum sl_phase {
     SL_PHASE_READY
 } sl_phase;
 
+struct sl_sentinel;
+
 typedef struct sl_conn {
-    int fd;       /* -1 when closed */
+    int fd; /* -1 when closed */
+    /* With sentinels (net/sentinel.h): every connect asks them first; fd
+     * is then the socket of the one asked. NULL: none. */
+    struct sl_sentinel *sen;
     void *ssl;    /* SSL *, when the URL asks for TLS */
     sl_resp resp; /* replies read and not yet taken */
     sl_phase phase;
@@ -167,6 +173,9 @@ void sl_conn_io(sl_conn *cn, short revents);
 /* Starts a connect when replies are awaited on a closed connection; fails
  * them in a backoff. Called by the engine before it waits. */
 void sl_conn_kick(sl_conn *cn);
+/* For net/sentinel.c: the sentinels named the master (cn->ep's address):
+ * connect to it. */
+void sl_conn_connect_found(sl_conn *cn);
 /* Starts a connect on a closed connection with nothing queued, unless a
  * backoff holds: the engine drives it, so that the first command finds it
  * ready (a cluster's masters, once a slot map names them). */

@@ -5,6 +5,7 @@
  * readiness handed to the phase that waits for it (sl_conn_io); and the
  * one connect that waits, at a handle's open (sl_conn_ensure). */
 #include "net/conn.h"
+#include "net/sentinel.h"
 #include "net/socket.h"
 #include "net/tls.h"
 
@@ -164,6 +165,19 @@ static void start_connect(sl_conn *cn)
     }
     cn->connect_deadline = now + cn->cfg->connect_timeout_ms;
     cn->addr_at = 0;
+    if (cn->sen != NULL) {
+        sl_sentinel_start(cn); /* then sl_conn_connect_found */
+        return;
+    }
+    if (resolve(cn))
+        try_address(cn);
+}
+
+void sl_conn_connect_found(sl_conn *cn)
+{
+    cn->connect_deadline = sl_mono_ms() + cn->cfg->connect_timeout_ms;
+    cn->addr_at = 0;
+    cn->addrs.n = 0; /* the master may have moved */
     if (resolve(cn))
         try_address(cn);
 }
@@ -211,7 +225,9 @@ void sl_conn_check_deadline(sl_conn *cn, int64_t now)
     if (cn->phase == SL_PHASE_CLOSED || cn->phase == SL_PHASE_READY ||
         now < cn->connect_deadline)
         return;
-    if (cn->phase == SL_PHASE_RESOLVING)
+    if (cn->phase == SL_PHASE_DISCOVER)
+        sl_sentinel_check_deadline(cn, now);
+    else if (cn->phase == SL_PHASE_RESOLVING)
         sl_conn_fail(cn, SLUICE_ECONNECT,
                      "cannot be looked up in connect_timeout_ms=%u",
                      cn->cfg->connect_timeout_ms);
@@ -233,6 +249,9 @@ void sl_conn_io(sl_conn *cn, short revents)
 {
     switch (cn->phase) {
     case SL_PHASE_CLOSED:
+        return;
+    case SL_PHASE_DISCOVER:
+        sl_sentinel_io(cn, revents);
         return;
     case SL_PHASE_RESOLVING:
         lookup_done(cn);

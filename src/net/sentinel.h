@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* sentinel.h - finding the master through Redis Sentinel: the first phase
+ * of every connect of a connection opened from redis+sentinel:// (or
+ * redis+multi+sentinel://). The sentinels are asked in turn, each within
+ * its share of the connect's time (a frozen one never stalls the others),
+ * SENTINEL GET-MASTER-ADDR-BY-NAME; the connection then connects to the
+ * address named, and its setup checks with ROLE that it is the master
+ * (conn.c). Every connect asks again: a closed connection or a READONLY
+ * reply (a demoted master) is how a failover shows. See the Sentinel
+ * client spec on redis.io; docs/PRODUCTION.md, "Redis Sentinel". */
+#ifndef SL_NET_SENTINEL_H
+#define SL_NET_SENTINEL_H
+
+#include "net/conn.h"
+
+typedef struct sl_sentinel {
+    const sl_url *url;      /* seeds: the sentinels; master: the name */
+    sl_config cfg;          /* the handle's, its connect timeout a share */
+    sl_endpoint ask_ep;     /* the sentinel asked now: url's sentinel_ep */
+    sl_endpoint master_ep;  /* url's ep with the master's address */
+    sl_conn ask;            /* to the sentinel asked now */
+    size_t at;              /* its index in url->seeds */
+    size_t tried;           /* sentinels tried in this round */
+    size_t first;           /* the one that answered last: asked first */
+    int64_t deadline;       /* of this sentinel's try (monotonic ms) */
+    int64_t round_deadline; /* of the round: the connect's */
+    bool done;              /* this try is over, named or not */
+    bool answered;          /* it named the master */
+    bool ending;            /* closing the try: its callback is not news */
+    char why[SL_ERR_LEN];   /* what each sentinel tried said, joined */
+    uint64_t switches;      /* a master named other than the last one */
+    uint64_t discoveries;   /* rounds that named a master */
+    uint64_t readonly;      /* READONLY replies that closed the connection */
+    bool known;             /* a master was named before */
+    char last_host[256];
+    int last_port;
+} sl_sentinel;
+
+/* A connection to url's master through its sentinels: cn (prepared, on
+ * url->ep) asks them before every connect. SLUICE_ENOMEM or OK. */
+sluice_status sl_conn_use_sentinels(sl_conn *cn, const sl_url *url);
+
+/* For connect.c and conn.c: a discovery round begins (every connect of a
+ * connection with sentinels starts so); the socket's readiness in the
+ * discovery phase; what it waits for; its deadline; and its end when the
+ * connection closes or fails. */
+void sl_sentinel_start(sl_conn *cn);
+void sl_sentinel_io(sl_conn *cn, short revents);
+short sl_sentinel_wants(const sl_conn *cn);
+void sl_sentinel_check_deadline(sl_conn *cn, int64_t now);
+void sl_sentinel_drop(sl_conn *cn);
+void sl_sentinel_free(sl_sentinel *s);
+
+/* Whether a reply of ROLE says "master" (the setup of a connection with
+ * sentinels); else *role holds what it said, for the message. */
+bool sl_sentinel_is_master(const redisReply *r, char *role, size_t role_len);
+
+#endif /* SL_NET_SENTINEL_H */
