@@ -206,59 +206,66 @@ static void bad_input_is_a_clear_error(void **state)
         frozen = (pid_t)atoi(buf);
     }
     assert_int_equal(kill(frozen, SIGSTOP), 0);
-    sl = open_url(url, "timeout_ms=2000&connect_timeout_ms=900");
     t0 = tu_clock_ms(CLOCK_MONOTONIC);
+    sl = open_url(url, "timeout_ms=2000&connect_timeout_ms=900");
     memset(&r, 0, sizeof(r));
     if (sluice_acquire(sl, "frozen", 6, &rs, 1, &r) != SLUICE_OK)
         fail_msg("with the first sentinel frozen: %s", sluice_errmsg(sl));
     took = tu_clock_ms(CLOCK_MONOTONIC) - t0;
     kill(frozen, SIGCONT);
-    print_message("first sentinel frozen: decided in %lld ms (its share of "
-                  "connect_timeout_ms=900: 300)\n",
+    print_message("first sentinel frozen: opened and decided in %lld ms "
+                  "(its share of connect_timeout_ms=900: 300)\n",
                   (long long)took);
     assert_true(r.allowed);
-    assert_true(took < 900);
+    assert_true(took >= 300 && took < 900 * (int64_t)tu_time_scale());
     sluice_close(sl);
 }
 
-/* Load from threads on one handle while the master changes. */
+/* Load from threads on one handle while the master changes: every
+ * decision on one key, so that the count the new master holds tells how
+ * many acknowledged decisions the failover lost. */
 typedef struct load {
     sluice *sl;
+    const char *key;
     volatile int stop;
     int64_t t0; /* the failover's start (monotonic) */
     pthread_mutex_t mu;
-    long decided, policy, other;
-    int64_t first_fail, first_good_after; /* ms after t0; -1 none */
-    char other_msg[256];
+    long decided, policy, other, by_status[32];
+    int64_t first_fail, last_good, max_gap; /* ms after t0; -1 none */
+    char other_msg[256], policy_msg[256];
 } load;
 
 static void *hammer(void *arg)
 {
     load *l = arg;
-    sluice_ruleset rs = rules("fixed:1000000/1m");
-    char key[16];
-    int n = 0;
+    sluice_ruleset rs = rules("fixed:1000000000/1h");
 
     while (!l->stop) {
         sluice_result r;
         sluice_status st;
         int64_t at;
 
-        snprintf(key, sizeof(key), "load%d", n++ % 50);
         memset(&r, 0, sizeof(r));
-        st = sluice_acquire(l->sl, key, strlen(key), &rs, 1, &r);
+        st = sluice_acquire(l->sl, l->key, strlen(l->key), &rs, 1, &r);
         at = l->t0 > 0 ? tu_clock_ms(CLOCK_MONOTONIC) - l->t0 : -1;
         pthread_mutex_lock(&l->mu);
-        if (st == SLUICE_OK && r.status == SLUICE_OK) {
+        if (st == SLUICE_OK && r.status == SLUICE_OK && r.allowed) {
             l->decided++;
-            if (at >= 0 && l->first_fail >= 0 && l->first_good_after < 0)
-                l->first_good_after = at;
+            if (at >= 0) {
+                if (at - (l->last_good >= 0 ? l->last_good : 0) > l->max_gap)
+                    l->max_gap = at - (l->last_good >= 0 ? l->last_good : 0);
+                l->last_good = at;
+            }
         } else if (st == SLUICE_OK &&
                    (r.status == SLUICE_ECONNECT || r.status == SLUICE_EIO ||
                     r.status == SLUICE_ETIMEOUT ||
                     r.status == SLUICE_ESERVER) &&
                    r.allowed) {
-            l->policy++; /* fail=open's answer, its status the failure */
+            /* fail=open's answer, its status the failure */
+            l->policy++;
+            l->by_status[r.status % 32]++;
+            snprintf(l->policy_msg, sizeof(l->policy_msg), "%s",
+                     sluice_errmsg(l->sl));
             if (at >= 0 && l->first_fail < 0)
                 l->first_fail = at;
         } else {
@@ -272,50 +279,116 @@ static void *hammer(void *arg)
     return NULL;
 }
 
+/* The count the master now holds for key: every window's. */
+static long long counted(const char *key)
+{
+    redisContext *c = admin(master_port(2), DATA_PW);
+    redisReply *r = redisCommand(c, "KEYS sluice:{%s}:*", key);
+    long long sum = 0;
+    size_t k;
+
+    assert_non_null(r);
+    for (k = 0; k < r->elements; k++) {
+        redisReply *v =
+            redisCommand(c, "GET %b", r->element[k]->str, r->element[k]->len);
+
+        if (v != NULL && v->type == REDIS_REPLY_STRING)
+            sum += atoll(v->str);
+        freeReplyObject(v);
+    }
+    freeReplyObject(r);
+    redisFree(c);
+    return sum;
+}
+
+/* Until the master has a replica in sync and every sentinel names it:
+ * a failover needs a replica to promote. */
+static void wait_settled(void)
+{
+    int64_t end = tu_clock_ms(CLOCK_MONOTONIC) + 20000;
+
+    for (;;) {
+        int m = master_port(1);
+        bool ok = m != 0 && m == master_port(2) && m == master_port(3);
+
+        if (ok) {
+            redisContext *c = admin(m, DATA_PW);
+            redisReply *r = redisCommand(c, "INFO replication");
+
+            ok = r != NULL && r->str != NULL &&
+                 strstr(r->str, "state=online") != NULL;
+            freeReplyObject(r);
+            redisFree(c);
+        }
+        if (ok)
+            return;
+        if (tu_clock_ms(CLOCK_MONOTONIC) > end)
+            fail_msg("the sentinels did not settle on a master with a "
+                     "replica in sync in 20 s");
+        tu_sleep_ms(100);
+    }
+}
+
 /* Runs the load on u, starts the failover with how (after 300 ms), and
- * waits until decisions are good again on the new master for 500 ms. */
+ * waits until the sentinels name another master and decisions have been
+ * good again for a second. */
 static void failover_under_load(const char *u, const char *name,
-                                void (*how)(int old_port))
+                                const char *key, void (*how)(int old_port))
 {
     load l;
     pthread_t th[THREADS];
     int old = master_port(2), i;
     int64_t end;
+    long long held;
 
+    wait_settled();
+    old = master_port(2);
     memset(&l, 0, sizeof(l));
     pthread_mutex_init(&l.mu, NULL);
-    l.first_fail = l.first_good_after = -1;
+    l.key = key;
+    l.first_fail = l.last_good = -1;
     l.sl = open_url(u, "timeout_ms=250&connect_timeout_ms=500&fail=open");
     for (i = 0; i < THREADS; i++)
         pthread_create(&th[i], NULL, hammer, &l);
     tu_sleep_ms(300);
     l.t0 = tu_clock_ms(CLOCK_MONOTONIC);
     how(old);
+
     end = l.t0 + 30000 * (int64_t)tu_time_scale();
     for (;;) {
         int64_t now = tu_clock_ms(CLOCK_MONOTONIC);
-        bool good;
+        bool settled;
 
         pthread_mutex_lock(&l.mu);
-        good = l.first_good_after >= 0 && now - l.t0 > l.first_good_after + 500;
+        settled = now - l.t0 > 3000 && l.last_good > now - l.t0 - 100;
         pthread_mutex_unlock(&l.mu);
-        if (good || now > end)
+        if ((settled && master_port(2) != old) || now > end)
             break;
-        tu_sleep_ms(20);
+        tu_sleep_ms(50);
     }
     l.stop = 1;
     for (i = 0; i < THREADS; i++)
         pthread_join(th[i], NULL);
-    print_message("%s: master 127.0.0.1:%d -> 127.0.0.1:%d; %ld decided, "
-                  "%ld by fail=open; first failure at +%lld ms, first good "
-                  "decision after it at +%lld ms\n",
-                  name, old, master_port(2), l.decided, l.policy,
-                  (long long)l.first_fail, (long long)l.first_good_after);
+    held = counted(key);
+    print_message(
+        "%s: master 127.0.0.1:%d -> 127.0.0.1:%d; %ld decided, %ld by "
+        "fail=open (connect %ld, io %ld, timeout %ld, server %ld) from +%lld "
+        "ms; longest wait for a good decision %lld ms; the new master holds "
+        "%lld: %lld acknowledged decisions lost%s%s\n",
+        name, old, master_port(2), l.decided, l.policy,
+        l.by_status[SLUICE_ECONNECT], l.by_status[SLUICE_EIO],
+        l.by_status[SLUICE_ETIMEOUT], l.by_status[SLUICE_ESERVER],
+        (long long)l.first_fail, (long long)l.max_gap, held,
+        (long long)l.decided - held, l.policy ? "; last: " : "",
+        l.policy ? l.policy_msg : "");
     if (l.other > 0)
         fail_msg("%ld answers neither a decision nor the fail policy's: %s",
                  l.other, l.other_msg);
     assert_true(master_port(2) != old);
-    assert_true(l.first_good_after >= 0 || l.first_fail < 0);
+    /* A charge whose answer was lost (EIO, ETIMEOUT: the outcome
+     * unknown, fail=open answered) may be counted too. */
+    assert_true(held <= l.decided + l.by_status[SLUICE_EIO] +
+                            l.by_status[SLUICE_ETIMEOUT]);
     sluice_close(l.sl);
     pthread_mutex_destroy(&l.mu);
     check_ttls();
@@ -324,9 +397,17 @@ static void failover_under_load(const char *u, const char *name,
 static void planned(int old)
 {
     redisContext *c = admin(sentinel_port(1), SENTINEL_PW);
-    redisReply *r = redisCommand(c, "SENTINEL FAILOVER %s", master_name);
+    redisReply *r;
+    int tries = 0;
 
     (void)old;
+    /* The sentinels may still be closing the last failover (INPROG). */
+    while ((r = redisCommand(c, "SENTINEL FAILOVER %s", master_name)) != NULL &&
+           r->type == REDIS_REPLY_ERROR && strncmp(r->str, "INPROG", 6) == 0 &&
+           ++tries < 100) {
+        freeReplyObject(r);
+        tu_sleep_ms(100);
+    }
     if (r == NULL || r->type == REDIS_REPLY_ERROR)
         fail_msg("SENTINEL FAILOVER: %s", r != NULL ? r->str : "no reply");
     freeReplyObject(r);
@@ -354,14 +435,15 @@ static void killed(int old)
 static void planned_failover_under_load(void **state)
 {
     (void)state;
-    failover_under_load(url, "planned failover (redis+sentinel://)", planned);
+    failover_under_load(url, "planned failover (redis+sentinel://)",
+                        "ctr-planned", planned);
 }
 
 static void killed_master_under_load(void **state)
 {
     (void)state;
     failover_under_load(url_multi, "killed master (redis+multi+sentinel://)",
-                        killed);
+                        "ctr-killed", killed);
 }
 
 int main(int argc, char **argv)
@@ -369,8 +451,11 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(discovers_the_master_on_both_schemes),
         cmocka_unit_test(bad_input_is_a_clear_error),
-        cmocka_unit_test(planned_failover_under_load),
+        /* A killed master first: the one a planned failover demotes
+         * turns replica only at the sentinels' next look, seconds later,
+         * and a failover before then could promote it with what it had. */
         cmocka_unit_test(killed_master_under_load),
+        cmocka_unit_test(planned_failover_under_load),
     };
 
     if (argc != 2) {

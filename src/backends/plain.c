@@ -701,6 +701,8 @@ sluice_status sl_plain_open(const sl_url *url, bool multi, sl_engine *eng,
         sl_errf(err, err_len, "%s: out of memory", name);
         return SLUICE_ENOMEM;
     }
+    if (url->sentinel && sl_engine_add_conn(eng, sl_sentinel_sub(&p->conn)))
+        sl_sentinel_subscribe(&p->conn);
     p->on_reply = on_reply;
     /* A server that is down never fails the open (as evalsha_open). */
     st = sl_conn_ensure(&p->conn, err, err_len);

@@ -617,6 +617,7 @@ static void setup_reply(sl_conn *cn, redisReply *r)
                          role);
             return;
         }
+        sl_sentinel_ready(cn);
     }
     if (r->type == REDIS_REPLY_ERROR) {
         char said[SL_ESCAPE_SHOWN * 4 + 32];
@@ -651,6 +652,18 @@ static void dispatch(sl_conn *cn)
                          "sent a reply nobody asked for; the connection is "
                          "dropped");
             return;
+        }
+        if (cn->push) {
+            /* A subscription's replies, the first its confirmation. */
+            e = cn->q[cn->qhead];
+            cn->answered = true;
+            cn->failures = 0;
+            cn->kept = false;
+            e.fn(cn, e.job, e.i, r, SLUICE_OK, true, NULL);
+            if (!cn->kept)
+                freeReplyObject(r);
+            cn->kept = false;
+            continue;
         }
         if (r->type != REDIS_REPLY_ERROR) {
             cn->answered = true;

@@ -89,6 +89,8 @@ typedef struct sl_conn {
     int64_t connect_deadline; /* monotonic ms, while not ready */
     short watched;            /* events the loop was last told to watch */
     bool doomed;              /* closes once what was written is answered */
+    bool push;                /* a subscriber: every reply goes to the
+                               * oldest expectation, which stays */
     bool kept;                /* the callback keeps the reply it got */
     bool answered;            /* a reply other than an error came */
     sl_conn_events ev;        /* the owner's loop; zero: none */

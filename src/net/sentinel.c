@@ -212,6 +212,144 @@ static void settle(sl_conn *cn)
     }
 }
 
+static sl_sentinel *of_sub(sl_conn *sub)
+{
+    return (sl_sentinel *)(void *)((char *)sub - offsetof(sl_sentinel, sub));
+}
+
+static void on_switch(sl_conn *sub, struct sl_job *job, size_t i, redisReply *r,
+                      sluice_status st, bool sent, const char *msg);
+
+/* Queues SUBSCRIBE +switch-master on sentinel s->sub_at; the engine
+ * starts its connect (kick: now), with the usual backoff after failures. */
+static void subscribe(sl_sentinel *s, bool kick)
+{
+    const char *argv[4] = {"SUBSCRIBE", "+switch-master", "+promoted-slave",
+                           "+selected-slave"};
+    size_t lens[4] = {9, 14, 15, 15};
+    char err[SL_ERR_LEN];
+
+    if (s->sub.phase != SL_PHASE_CLOSED || s->sub.qlen > 0)
+        return;
+    s->sub_ep = s->url->sentinel_ep;
+    snprintf(s->sub_ep.host, sizeof(s->sub_ep.host), "%s",
+             s->url->seeds[s->sub_at].host);
+    s->sub_ep.port = s->url->seeds[s->sub_at].port;
+    s->sub.addrs.n = 0;
+    if (sl_conn_append(&s->sub, 4, argv, lens, err, sizeof(err)) == SLUICE_OK &&
+        sl_conn_expect(&s->sub, on_switch, NULL, 0) == SLUICE_OK && kick)
+        sl_conn_kick(&s->sub);
+}
+
+/* How long an announced new master is waited for: a failover's
+ * promotion, in the sentinels' INFO period (1 s) and some. */
+#define HINT_MS 5000
+
+/* Whether an event's text names our master: "+switch-master NAME ..."
+ * starts with it, "+promoted-slave slave ... @ NAME IP PORT" has it after
+ * the '@'. */
+static bool names(const sl_sentinel *s, const char *t, size_t n, size_t nl)
+{
+    const char *name = s->url->master;
+    size_t k;
+
+    if (n > nl && memcmp(t, name, nl) == 0 && t[nl] == ' ')
+        return true;
+    for (k = 0; k + 3 + nl < n; k++)
+        if (t[k] == ' ' && t[k + 1] == '@' && t[k + 2] == ' ' &&
+            memcmp(t + k + 3, name, nl) == 0 && t[k + 3 + nl] == ' ')
+            return true;
+    return false;
+}
+
+/* The new master an event names, for the next connects to try alone
+ * (their ROLE checked): "+switch-master NAME OIP OPORT NIP NPORT", or
+ * "+selected-slave" and "+promoted-slave", "slave NAME IP PORT @ MASTER
+ * ...", from the sentinel that leads a failover: it announces the
+ * replica it chose, then, up to a second after the replica turned
+ * master, its promotion. */
+static void hint(sl_sentinel *s, const redisReply *ch, const redisReply *m)
+{
+    char text[600], *w[8], *save = NULL, *p;
+    size_t n = 0;
+    int port;
+    bool sw = ch->type == REDIS_REPLY_STRING && ch->len == 14 &&
+              memcmp(ch->str, "+switch-master", 14) == 0;
+
+    if (m->len >= sizeof(text))
+        return;
+    memcpy(text, m->str, m->len);
+    text[m->len] = '\0';
+    for (p = strtok_r(text, " ", &save); p != NULL && n < 8;
+         p = strtok_r(NULL, " ", &save))
+        w[n++] = p;
+    /* switch: w[3], w[4]; promoted: w[2], w[3] (after "slave NAME"). */
+    if (sw && n >= 5 && read_port(w[4], strlen(w[4]), &port) &&
+        strlen(w[3]) < sizeof(s->hint_host)) {
+        snprintf(s->hint_host, sizeof(s->hint_host), "%s", w[3]);
+        s->hint_port = port;
+        s->hint_until = sl_mono_ms() + HINT_MS;
+    } else if (!sw && n >= 4 && strcmp(w[0], "slave") == 0 &&
+               read_port(w[3], strlen(w[3]), &port) &&
+               strlen(w[2]) < sizeof(s->hint_host)) {
+        snprintf(s->hint_host, sizeof(s->hint_host), "%s", w[2]);
+        s->hint_port = port;
+        s->hint_until = sl_mono_ms() + HINT_MS;
+    }
+}
+
+/* A subscription's reply: a confirmation, or an event: "+switch-master
+ * NAME OLDIP OLDPORT NEWIP NEWPORT" from a sentinel that learnt of a
+ * failover, or "+promoted-slave ..." from the one that leads it (which
+ * switches only once every replica is reconfigured, seconds later: the
+ * old master takes writes until then, and they are lost). Either, for our
+ * master, closes the connection to it once what it sent is answered. A failure
+ * of the subscription subscribes again (on the next sentinel's turn). */
+static void on_switch(sl_conn *sub, struct sl_job *job, size_t i, redisReply *r,
+                      sluice_status st, bool sent, const char *msg)
+{
+    sl_sentinel *s = of_sub(sub);
+    const redisReply *m;
+    size_t nl = strlen(s->url->master);
+
+    (void)job;
+    (void)i;
+    (void)st;
+    (void)sent;
+    (void)msg;
+    if (r == NULL) {
+        /* On the next sentinel, when the engine next turns (from within
+         * this callback a connect could fail into it again). */
+        if (!s->ending) {
+            s->sub_at = (s->sub_at + 1) % s->url->nseeds;
+            subscribe(s, false);
+        }
+        return;
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len != 7 ||
+        memcmp(r->element[0]->str, "message", 7))
+        return; /* a confirmation, or nothing of ours */
+    m = r->element[2];
+    if (m->type != REDIS_REPLY_STRING || !names(s, m->str, m->len, nl))
+        return; /* another master's */
+    s->announced++;
+    hint(s, r->element[1], m);
+    if (s->data != NULL && s->data->phase == SL_PHASE_READY && !s->data->doomed)
+        sl_conn_doom(s->data);
+}
+
+sl_conn *sl_sentinel_sub(sl_conn *cn)
+{
+    return cn->sen != NULL ? &cn->sen->sub : NULL;
+}
+
+void sl_sentinel_subscribe(sl_conn *cn)
+{
+    if (cn->sen != NULL)
+        subscribe(cn->sen, true);
+}
+
 sluice_status sl_conn_use_sentinels(sl_conn *cn, const sl_url *url)
 {
     sl_sentinel *s = sl_calloc(1, sizeof(*s));
@@ -223,6 +361,10 @@ sluice_status sl_conn_use_sentinels(sl_conn *cn, const sl_url *url)
     s->ask_ep = url->sentinel_ep;
     s->master_ep = url->ep;
     sl_conn_prepare(&s->ask, &s->ask_ep, &s->cfg, "sentinel");
+    s->sub_ep = url->sentinel_ep;
+    sl_conn_prepare(&s->sub, &s->sub_ep, cn->cfg, "sentinel");
+    s->sub.push = true;
+    s->data = cn;
     cn->sen = s;
     cn->ep = &s->master_ep;
     return SLUICE_OK;
@@ -231,6 +373,25 @@ sluice_status sl_conn_use_sentinels(sl_conn *cn, const sl_url *url)
 void sl_sentinel_start(sl_conn *cn)
 {
     sl_sentinel *s = cn->sen;
+
+    /* A failover announced: only its new master, without asking, until
+     * ROLE says it is the master (sl_sentinel_ready) or HINT_MS pass: the
+     * sentinels would name the old one meanwhile, and what it takes then
+     * is lost when it turns replica. */
+    if (s->hint_port != 0 && sl_mono_ms() >= s->hint_until)
+        s->hint_port = 0;
+    if (s->hint_port != 0) {
+        snprintf(s->master_ep.host, sizeof(s->master_ep.host), "%s",
+                 s->hint_host);
+        s->master_ep.port = s->hint_port;
+        s->switches += s->last_port != s->hint_port ||
+                       strcmp(s->last_host, s->hint_host) != 0;
+        snprintf(s->last_host, sizeof(s->last_host), "%s", s->hint_host);
+        s->last_port = s->master_ep.port;
+        cn->phase = SL_PHASE_CLOSED;
+        sl_conn_connect_found(cn);
+        return;
+    }
 
     s->why[0] = '\0';
     s->tried = 0;
@@ -284,7 +445,14 @@ void sl_sentinel_free(sl_sentinel *s)
         return;
     s->ask.ev.unwatch = NULL;
     end_try(s);
+    s->ending = true;
+    sl_conn_close(&s->sub);
     sl_free(s);
+}
+
+void sl_sentinel_ready(sl_conn *cn)
+{
+    cn->sen->hint_port = 0;
 }
 
 bool sl_sentinel_is_master(const redisReply *r, char *role, size_t role_len)

@@ -19,6 +19,13 @@ typedef struct sl_sentinel {
     sl_endpoint ask_ep;     /* the sentinel asked now: url's sentinel_ep */
     sl_endpoint master_ep;  /* url's ep with the master's address */
     sl_conn ask;            /* to the sentinel asked now */
+    sl_conn sub;            /* subscribed to +switch-master on one */
+    char hint_host[256];    /* a failover's new master, announced */
+    int hint_port;          /* 0: none */
+    int64_t hint_until;     /* tried alone until then (monotonic ms) */
+    size_t sub_at;          /* its index in url->seeds */
+    sl_endpoint sub_ep;     /* the sentinel it is subscribed on */
+    sl_conn *data;          /* the connection to the master */
     size_t at;              /* its index in url->seeds */
     size_t tried;           /* sentinels tried in this round */
     size_t first;           /* the one that answered last: asked first */
@@ -31,6 +38,7 @@ typedef struct sl_sentinel {
     uint64_t switches;      /* a master named other than the last one */
     uint64_t discoveries;   /* rounds that named a master */
     uint64_t readonly;      /* READONLY replies that closed the connection */
+    uint64_t announced;     /* +switch-master of this master heard */
     bool known;             /* a master was named before */
     char last_host[256];
     int last_port;
@@ -39,6 +47,13 @@ typedef struct sl_sentinel {
 /* A connection to url's master through its sentinels: cn (prepared, on
  * url->ep) asks them before every connect. SLUICE_ENOMEM or OK. */
 sluice_status sl_conn_use_sentinels(sl_conn *cn, const sl_url *url);
+
+/* The subscription to +switch-master that cn's sentinels announce a
+ * failover on: a connection for the owner's loop to drive (the engine),
+ * subscribed once it is added. A switch of cn's master closes cn once
+ * what it sent is answered: the next request asks the sentinels. */
+sl_conn *sl_sentinel_sub(sl_conn *cn);
+void sl_sentinel_subscribe(sl_conn *cn);
 
 /* For connect.c and conn.c: a discovery round begins (every connect of a
  * connection with sentinels starts so); the socket's readiness in the
@@ -54,5 +69,7 @@ void sl_sentinel_free(sl_sentinel *s);
 /* Whether a reply of ROLE says "master" (the setup of a connection with
  * sentinels); else *role holds what it said, for the message. */
 bool sl_sentinel_is_master(const redisReply *r, char *role, size_t role_len);
+/* ROLE said master: an announced new master is found. */
+void sl_sentinel_ready(sl_conn *cn);
 
 #endif /* SL_NET_SENTINEL_H */

@@ -69,6 +69,9 @@ case "$cmd" in
 start)
     mkdir -p "$dir"
     stop_all
+    # A replica's full sync leaves dump.rdb in its directory, which a
+    # server started there again would load: every start is empty.
+    rm -f "$dir"/node-*/dump.rdb "$dir"/sentinel-*/sentinel.conf
     # Started open (start_redis pings without a password), then closed.
     for i in 0 1 2; do
         start_redis "$dir/node-$i" --masterauth "$data_pw"
