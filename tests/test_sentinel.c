@@ -227,9 +227,9 @@ static void bad_input_is_a_clear_error(void **state)
 typedef struct load {
     sluice *sl;
     const char *key;
-    volatile int stop;
+    pthread_mutex_t mu; /* over every field below */
+    int stop;
     int64_t t0; /* the failover's start (monotonic) */
-    pthread_mutex_t mu;
     long decided, policy, other, by_status[32];
     int64_t first_fail, last_good, max_gap; /* ms after t0; -1 none */
     char other_msg[256], policy_msg[256];
@@ -240,15 +240,21 @@ static void *hammer(void *arg)
     load *l = arg;
     sluice_ruleset rs = rules("fixed:1000000000/1h");
 
-    while (!l->stop) {
+    for (;;) {
         sluice_result r;
         sluice_status st;
         int64_t at;
 
+        pthread_mutex_lock(&l->mu);
+        if (l->stop) {
+            pthread_mutex_unlock(&l->mu);
+            break;
+        }
+        pthread_mutex_unlock(&l->mu);
         memset(&r, 0, sizeof(r));
         st = sluice_acquire(l->sl, l->key, strlen(l->key), &rs, 1, &r);
-        at = l->t0 > 0 ? tu_clock_ms(CLOCK_MONOTONIC) - l->t0 : -1;
         pthread_mutex_lock(&l->mu);
+        at = l->t0 > 0 ? tu_clock_ms(CLOCK_MONOTONIC) - l->t0 : -1;
         if (st == SLUICE_OK && r.status == SLUICE_OK && r.allowed) {
             l->decided++;
             if (at >= 0) {
@@ -351,7 +357,9 @@ static void failover_under_load(const char *u, const char *name,
     for (i = 0; i < THREADS; i++)
         pthread_create(&th[i], NULL, hammer, &l);
     tu_sleep_ms(300);
+    pthread_mutex_lock(&l.mu);
     l.t0 = tu_clock_ms(CLOCK_MONOTONIC);
+    pthread_mutex_unlock(&l.mu);
     how(old);
 
     end = l.t0 + 30000 * (int64_t)tu_time_scale();
@@ -366,7 +374,9 @@ static void failover_under_load(const char *u, const char *name,
             break;
         tu_sleep_ms(50);
     }
+    pthread_mutex_lock(&l.mu);
     l.stop = 1;
+    pthread_mutex_unlock(&l.mu);
     for (i = 0; i < THREADS; i++)
         pthread_join(th[i], NULL);
     held = counted(key);
@@ -401,10 +411,13 @@ static void planned(int old)
     int tries = 0;
 
     (void)old;
-    /* The sentinels may still be closing the last failover (INPROG). */
+    /* The sentinels may still be closing the last failover (INPROG), or
+     * not have seen the replica in sync yet (NOGOODSLAVE). */
     while ((r = redisCommand(c, "SENTINEL FAILOVER %s", master_name)) != NULL &&
-           r->type == REDIS_REPLY_ERROR && strncmp(r->str, "INPROG", 6) == 0 &&
-           ++tries < 100) {
+           r->type == REDIS_REPLY_ERROR &&
+           (strncmp(r->str, "INPROG", 6) == 0 ||
+            strncmp(r->str, "NOGOODSLAVE", 11) == 0) &&
+           ++tries < 150) {
         freeReplyObject(r);
         tu_sleep_ms(100);
     }
