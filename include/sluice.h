@@ -613,6 +613,8 @@ typedef struct sluice_stats {
     uint64_t reserve_granted;  /* units they were granted (charged) */
     uint64_t reserve_refunded; /* units given back unused */
     uint64_t reserve_lapsed;   /* units dropped unused, not given back */
+    /* Added after 0.1.0: Redis Sentinel (redis+sentinel://). */
+    uint64_t failovers; /* moves to another master the sentinels named */
 } sluice_stats;
 
 /* Copies the counters into out, size bytes of it (sizeof(*out) as the

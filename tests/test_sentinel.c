@@ -395,6 +395,14 @@ static void failover_under_load(const char *u, const char *name,
         fail_msg("%ld answers neither a decision nor the fail policy's: %s",
                  l.other, l.other_msg);
     assert_true(master_port(2) != old);
+    {
+        sluice_stats st;
+
+        assert_int_equal(sluice_get_stats(l.sl, &st, sizeof(st)), SLUICE_OK);
+        print_message("%s: sluice_stats.failovers %llu\n", name,
+                      (unsigned long long)st.failovers);
+        assert_true(st.failovers >= 1);
+    }
     /* A charge whose answer was lost (EIO, ETIMEOUT: the outcome
      * unknown, fail=open answered) may be counted too. */
     assert_true(held <= l.decided + l.by_status[SLUICE_EIO] +

@@ -640,6 +640,11 @@ static void evalsha_resume(void *p, sl_job *job)
 
 /* The job's deadline passed: the connection carrying it is stuck (Redis
  * answers in order), so it closes, failing what it carried. */
+static uint64_t evalsha_failovers(void *p)
+{
+    return sl_sentinel_failovers(&((state *)p)->conn);
+}
+
 static uint64_t evalsha_round_trips(void *p)
 {
     return ((state *)p)->conn.round_trips;
@@ -651,5 +656,6 @@ const sl_backend sl_backend_evalsha = {
     .open = evalsha_open,
     .close = evalsha_close,
     .round_trips = evalsha_round_trips,
+    .failovers = evalsha_failovers,
     .ops = {.start = evalsha_start, .resume = evalsha_resume},
 };

@@ -16,6 +16,7 @@ const sl_backend sl_backend_multi = {
     .open = multi_open,
     .close = sl_plain_close,
     .round_trips = sl_plain_round_trips,
+    .failovers = sl_plain_failovers,
     .ops = {.start = sl_plain_start,
             .resume = sl_plain_resume,
             .answered = sl_plain_answered},

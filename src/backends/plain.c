@@ -725,6 +725,11 @@ void sl_plain_close(void *state)
     sl_free(p);
 }
 
+uint64_t sl_plain_failovers(void *state)
+{
+    return sl_sentinel_failovers(&((sl_plain *)state)->conn);
+}
+
 uint64_t sl_plain_round_trips(void *state)
 {
     return ((sl_plain *)state)->conn.round_trips;

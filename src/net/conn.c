@@ -43,6 +43,11 @@ static const char *endpoint(const sl_conn *cn, char *buf, size_t len)
         snprintf(buf, len, "%s", u->socket);
     else if (cn->sen != NULL && u->host[0] == '\0')
         snprintf(buf, len, "master \"%s\"", cn->sen->url->master);
+    else if (cn->sen != NULL && cn->sen->hint_port != 0)
+        snprintf(buf, len,
+                 "%s:%d (failing over: the new master the sentinels "
+                 "announced)",
+                 u->host, u->port);
     else
         snprintf(buf, len, "%s:%d", u->host, u->port);
     return buf;

@@ -179,7 +179,8 @@ static void settle(sl_conn *cn)
                 s->known && (strcmp(s->last_host, s->master_ep.host) != 0 ||
                              s->last_port != s->master_ep.port);
 
-            s->switches += moved;
+            if (moved)
+                atomic_fetch_add(&s->switches, 1);
             s->discoveries++;
             s->known = true;
             snprintf(s->last_host, sizeof(s->last_host), "%s",
@@ -356,6 +357,7 @@ sluice_status sl_conn_use_sentinels(sl_conn *cn, const sl_url *url)
 
     if (s == NULL)
         return SLUICE_ENOMEM;
+    atomic_init(&s->switches, 0);
     s->url = url;
     s->cfg = *cn->cfg;
     s->ask_ep = url->sentinel_ep;
@@ -384,8 +386,9 @@ void sl_sentinel_start(sl_conn *cn)
         snprintf(s->master_ep.host, sizeof(s->master_ep.host), "%s",
                  s->hint_host);
         s->master_ep.port = s->hint_port;
-        s->switches += s->last_port != s->hint_port ||
-                       strcmp(s->last_host, s->hint_host) != 0;
+        if (s->last_port != s->hint_port ||
+            strcmp(s->last_host, s->hint_host) != 0)
+            atomic_fetch_add(&s->switches, 1);
         snprintf(s->last_host, sizeof(s->last_host), "%s", s->hint_host);
         s->last_port = s->master_ep.port;
         cn->phase = SL_PHASE_CLOSED;
@@ -448,6 +451,11 @@ void sl_sentinel_free(sl_sentinel *s)
     s->ending = true;
     sl_conn_close(&s->sub);
     sl_free(s);
+}
+
+uint64_t sl_sentinel_failovers(const sl_conn *cn)
+{
+    return cn->sen != NULL ? (uint64_t)atomic_load(&cn->sen->switches) : 0;
 }
 
 void sl_sentinel_ready(sl_conn *cn)

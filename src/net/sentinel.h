@@ -13,6 +13,8 @@
 
 #include "net/conn.h"
 
+#include <stdatomic.h>
+
 typedef struct sl_sentinel {
     const sl_url *url;      /* seeds: the sentinels; master: the name */
     sl_config cfg;          /* the handle's, its connect timeout a share */
@@ -35,11 +37,11 @@ typedef struct sl_sentinel {
     bool answered;          /* it named the master */
     bool ending;            /* closing the try: its callback is not news */
     char why[SL_ERR_LEN];   /* what each sentinel tried said, joined */
-    uint64_t switches;      /* a master named other than the last one */
-    uint64_t discoveries;   /* rounds that named a master */
-    uint64_t readonly;      /* READONLY replies that closed the connection */
-    uint64_t announced;     /* +switch-master of this master heard */
-    bool known;             /* a master was named before */
+    atomic_uint_fast64_t switches; /* moves to another master */
+    uint64_t discoveries;          /* rounds that named a master */
+    uint64_t readonly;  /* READONLY replies that closed the connection */
+    uint64_t announced; /* +switch-master of this master heard */
+    bool known;         /* a master was named before */
     char last_host[256];
     int last_port;
 } sl_sentinel;
@@ -69,6 +71,8 @@ void sl_sentinel_free(sl_sentinel *s);
 /* Whether a reply of ROLE says "master" (the setup of a connection with
  * sentinels); else *role holds what it said, for the message. */
 bool sl_sentinel_is_master(const redisReply *r, char *role, size_t role_len);
+/* Moves to another master so far: any thread. */
+uint64_t sl_sentinel_failovers(const sl_conn *cn);
 /* ROLE said master: an announced new master is found. */
 void sl_sentinel_ready(sl_conn *cn);
 
