@@ -353,6 +353,27 @@ SLUICE_API sluice_status sluice_refund(sluice *sl, const void *key,
                                        const sluice_ruleset *rules,
                                        int64_t amount, sluice_result *out);
 
+/* Settles a budget reserved before the work against what it used
+ * (reserved and actual each 0..10^9, else SLUICE_ECOST naming the value),
+ * in one atomic step per key: actual < reserved refunds the difference
+ * (exactly sluice_refund), actual == reserved answers the state as it is,
+ * and actual > reserved charges the excess to every rule unjudged, past
+ * the limit, leaving the key in deficit: later requests wait until it is
+ * paid back, their retry_after_ms exact (docs/SEMANTICS.md, "settle"). out
+ * is the state it leaves, as a refund's: allowed, the least remaining over
+ * the rules (0 in deficit) and its limit, retry_after_ms -1, reset_after_ms
+ * the largest, the deficit included. A failure is returned, never
+ * answered by the fail policy. redis+multi:// charges every excess (under
+ * WATCH); twemproxy:// charges that of fixed, sliding and log rules at
+ * once, and returns SLUICE_EUNSUPPORTED with the reason for a bucket's and
+ * for one that would pass a rule's ceiling (taken back); below, both
+ * refund as sluice_refund does. */
+SLUICE_API sluice_status sluice_settle(sluice *sl, const void *key,
+                                       size_t key_len,
+                                       const sluice_ruleset *rules,
+                                       int64_t reserved, int64_t actual,
+                                       sluice_result *out);
+
 /* Forgets the key's state under every rule of the set. */
 SLUICE_API sluice_status sluice_reset(sluice *sl, const void *key,
                                       size_t key_len,
@@ -467,6 +488,12 @@ SLUICE_API sluice_status sluice_refund_async(sluice *sl, const void *key,
                                              size_t key_len,
                                              const sluice_ruleset *rules,
                                              int64_t amount,
+                                             sluice_done_fn done, void *arg);
+/* sluice_settle on the loop. */
+SLUICE_API sluice_status sluice_settle_async(sluice *sl, const void *key,
+                                             size_t key_len,
+                                             const sluice_ruleset *rules,
+                                             int64_t reserved, int64_t actual,
                                              sluice_done_fn done, void *arg);
 
 /* Decisions started on the loop and not yet ended. */

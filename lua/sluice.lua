@@ -24,7 +24,8 @@
 -- ARGV[1]   little-endian int64s: t (the request's time in ms, or -1: the
 --           server's TIME), op (1 acquire: charge when every rule admits,
 --           0 peek, 2 reset: server's clock only, the client deletes on
---           its own, 3 acquire at most cost, 4 refund cost), cost, tag
+--           its own, 3 acquire at most cost, 4 refund cost, 11 a forced
+--           charge of cost: a settle's excess), cost, tag
 --           (echoed last), then for each rule: algo
 --           (1 fixed, 2 sliding, 3 log, 4 token, 5 gcra), limit, period,
 --           and three more:
@@ -49,7 +50,8 @@
 --           live cost up to it; else -1, 0); token, gcra: admitted (1/0),
 --           x and D read (-1, -1: none). Then, on the server's clock, t.
 --           Then, for op 3, the amount granted. Last the tag. A refund
---           (op 4) is made first and then answered as a peek of cost 1,
+--           (op 4) or a forced charge (op 11) is made first and then
+--           answered as a peek of cost 1,
 --           and an acquire at most reads as a peek of cost 1 (the state
 --           and admissions it reports are those), then charges what it
 --           grants. With ARGV[3], the block's end before and after the
@@ -67,7 +69,7 @@ local n = (#ARGV[1] - 32) / 48
 -- ARGV[2] the lease's id. Reply: admitted (0/1), the leases live before it
 -- (ending after t), the first and the last of their ends (-1: none), t, and
 -- the tag; a release: removed (0/1) and the tag.
-if op >= 9 then
+if op == 9 or op == 10 then
     local key = KEYS[1]
     if op == 10 then
         return struct.pack('<i8i8', redis.call('ZREM', key, ARGV[2]), tag)
@@ -105,7 +107,7 @@ end
 -- keep-alive in ms (0: none), ARGV[1] padded to 80 bytes. The value starts
 -- "sluice-limiter 1\n<keep-alive>\n": a read starts the keep-alive again.
 -- Reply: the value read (none: empty), then found (0/1) and the tag.
-if op >= 5 then
+if op >= 5 and op <= 8 then
     local key = KEYS[1]
     if op == 8 then
         return struct.pack('<i8i8', redis.call('DEL', key), tag)
@@ -187,7 +189,7 @@ if n > 1 or algo1 >= 3 then
         return ttl, keep
     end
 end
-if n > 1 or algo1 >= 4 or op == 3 then
+if n > 1 or algo1 >= 4 or op == 3 or op == 11 then
     fdiv = function(a, b)
         local q = math.floor(a / b)
         if q * b > a then
@@ -431,6 +433,117 @@ if op == 4 then
                 redis.call('SET', key, struct.pack('<i8i8i8', u, nd, keep),
                     'KEEPTTL')
             end
+        end
+    end
+    op, c = 0, 1
+end
+
+-- A forced charge (SEMANTICS.md, "settle") charges c to every rule
+-- unjudged, past the limit, up to the rule's ceiling max(capacity,
+-- floor((2^50 - 1) / P)) in use, then the script answers as a peek of
+-- cost 1. Rare: it reads what it needs plainly.
+if op == 11 then
+    local q, kx = 33, 1
+    for i = 1, n do
+        local algo, l, p, a3, a4, a5
+        algo, l, p, a3, a4, a5, q = struct.unpack('<i8i8i8i8i8i8', ARGV[1],
+            q)
+        local key = KEYS[kx]
+        local top = fdiv(1125899906842623, p)
+        if algo >= 4 and a3 > top then
+            top = a3
+        elseif algo < 4 and l > top then
+            top = l
+        end
+        if algo <= 2 then
+            local wk, te = key, a4
+            if server then
+                local k
+                k, te = window_locate(t, a3, p)
+                wk = key .. ':' .. string.format('%.0f', k)
+                kx = kx + 1
+            elseif algo == 2 then
+                kx = kx + 2
+            else
+                kx = kx + 1
+            end
+            -- The window of t grows by c, up to the ceiling; its first
+            -- charge sets its TTL, as an admission's does.
+            local cur = tonumber(redis.call('GET', wk)) or 0
+            local add = math.min(c, top - cur)
+            if add > 0 then
+                redis.call('INCRBY', wk, string.format('%.0f', add))
+                if cur == 0 then
+                    redis.call('PEXPIRE', wk, window_ttl(te, p, algo, a5))
+                end
+            end
+        elseif algo == 3 then
+            kx = kx + 1
+            -- An entry of cost c at u = max(t, newest), as an admission's,
+            -- the next link of the chain (the newest link's q + 1).
+            local all = redis.call('ZRANGE', key, '0', '-1', 'WITHSCORES')
+            local u, sum, sq, ss = t, 0, 0, 0
+            if all[1] and tonumber(all[#all]) > u then
+                u = tonumber(all[#all])
+            end
+            for j = 1, #all, 2 do
+                local w, rest = string.match(all[j], '^%d+:(%d+):(.*)$')
+                if w == nil then
+                    return redis.error_reply(unexpected .. key .. foreign)
+                end
+                if tonumber(all[j + 1]) > u - p then
+                    sum = sum + tonumber(w)
+                end
+                if #rest >= 33 and string.byte(rest, -33) == 126 then
+                    local lq, lv = struct.unpack('>i8>i8', rest, #rest - 31)
+                    if lq > sq then
+                        sq, ss = lq, lv
+                    end
+                end
+            end
+            local add = math.min(c, top - sum)
+            if add > 0 then
+                local stamp, as = string.format('%.0f', u),
+                    string.format('%.0f', add)
+                redis.call('ZADD', key, stamp, stamp .. ':' .. as .. ':~' ..
+                    struct.pack('>i8>i8>i8>i8', sq + 1, (ss + add) %
+                    1125899906842624, u, add))
+                redis.call('ZREMRANGEBYSCORE', key, '-inf',
+                    string.format('%.0f', u - p))
+                redis.call('PEXPIRE', key, string.format('%.0f',
+                    (reset_ttl(t, u + p, 0, p, a3))))
+            end
+        else
+            kx = kx + 1
+            local v = redis.call('GET', key)
+            local x, d, keep = t, 0, 0
+            if v then
+                if #v ~= 24 then
+                    return redis.error_reply(unexpected .. key .. foreign)
+                end
+                x, d, keep = struct.unpack('<i8i8i8', v)
+            end
+            local u = t
+            if x > u then
+                u = x
+            end
+            local du = 0
+            if (u - x) * l < d then
+                du = d - (u - x) * l
+            end
+            -- The backlog drained to u plus c * P, at most top * P (below
+            -- 2^53); c * P itself may pass 2^53, so compare in requests.
+            local tp = top * p
+            local nd = du
+            if du < tp then
+                nd = tp
+                if c < -fdiv(du - tp, p) then
+                    nd = du + c * p
+                end
+            end
+            local ttl, kept = reset_ttl(t, u - fdiv(-nd, l), keep, p, a4)
+            redis.call('SET', key, struct.pack('<i8i8i8', u, nd, kept), 'PX',
+                string.format('%.0f', ttl))
         end
     end
     op, c = 0, 1

@@ -404,3 +404,85 @@ void sl_refund_log(const sluice_rule *r, int64_t t, const sl_log_entry *e,
     *first = f;
     *end = k;
 }
+
+/* 2^50 - 1: a log's live cost stays below the script's sums mod 2^50. */
+#define FORCE_BOUND 1125899906842623LL
+
+int64_t sl_force_ceiling(const sluice_rule *r)
+{
+    return sl_max64(sl_rule_capacity(r), FORCE_BOUND / r->period_ms);
+}
+
+int64_t sl_force_window(const sluice_rule *r, int64_t cur, int64_t e)
+{
+    return sl_min64(e, sl_max64(0, sl_force_ceiling(r) - cur));
+}
+
+void sl_force_bucket(const sluice_rule *r, int64_t t, bool has, int64_t x,
+                     int64_t d, int64_t e, int64_t *new_x, int64_t *new_d)
+{
+    int64_t l = r->limit, p = r->period_ms, u, du;
+    int64_t top = sl_force_ceiling(r) * p;
+
+    if (!has) {
+        x = t;
+        d = 0;
+    }
+    u = sl_max64(t, x);
+    if (d <= 0 || u - x >= sl_cdiv(d, l))
+        du = 0;
+    else
+        du = d - (u - x) * l;
+    *new_x = u;
+    /* e * P may pass 2^63: compare in requests first. */
+    *new_d =
+        du >= top || e >= sl_cdiv(top - du, p) ? sl_max64(du, top) : du + e * p;
+}
+
+int64_t sl_force_log(const sluice_rule *r, int64_t t, const sl_log_entry *en,
+                     size_t n, int64_t e, int64_t *stamp)
+{
+    int64_t u = n > 0 ? sl_max64(t, en[n - 1].x) : t, sum = 0;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (en[i].x > u - r->period_ms)
+            sum += en[i].cost;
+    *stamp = u;
+    return sl_min64(e, sl_max64(0, sl_force_ceiling(r) - sum));
+}
+
+void sl_force_plan(const sluice_ruleset *rs, const sl_state_view *views,
+                   int64_t t, int64_t e, sl_verdict *v, sl_charge *ch)
+{
+    sl_charge unused;
+    size_t i;
+
+    for (i = 0; i < rs->count; i++) {
+        const sluice_rule *r = &rs->rules[i];
+        sl_state_view after = views[i];
+
+        ch[i].x = ch[i].d = 0;
+        switch (sl_store_of(r->algorithm).family) {
+        case SL_FAMILY_WINDOW:
+            ch[i].n = sl_force_window(r, after.cur, e);
+            after.cur += ch[i].n;
+            break;
+        case SL_FAMILY_LOG:
+            ch[i].n = sl_force_log(r, t, after.entries, after.n, e, &ch[i].x);
+            break;
+        case SL_FAMILY_BUCKET:
+            ch[i].n = e;
+            sl_force_bucket(r, t, after.has, after.x, after.d, e, &ch[i].x,
+                            &ch[i].d);
+            after.has = true;
+            after.x = ch[i].x;
+            after.d = ch[i].d;
+            break;
+        }
+        decide_rule(r, &after, t, 1, false, &v[i], &unused);
+        /* A log's newest entry is then the forced one, at x. */
+        if (r->algorithm == SLUICE_LOG)
+            v[i].reset_ms = ch[i].x + r->period_ms - t;
+    }
+}

@@ -53,6 +53,7 @@ typedef struct sl_state_view {
 typedef struct sl_charge {
     int64_t x; /* log: the stamp; token, gcra: the time of the charge */
     int64_t d; /* token, gcra: the backlog after the charge */
+    int64_t n; /* a forced charge (sl_force_plan): what the rule gains */
 } sl_charge;
 
 /* Decides a whole ruleset on the views of its rules: every rule first,
@@ -140,5 +141,27 @@ void sl_result_set_rule_reset(sluice_result *out, int64_t ms);
  * that binds and its own reset. */
 void sl_combine(const sluice_ruleset *rs, const sl_verdict *v,
                 sluice_result *out);
+
+/* A forced charge of e at t (SEMANTICS.md, "settle"): charged unjudged,
+ * past the limit, up to the most a rule may have in use, its ceiling
+ * max(capacity, floor((2^50 - 1) / P)) requests, which keeps count * P
+ * and the script's sums exact. */
+int64_t sl_force_ceiling(const sluice_rule *r);
+/* Windows: what the window of t, counting cur, gains. */
+int64_t sl_force_window(const sluice_rule *r, int64_t cur, int64_t e);
+/* Buckets: the state after, (*new_x, *new_d): at u = max(t, x), the
+ * backlog drained to u plus e * P, at most the ceiling's. */
+void sl_force_bucket(const sluice_rule *r, int64_t t, bool has, int64_t x,
+                     int64_t d, int64_t e, int64_t *new_x, int64_t *new_d);
+/* Logs (entries oldest first): the cost of the entry added, stamped at
+ * *stamp = u = max(t, newest) (0: none added). */
+int64_t sl_force_log(const sluice_rule *r, int64_t t, const sl_log_entry *en,
+                     size_t n, int64_t e, int64_t *stamp);
+/* A forced charge of e at t on a ruleset's views: per rule, what it
+ * gains (ch[i].n, up to its ceiling), the stamp (log) or the state after
+ * (buckets) in ch[i].x and ch[i].d, and in v[i].reset_ms the rule's reset
+ * after it (when it gains anything), as an admitted charge's are. */
+void sl_force_plan(const sluice_ruleset *rs, const sl_state_view *views,
+                   int64_t t, int64_t e, sl_verdict *v, sl_charge *ch);
 
 #endif /* SL_ALGO_H */

@@ -318,6 +318,39 @@ sluice_status sluice_refund(sluice *sl, const void *key, size_t key_len,
     return decide_one(sl, SL_OP_REFUND, key, key_len, rules, amount, NULL, out);
 }
 
+sluice_status sl_call_settle(int64_t reserved, int64_t actual, sl_op *op,
+                             int64_t *amount, char *err)
+{
+    const char *what = reserved < 0 || reserved > SL_MAX_LIMIT ? "reserved"
+                       : actual < 0 || actual > SL_MAX_LIMIT   ? "actual"
+                                                               : NULL;
+
+    if (what != NULL) {
+        sl_errf(err, SL_ERR_LEN, "%s %lld is out of range 0..1000000000", what,
+                (long long)(what[0] == 'r' ? reserved : actual));
+        return SLUICE_ECOST;
+    }
+    *op = actual > reserved ? SL_OP_FORCE : SL_OP_REFUND;
+    *amount = actual > reserved ? actual - reserved : reserved - actual;
+    return SLUICE_OK;
+}
+
+sluice_status sluice_settle(sluice *sl, const void *key, size_t key_len,
+                            const sluice_ruleset *rules, int64_t reserved,
+                            int64_t actual, sluice_result *out)
+{
+    sl_op op;
+    int64_t amount;
+    sluice_status st;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    st = sl_call_settle(reserved, actual, &op, &amount, sl_share_err(sl));
+    if (st != SLUICE_OK)
+        return st;
+    return decide_one(sl, op, key, key_len, rules, amount, NULL, out);
+}
+
 sluice_status sluice_peek(sluice *sl, const void *key, size_t key_len,
                           const sluice_ruleset *rules, int64_t cost,
                           sluice_result *out)

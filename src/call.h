@@ -68,4 +68,10 @@ typedef struct sl_ext {
 } sl_ext;
 sl_ext *sl_handle_ext(sluice *sl, sl_ext *(*make)(const sluice *sl));
 
+/* A settle of reserved against actual (each 0..10^9, else SLUICE_ECOST
+ * with the message in err): *op and *amount are the refund of what was
+ * reserved and not used, or the forced charge of the excess. */
+sluice_status sl_call_settle(int64_t reserved, int64_t actual, sl_op *op,
+                             int64_t *amount, char *err);
+
 #endif /* SL_CALL_H */

@@ -429,6 +429,24 @@ sluice_status sluice_refund_async(sluice *sl, const void *key, size_t key_len,
     return start_one(sl, SL_OP_REFUND, key, key_len, rules, amount, 0, &to);
 }
 
+sluice_status sluice_settle_async(sluice *sl, const void *key, size_t key_len,
+                                  const sluice_ruleset *rules, int64_t reserved,
+                                  int64_t actual, sluice_done_fn done,
+                                  void *arg)
+{
+    sl_call_to to = {done, NULL, NULL, arg};
+    sl_op op;
+    int64_t amount;
+    sluice_status st;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    st = sl_call_settle(reserved, actual, &op, &amount, sl_share_err(sl));
+    if (st != SLUICE_OK)
+        return st;
+    return start_one(sl, op, key, key_len, rules, amount, 0, &to);
+}
+
 sluice_status sluice_acquire_many_async(sluice *sl, const sluice_request *reqs,
                                         size_t n, sluice_done_fn done,
                                         void *arg)

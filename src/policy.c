@@ -135,7 +135,8 @@ sluice_status sl_policy_fail(const sluice *sl, const sl_request *rq,
                              sluice_status st, sluice_result *out)
 {
     if (rq->op == SL_OP_RESET || rq->op == SL_OP_REFUND ||
-        rq->op == SL_OP_LEASE_RELEASE || !sl_policy_answers(sl, st))
+        rq->op == SL_OP_FORCE || rq->op == SL_OP_LEASE_RELEASE ||
+        !sl_policy_answers(sl, st))
         return st;
     policy_result(sl, rq, st, out);
     return SLUICE_OK;

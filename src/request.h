@@ -14,6 +14,8 @@ typedef enum sl_op {
     SL_OP_RESET,
     SL_OP_AT_MOST, /* acquire at most cost: *granted says how much */
     SL_OP_REFUND,  /* give back up to cost; answers the state it leaves */
+    SL_OP_FORCE,   /* charge cost unjudged, past the limit (a settle's
+                    * excess); answers the state it leaves, as a refund */
     /* A named limiter's stored rules, under the key
      * "<prefix>{key}:rules" (sl_key_rules; sl_stored): */
     SL_OP_RULES_GET, /* read the value; a keep-alive in it starts again */
@@ -79,7 +81,8 @@ typedef struct sl_request {
     const char *prefix; /* the key prefix; NULL: the handle's */
     int64_t now_ms;     /* the handle's clock; -1: the server's clock */
     union {
-        sl_decision decide; /* ACQUIRE, PEEK, RESET, AT_MOST, REFUND */
+        sl_decision decide; /* ACQUIRE, PEEK, RESET, AT_MOST, REFUND,
+                             * FORCE */
         sl_stored stored;   /* RULES_GET, RULES_PUT, RULES_DEL */
         sl_lease_op lease;  /* LEASE_ACQUIRE, LEASE_RELEASE */
     };
@@ -88,7 +91,7 @@ typedef struct sl_request {
 /* Whether op decides on a key's rules (its request's decide member). */
 static inline bool sl_op_decides(sl_op op)
 {
-    return op <= SL_OP_REFUND;
+    return op <= SL_OP_FORCE;
 }
 
 #endif /* SL_REQUEST_H */

@@ -284,6 +284,116 @@ static void grants_take_the_least_room(void **s)
     assert_int_equal(sl_grant(&rs, v, 0, 9), 0);
 }
 
+/* A forced charge (a settle's excess), by hand: past the limit, up to the
+ * ceiling max(capacity, floor((2^50 - 1) / P)), with no product that
+ * overflows. */
+static void forced_charges_go_past_the_limit_up_to_the_ceiling(void **s)
+{
+    sluice_rule fx = rule("fixed:10/1s"), big = rule("fixed:1000000000/1h");
+    sluice_rule tk = rule("token:1000/1m"), far = rule("token:1/10000000000ms");
+    sluice_rule lg = rule("log:10/1s");
+    sl_log_entry e[2] = {{0, 4}, {100, 6}};
+    int64_t x, d, stamp;
+
+    (void)s;
+    assert_int_equal(sl_force_ceiling(&fx), 1125899906842623LL / 1000);
+    assert_int_equal(sl_force_ceiling(&big), 1000000000);
+    assert_int_equal(sl_force_window(&fx, 12, 5), 5);
+    assert_int_equal(sl_force_window(&big, 999999998, 5), 2);
+    assert_int_equal(sl_force_window(&big, 1000000000, 5), 0);
+    /* 1,000 tokens taken, 400 more forced: 1,400 minutes' worth of ms. */
+    sl_force_bucket(&tk, 0, true, 0, 60000000, 400, &x, &d);
+    assert_int_equal(x, 0);
+    assert_int_equal(d, 84000000);
+    /* Late: at u = x = 50, drained from 60,000,000 by 50,000. */
+    sl_force_bucket(&tk, 10, true, 50, 60000000, 1, &x, &d);
+    assert_int_equal(x, 50);
+    assert_int_equal(d, 60060000);
+    sl_force_bucket(&tk, 7, false, 0, 0, 2, &x, &d);
+    assert_int_equal(x, 7);
+    assert_int_equal(d, 120000);
+    /* 10^9 on a period of 10^10 ms: e * P would pass 2^63; the backlog
+     * stops at the ceiling, floor((2^50 - 1) / 10^10) = 112,589 times P. */
+    sl_force_bucket(&far, 0, true, 0, 0, 1000000000, &x, &d);
+    assert_int_equal(d, 1125890000000000LL);
+    sl_force_bucket(&far, 0, true, 0, 1125890000000000LL, 1, &x, &d);
+    assert_int_equal(d, 1125890000000000LL);
+    sl_force_bucket(&far, 0, true, 0, 10000000000LL, 1, &x, &d);
+    assert_int_equal(d, 20000000000LL);
+    /* A log: stamped at u = max(t, newest), whatever lives there. */
+    assert_int_equal(sl_force_log(&lg, 50, e, 2, 3, &stamp), 3);
+    assert_int_equal(stamp, 100);
+    assert_int_equal(sl_force_log(&lg, 1050, e, 2, 3, &stamp), 3);
+    assert_int_equal(stamp, 1050);
+}
+
+/* The state after a forced charge: the wait each algorithm answers is
+ * the smallest one after which the request is admitted, found by trying
+ * every wait (counts above the limit: sliding's current and previous
+ * windows, a bucket's backlog past its burst, a log's sum past L). */
+static void waits_from_a_deficit_are_exact(void **s)
+{
+    sluice_rule sd = rule("sliding:5/10ms"), tk = rule("token:3/10ms");
+    sluice_rule lg = rule("log:5/10ms");
+    int64_t cur, prev, e, c, w, d, nx, nd, a, b;
+    sl_verdict v, u;
+    sl_log_entry en[2];
+
+    (void)s;
+    for (cur = 0; cur <= 40; cur++)
+        for (prev = 0; prev <= 40; prev++)
+            for (e = 0; e < 10; e++)
+                for (c = 1; c <= 5; c++) {
+                    sl_sliding_decide(&sd, 10 - e, cur, prev, c, false, &v);
+                    if (v.admit)
+                        continue;
+                    for (w = 1;; w++) {
+                        int64_t at = e + w;
+
+                        if (at < 10)
+                            sl_sliding_decide(&sd, 10 - at, cur, prev, c, false,
+                                              &u);
+                        else if (at < 20)
+                            sl_sliding_decide(&sd, 20 - at, 0, cur, c, false,
+                                              &u);
+                        else
+                            sl_sliding_decide(&sd, 30 - at, 0, 0, c, false, &u);
+                        if (u.admit)
+                            break;
+                    }
+                    assert_int_equal(v.retry_ms, w);
+                }
+    for (d = 0; d <= 400; d++)
+        for (c = 1; c <= 3; c++) {
+            sl_bucket_decide(&tk, 0, true, 0, d, c, false, &v, &nx, &nd);
+            if (v.admit)
+                continue;
+            for (w = 1;; w++) {
+                sl_bucket_decide(&tk, w, true, 0, d, c, false, &u, &nx, &nd);
+                if (u.admit)
+                    break;
+            }
+            assert_int_equal(v.retry_ms, w);
+        }
+    for (a = 0; a <= 20; a++)
+        for (b = 0; b <= 20; b++)
+            for (c = 1; c <= 5; c++) {
+                en[0] = (sl_log_entry){3, a};
+                en[1] = (sl_log_entry){6, b};
+                if (a == 0 || b == 0)
+                    continue;
+                sl_log_decide(&lg, 8, en, 2, c, false, &v, &nx);
+                if (v.admit)
+                    continue;
+                for (w = 1;; w++) {
+                    sl_log_decide(&lg, 8 + w, en, 2, c, false, &u, &nx);
+                    if (u.admit)
+                        break;
+                }
+                assert_int_equal(v.retry_ms, w);
+            }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -298,6 +408,8 @@ int main(void)
         cmocka_unit_test(composites_take_the_binding_rule),
         cmocka_unit_test(refunds_give_back_what_counts),
         cmocka_unit_test(grants_take_the_least_room),
+        cmocka_unit_test(forced_charges_go_past_the_limit_up_to_the_ceiling),
+        cmocka_unit_test(waits_from_a_deficit_are_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

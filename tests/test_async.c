@@ -320,6 +320,19 @@ static void grants_refunds_and_leases_on_the_loop(void **state)
         g = at_most(sl, "pg", &rs, 3);
         assert_int_equal(g.granted, 2);
     }
+    /* A settle over its estimate charges the excess past the limit (a
+     * log's on twemproxy://, charged at once): answered as a refund
+     * (allowed, nothing left, retry -1), and nothing is granted after it. */
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(sluice_settle_async(sl, "pg", 2, &rs, 1, 3, on_done, &a),
+                     SLUICE_OK);
+    assert_true(run_until_done(&a, 1, 5000));
+    assert_int_equal(a.st, SLUICE_OK);
+    assert_true(a.res.allowed);
+    assert_int_equal(a.res.remaining, 0);
+    assert_int_equal(a.res.retry_after_ms, -1);
+    g = at_most(sl, "pg", &rs, 3);
+    assert_int_equal(g.granted, 0);
     /* Two holders at most: a third waits for a release. */
     a = take_lease(sl, "lk", &l1);
     assert_int_equal(a.st, SLUICE_OK);
@@ -367,6 +380,11 @@ static void grants_refunds_and_leases_on_the_loop(void **state)
         SLUICE_EINVAL);
     assert_int_equal(sluice_refund_async(sl, "pg", 2, &rs, -1, on_done, &a),
                      SLUICE_ECOST);
+    assert_int_equal(sluice_settle_async(sl, "pg", 2, &rs, -1, 3, on_done, &a),
+                     SLUICE_ECOST);
+    assert_int_equal(
+        sluice_settle_async(sl, "pg", 2, &rs, 0, 1000000001, on_done, &a),
+        SLUICE_ECOST);
     /* The blocking forms refuse an attached handle. */
     assert_int_equal(sluice_lease_acquire(sl, "lk", 2, 2, 1000, &l1, &a.res),
                      SLUICE_EINVAL);

@@ -196,7 +196,7 @@ expect_text replay_utf8_key_over "$tmp/out" '^{"error": "key: key \\".*1026 byte
 # A NUL byte cannot hide trailing text in a rule or an op.
 expect_replay replay_nul_in_rule_and_op \
     '{"error": "rule: rule \"fixed:1/1s\\u0000+junk\" holds a NUL byte"}
-{"error": "input: unknown op \"peek\\u0000\" (use acquire, peek, reset, acquire_at_most, refund, lease or release)"}' \
+{"error": "input: unknown op \"peek\\u0000\" (use acquire, peek, reset, acquire_at_most, refund, lease, release or settle)"}' \
     '{"t": 0, "key": "r", "rule": "fixed:1/1s\u0000+junk"}
 {"t": 0, "key": "r", "rule": "fixed:1/1s", "op": "peek\u0000"}'
 # The largest limit times the largest period is 10^19, past INT64_MAX: a
@@ -354,6 +354,28 @@ if [[ $url != twemproxy://* ]]; then
 {"allowed": true, "limit": 3, "remaining": 2, "retry_after_ms": -1, "reset_after_ms": 720000, "rule": 0, "rule_reset_ms": 334}' \
         '{"t": 0, "key": "rfc", "rule": "token:3/1s+token:5/1h", "cost": 2}
 {"t": 0, "key": "rfc", "rule": "token:3/1s+token:5/1h", "cost": 1, "op": "refund"}'
+fi
+# A settle (SEMANTICS.md, "settle"): 1,000 reserved on token:1000/1m,
+# 1,400 used: the backlog is 1,400 minutes' worth, 84,000 ms to drain; the
+# next request waits until 999 tokens' worth is left, (84,000,000 -
+# 59,940,000) / 1,000 = 24,060 ms. twemproxy:// refuses a bucket's excess.
+if [[ $url != twemproxy://* ]]; then
+    expect_replay replay_settle '{"allowed": true, "limit": 1000, "remaining": 0, "retry_after_ms": -1, "reset_after_ms": 60000}
+{"allowed": true, "limit": 1000, "remaining": 0, "retry_after_ms": -1, "reset_after_ms": 84000}
+{"allowed": false, "limit": 1000, "remaining": 0, "retry_after_ms": 24060, "reset_after_ms": 84000}
+{"error": "cost: actual 1000000001 is out of range 0..1000000000"}
+{"error": "input: \"reserved\" and \"actual\" go with op \"settle\""}' \
+        '{"t": 0, "key": "st", "rule": "token:1000/1m", "cost": 1000}
+{"t": 0, "key": "st", "rule": "token:1000/1m", "op": "settle", "reserved": 1000, "actual": 1400}
+{"t": 0, "key": "st", "rule": "token:1000/1m"}
+{"t": 0, "key": "st", "rule": "token:1000/1m", "op": "settle", "reserved": 0, "actual": 1000000001}
+{"t": 0, "key": "st", "rule": "token:1000/1m", "reserved": 1}'
+else
+    # twemproxy:// charges a window's excess at once; a bucket's it refuses.
+    expect_replay replay_settle_on_the_proxy '{"allowed": true, "limit": 10, "remaining": 7, "retry_after_ms": -1, "reset_after_ms": 1000}
+{"error": "unsupported: twemproxy: a settle'"'"'s excess on token and gcra needs an atomic read-modify-write that a proxy'"'"'s plain commands cannot give; use redis:// through the proxy (the Lua backend, one EVAL per decision)"}' \
+        '{"t": 0, "key": "st", "rule": "fixed:10/1s", "op": "settle", "reserved": 0, "actual": 3}
+{"t": 0, "key": "st", "rule": "token:10/1s", "op": "settle", "reserved": 0, "actual": 3}'
 fi
 # An option where the rule goes: the rule is what is missing.
 expect_exit limiter_define_without_rule 2 "$bin" limiter define x --url "$url"

@@ -44,6 +44,8 @@ typedef struct step {
     /* Leases: lease KEY MAX LEASE_MS as=NAME; release KEY as=NAME. */
     int64_t max, lease_ms;
     char as[32];
+    /* Settles: settle KEY RESERVED ACTUAL. */
+    int64_t reserved, actual;
 } step;
 
 typedef struct scenario {
@@ -101,10 +103,10 @@ static void die(const char *file, int line, const char *why)
 static bool known_op(const char *op)
 {
     static const char *const ops[] = {
-        "acquire", "peek",    "reset",   "acquire_at_most",
-        "refund",  "lease",   "release", "define",
-        "set",     "get",     "delete",  "acquire_by",
-        "peek_by", "reset_by"};
+        "acquire", "peek",     "reset",   "acquire_at_most",
+        "refund",  "lease",    "release", "define",
+        "set",     "get",      "delete",  "acquire_by",
+        "peek_by", "reset_by", "settle"};
     size_t i;
 
     for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
@@ -180,7 +182,7 @@ static void load(const char *path)
             die(path, line,
                 "op must be acquire, peek, reset, acquire_at_most, refund, "
                 "lease, release, define, set, get, delete, acquire_by, "
-                "peek_by or reset_by");
+                "peek_by, reset_by or settle");
         /* Numbers (cost; or max and lease time), then name=value. */
         {
             int64_t num[2];
@@ -206,6 +208,11 @@ static void load(const char *path)
                     die(path, line, "lease KEY MAX LEASE_MS as=NAME");
                 s->max = num[0];
                 s->lease_ms = num[1];
+            } else if (strcmp(s->op, "settle") == 0) {
+                if (nnum != 2)
+                    die(path, line, "settle KEY RESERVED ACTUAL");
+                s->reserved = num[0];
+                s->actual = num[1];
             } else if (strcmp(s->op, "release") == 0) {
                 if (nnum != 0 || s->as[0] == '\0')
                     die(path, line, "release KEY as=NAME");
@@ -291,7 +298,22 @@ static bool refused(const step *s)
         strcmp(s->op, "get") == 0 || strcmp(s->op, "delete") == 0 ||
         strcmp(s->op, "reset_by") == 0)
         return false;
-    if (strcmp(s->op, "refund") == 0) {
+    /* force: a settle's excess (actual above reserved) is refused; a
+     * settle below is a refund. */
+    if (strcmp(s->op, "settle") == 0 && s->actual > s->reserved &&
+        has_token(unsupported, "force"))
+        return true;
+    /* ceiling: an excess that may reach a rule's ceiling is refused (a
+     * rule whose ceiling is its capacity, max(capacity, (2^50 - 1) / P)
+     * = capacity: the tables' only such rule reaches it). */
+    for (i = 0; strcmp(s->op, "settle") == 0 && s->actual > s->reserved &&
+                has_token(unsupported, "ceiling") && i < rs.count;
+         i++)
+        if ((rs.rules[i].burst > 0 ? rs.rules[i].burst : rs.rules[i].limit) >=
+            1125899906842623LL / rs.rules[i].period_ms)
+            return true;
+    if (strcmp(s->op, "refund") == 0 ||
+        (strcmp(s->op, "settle") == 0 && s->actual <= s->reserved)) {
         if (has_token(unsupported, "refund"))
             return true;
         /* window-refund: refunds of fixed, sliding or log are refused. */
@@ -304,7 +326,7 @@ static bool refused(const step *s)
     /* block: decisions on rules with a block are refused. */
     for (i = 0; i < rs.count; i++)
         if (has_token(unsupported, "block") && rs.rules[i].block_s != 0 &&
-            strcmp(s->op, "refund") != 0)
+            strcmp(s->op, "refund") != 0 && strcmp(s->op, "settle") != 0)
             return true;
     for (i = 0; i < rs.count; i++)
         if (strstr(unsupported, names[rs.rules[i].algorithm]) != NULL)
@@ -437,6 +459,9 @@ static void run_scenario(void **state)
                                             s->cost, &granted, &got);
             else if (strcmp(s->op, "refund") == 0)
                 st = sluice_refund(sl, s->key, s->key_len, &rs, s->cost, &got);
+            else if (strcmp(s->op, "settle") == 0)
+                st = sluice_settle(sl, s->key, s->key_len, &rs, s->reserved,
+                                   s->actual, &got);
             else
                 st = sluice_acquire(sl, s->key, s->key_len, &rs, s->cost, &got);
             snprintf(err, sizeof(err), "%s", sluice_errmsg(sl));
@@ -454,7 +479,7 @@ static void run_scenario(void **state)
                          sc->file, s->line, err);
             /* The steps after a refund count on it: the rest of the
              * scenario is not this backend's. */
-            if (strcmp(s->op, "refund") == 0)
+            if (strcmp(s->op, "refund") == 0 || strcmp(s->op, "settle") == 0)
                 break;
             continue;
         }

@@ -168,6 +168,41 @@ static void rules_are_compared_by_value(void **state)
     sluice_close(sl);
 }
 
+/* A settle's excess lengthens every wait: the handle forgets the key's
+ * denials, and the next request gets the backend's longer wait, not the
+ * cached one (on mem://, which every build has, as above). */
+static void a_settle_forgets_the_denial(void **state)
+{
+    tu_clock clk = {T0};
+    sluice_options o;
+    sluice *sl = NULL;
+    sluice_ruleset rs = rules("token:5/1m");
+    sluice_result r;
+    int i;
+
+    (void)state;
+    sluice_options_init(&o);
+    o.clock = tu_clock_now;
+    o.clock_ctx = &clk;
+    o.deny_cache = 16;
+    assert_int_equal(sluice_open("mem://", &o, &sl, NULL, 0), SLUICE_OK);
+    for (i = 0; i < 5; i++)
+        assert_true(acquire(sl, "s", &rs, 1).allowed);
+    /* Empty: one token in 12,000 ms. */
+    assert_int_equal(acquire(sl, "s", &rs, 1).retry_after_ms, 12000);
+    r = acquire(sl, "s", &rs, 1);
+    assert_int_equal(r.status, SLUICE_CACHED);
+    assert_int_equal(r.retry_after_ms, 12000);
+    /* 5 more used than reserved: a backlog of 10, so 1 fits once 4 are
+     * left, (10 - 4) * 12,000 ms away. */
+    assert_int_equal(sluice_settle(sl, "s", 1, &rs, 0, 5, &r), SLUICE_OK);
+    r = acquire(sl, "s", &rs, 1);
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_false(r.allowed);
+    assert_int_equal(r.retry_after_ms, 72000);
+    sluice_close(sl);
+}
+
 /* A block (SEMANTICS.md, "Penalties") is held as any denial, until it
  * ends, past the window that denied; one with extend=1 never is: each
  * request must reach the backend to start the block again. */
@@ -349,6 +384,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(a_hot_denied_key_costs_no_backend_call),
         cmocka_unit_test(a_cheaper_request_other_rules_and_a_reset_miss),
         cmocka_unit_test(rules_are_compared_by_value),
+        cmocka_unit_test(a_settle_forgets_the_denial),
         cmocka_unit_test(a_block_is_cached_unless_it_extends),
         cmocka_unit_test(batches_mix_cached_and_decided),
         cmocka_unit_test(the_cache_keeps_at_most_its_size),

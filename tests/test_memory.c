@@ -203,6 +203,12 @@ static sluice_status scenario_under_budget(void)
     }
     if (st == SLUICE_OK)
         st = sluice_acquire_many(sl, reqs, 100, outs);
+    /* A settle's excess on every family: on the key charged above (a log
+     * entry more), and on a new key (every entry created at once). */
+    if (st == SLUICE_OK)
+        st = sluice_settle(sl, "k", 1, &rs, 1, 30, &r);
+    if (st == SLUICE_OK)
+        st = sluice_settle(sl, "f", 1, &rs, 0, 30, &r);
     sluice_close(sl);
     return st;
 }

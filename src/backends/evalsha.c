@@ -106,6 +106,8 @@ static int64_t script_op(sl_op op)
         return 3;
     case SL_OP_REFUND:
         return 4;
+    case SL_OP_FORCE:
+        return 11;
     case SL_OP_RULES_GET:
         return 5;
     case SL_OP_RULES_PUT:
@@ -498,7 +500,7 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
     /* A refund's reply is a peek of cost 1 after it, and its answer the
      * state it left; an acquire at most is an acquire of what it granted,
      * or the denial of cost 1. */
-    if (rq->op == SL_OP_REFUND)
+    if (rq->op == SL_OP_REFUND || rq->op == SL_OP_FORCE)
         cost = 1;
     if (rq->op == SL_OP_AT_MOST) {
         int64_t mine = end > t ? 0 : sl_grant(rs, views, t, rq->decide.cost);
@@ -534,7 +536,7 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
             return SLUICE_EPROTO;
         }
     }
-    if (rq->op == SL_OP_REFUND)
+    if (rq->op == SL_OP_REFUND || rq->op == SL_OP_FORCE)
         sl_describe(rs, views, t, out);
     else
         sl_combine(rs, v, out);

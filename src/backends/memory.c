@@ -674,6 +674,12 @@ static sluice_status decide_request(store *s, const handle *h,
         return SLUICE_OK;
     }
     cost = rq->decide.cost;
+    if (rq->op == SL_OP_FORCE) {
+        /* Unjudged (SEMANTICS.md, "settle"): charged as an admission is,
+         * each rule what it gains, then answered as a refund is. */
+        sl_force_plan(rs, views, t, cost, v, ch);
+        goto charge;
+    }
     if (blocks) {
         bl = sl_key_block(bkey, sizeof(bkey), prefix, rq->key, rq->key_len);
         be = lookup(s, bkey, bl, t);
@@ -701,6 +707,7 @@ static sluice_status decide_request(store *s, const handle *h,
     }
     if (!all)
         return SLUICE_OK;
+charge:
     /* Reserve everything first so that the charge is all or nothing; a
      * live entry found above is the one to charge. */
     for (i = 0; i < rs->count; i++) {
@@ -715,9 +722,17 @@ static sluice_status decide_request(store *s, const handle *h,
         int64_t ttl =
             sl_store_ttl(&rs->rules[i], t, v[i].reset_ms, h->ttl_floor_ms);
 
-        charge_rule(es[i], &rs->rules[i], t, cost, ch[i].x, ch[i].d,
+        if (rq->op == SL_OP_FORCE && ch[i].n == 0)
+            continue; /* at its ceiling */
+        charge_rule(es[i], &rs->rules[i], t,
+                    rq->op == SL_OP_FORCE ? ch[i].n : cost, ch[i].x, ch[i].d,
                     h->ttl_floor_ms);
         es[i]->expires_at = sl_max64(es[i]->expires_at, t + ttl);
+    }
+    if (rq->op == SL_OP_FORCE) {
+        for (i = 0; i < rs->count; i++)
+            view_of(es[i], &rs->rules[i], t, &views[i]);
+        sl_describe(rs, views, t, out);
     }
     return SLUICE_OK;
 }

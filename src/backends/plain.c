@@ -233,6 +233,8 @@ static void begin(sl_plain *p, unit *u, step s)
         APPEND(p, u, WANT_OK, "MULTI");
         if (u->rq->op == SL_OP_REFUND)
             sl_plain_ops_refund_writes(p, u);
+        else if (u->rq->op == SL_OP_FORCE)
+            sl_plain_ops_force_writes(p, u);
         else
             sl_plain_ops_writes(p, u);
         APPEND(p, u, WANT_EXEC, "EXEC");
@@ -336,6 +338,17 @@ static void block_done(sl_plain *p, unit *u)
         finish(u, u->st, u->msg);
         return;
     }
+    if (rq->op == SL_OP_FORCE) {
+        /* Charged at once, unjudged (twemproxy://): answered with the
+         * state after it, or taken back whole (the follow-up). */
+        u->forced = sl_plain_ops_force_judge(u);
+        u->all = u->forced == SLUICE_OK;
+        u->charged = rq->decide.cost;
+        if (u->all)
+            sl_describe(rq->decide.rules, u->views, rq->now_ms, out);
+        begin(p, u, STEP_FOLLOW);
+        return;
+    }
     u->all = decide(u);
     sl_combine(rq->decide.rules, u->v, out);
     if (u->mode == JOB_READ) {
@@ -343,6 +356,21 @@ static void block_done(sl_plain *p, unit *u)
         return;
     }
     begin(p, u, STEP_FOLLOW);
+}
+
+/* A forced charge taken back (twemproxy://): why. */
+static void forced_back(sl_plain *p, unit *u)
+{
+    if (u->forced == SLUICE_ENOMEM)
+        sl_errf(u->msg, sizeof(u->msg), "%s: out of memory", p->name);
+    else
+        sl_errf(u->msg, sizeof(u->msg),
+                "%s: a settle's excess would pass a rule's ceiling, which "
+                "a proxy's plain commands cannot charge up to exactly (it "
+                "was taken back); use redis:// through the proxy (the Lua "
+                "backend, one EVAL per decision)",
+                p->name);
+    finish(u, u->forced, u->msg);
 }
 
 /* A watched acquire's reads are in: decide; write only if admitted. */
@@ -365,6 +393,18 @@ static void watch_done(sl_plain *p, unit *u)
     if (rq->op == SL_OP_REFUND) {
         /* Answered with the state after it. */
         sl_plain_ops_refund_views(u);
+        sl_describe(rq->decide.rules, u->views, rq->now_ms, &u->job->out[u->i]);
+        begin(p, u, STEP_EXEC);
+        return;
+    }
+    if (rq->op == SL_OP_FORCE) {
+        /* Charged unjudged, answered with the state after it. */
+        if (!sl_plain_ops_force_views(u)) {
+            unwatch(p, u);
+            sl_errf(u->msg, sizeof(u->msg), "%s: out of memory", p->name);
+            finish(u, SLUICE_ENOMEM, u->msg);
+            return;
+        }
         sl_describe(rq->decide.rules, u->views, rq->now_ms, &u->job->out[u->i]);
         begin(p, u, STEP_EXEC);
         return;
@@ -496,7 +536,10 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
         watch_done(p, u);
         break;
     case STEP_FOLLOW:
-        finish(u, u->st, u->msg);
+        if (u->st == SLUICE_OK && u->forced != SLUICE_OK)
+            forced_back(p, u);
+        else
+            finish(u, u->st, u->msg);
         break;
     case STEP_EXEC:
         exec_done(p, u);
@@ -518,6 +561,24 @@ static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
         j->mode = JOB_RULES;
     } else if (rq->op == SL_OP_LEASE_ACQUIRE || rq->op == SL_OP_LEASE_RELEASE) {
         j->mode = JOB_LEASE;
+    } else if (rq->op == SL_OP_FORCE && !p->multi &&
+               sl_ruleset_has(rq->decide.rules, SL_FAMILY_BUCKET)) {
+        sl_errf(err, err_len,
+                "%s: a settle's excess on token and gcra needs an atomic "
+                "read-modify-write that a proxy's plain commands cannot "
+                "give; use redis:// through the proxy (the Lua backend, one "
+                "EVAL per decision)",
+                p->name);
+        return false;
+    } else if (rq->op == SL_OP_FORCE && !p->multi) {
+        /* Windows and logs: charged at once, as an acquire is, and kept
+         * unless a rule would pass its ceiling. */
+        j->mode = JOB_OPTIMISTIC;
+    } else if (rq->op == SL_OP_FORCE) {
+        /* Read under WATCH, written in MULTI/EXEC: an optimistic charge
+         * of another client in between aborts it, and it is made again. */
+        j->watched = true;
+        j->mode = JOB_READ;
     } else if (rq->op != SL_OP_REFUND && sl_ruleset_blocks(rq->decide.rules)) {
         /* A denial here may come from another request's charge that is
          * taken back a moment later: a block must not start from a denial

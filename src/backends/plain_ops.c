@@ -666,3 +666,91 @@ sluice_status sl_plain_decode(const sl_request *rq, bool read_mode,
     sl_free(j);
     return st;
 }
+
+/* ------------------------------------------------------ forced charges */
+
+bool sl_plain_ops_force_views(unit *u)
+{
+    const sluice_ruleset *rs = u->rq->decide.rules;
+    size_t i;
+
+    sl_force_plan(rs, u->views, u->rq->now_ms, u->rq->decide.cost, u->v, u->ch);
+    for (i = 0; i < rs->count; i++) {
+        sl_state_view *s = &u->views[i];
+        rule_io *io = &u->io[i];
+
+        switch (sl_store_of(rs->rules[i].algorithm).family) {
+        case SL_FAMILY_WINDOW:
+            s->cur += u->ch[i].n;
+            break;
+        case SL_FAMILY_LOG:
+            if (u->ch[i].n == 0)
+                break;
+            if (s->n == io->cap) {
+                sl_log_entry *n =
+                    sl_realloc(io->entries, (io->cap + 1) * sizeof(*n));
+
+                if (n == NULL)
+                    return false;
+                io->entries = n;
+                io->cap++;
+            }
+            io->entries[s->n++] = (sl_log_entry){u->ch[i].x, u->ch[i].n};
+            s->entries = io->entries;
+            break;
+        case SL_FAMILY_BUCKET:
+            s->has = true;
+            s->x = u->ch[i].x;
+            s->d = u->ch[i].d;
+            break;
+        }
+    }
+    return true;
+}
+
+size_t sl_plain_ops_force_writes(sl_plain *p, unit *u)
+{
+    const sluice_ruleset *rs = u->rq->decide.rules;
+    char key[KEYBUF];
+    size_t i, kl, n = 0;
+
+    for (i = 0; i < rs->count; i++) {
+        const sluice_rule *r = &rs->rules[i];
+
+        if (u->ch[i].n == 0)
+            continue;
+        switch (sl_store_of(r->algorithm).family) {
+        case SL_FAMILY_WINDOW:
+            kl = rule_key(p, u, i, u->io[i].k, key);
+            APPEND(p, u, WANT_INT, "INCRBY %b %lld", key, kl,
+                   (long long)u->ch[i].n);
+            APPEND(p, u, WANT_BOOL, "PEXPIRE %b %lld", key, kl,
+                   (long long)charge_ttl(p, u, i));
+            n += 2;
+            break;
+        case SL_FAMILY_LOG:
+            kl = rule_key(p, u, i, 0, key);
+            emit_prune(p, u, key, kl, u->ch[i].x - r->period_ms);
+            n += 1 + emit_log_entry(p, u, key, kl, u->ch[i].x, u->ch[i].n,
+                                    (long long)charge_ttl(p, u, i));
+            break;
+        case SL_FAMILY_BUCKET:
+            n += bucket_write(p, u, i);
+            break;
+        }
+    }
+    return n;
+}
+
+sluice_status sl_plain_ops_force_judge(unit *u)
+{
+    const sluice_ruleset *rs = u->rq->decide.rules;
+    size_t i;
+
+    if (!sl_plain_ops_force_views(u))
+        return SLUICE_ENOMEM;
+    for (i = 0; i < rs->count; i++)
+        if (u->ch[i].n != u->rq->decide.cost)
+            return SLUICE_EUNSUPPORTED;
+    return SLUICE_OK;
+}

@@ -32,6 +32,17 @@ size_t sl_plain_ops_writes(sl_plain *p, unit *u);
 void sl_plain_ops_refund_views(unit *u);
 size_t sl_plain_ops_refund_writes(sl_plain *p, unit *u);
 void sl_plain_ops_watch(sl_plain *p, unit *u);
+/* A forced charge (SEMANTICS.md, "settle") on the views read: what each
+ * rule gains, and the views become the state after it (false: out of
+ * memory for a log's entry). Its writes, in MULTI/EXEC. */
+bool sl_plain_ops_force_views(unit *u);
+size_t sl_plain_ops_force_writes(sl_plain *p, unit *u);
+/* A forced charge made at once, as an optimistic acquire's (twemproxy://),
+ * on the views read before it: SLUICE_OK when every rule takes all of it
+ * (the views become the state after it), else SLUICE_EUNSUPPORTED (a rule
+ * would pass its ceiling: the follow-up takes it all back) or
+ * SLUICE_ENOMEM. */
+sluice_status sl_plain_ops_force_judge(unit *u);
 /* Where a handle's log members start counting (random). */
 uint64_t sl_plain_ops_seed(const void *p);
 

@@ -121,6 +121,9 @@ struct sl_unit {
     bool all;
     int64_t charged;    /* the cost charged: an acquire at most's grant */
     int64_t lease_last; /* a lease: when the last live one ends */
+    /* A forced charge made at once (twemproxy://): SLUICE_OK when kept,
+     * else why it was taken back (a rule's ceiling, or out of memory). */
+    sluice_status forced;
     /* The key's queue: the unit under way on the key is in the table
      * (hnext), with the last unit waiting behind it (qtail). */
     bool keyed, held;

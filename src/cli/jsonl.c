@@ -257,12 +257,52 @@ static int lease_fields(jsonl_event *ev, char *err, size_t err_len)
     return 0;
 }
 
+/* A settle's reserved and actual (JSON integers, 0 .. 10^9), on a key
+ * and a rule, without a cost; no other op takes them. */
+static int settle_fields(jsonl_event *ev, bool tamed, const char *line,
+                         size_t len, char *err, size_t err_len)
+{
+    json_t *jr = json_object_get(ev->doc, "reserved");
+    json_t *ja = json_object_get(ev->doc, "actual");
+    char q[96];
+    int k;
+
+    if (ev->op != JSONL_SETTLE && (jr != NULL || ja != NULL)) {
+        fail(ev, err, err_len, "input",
+             "\"reserved\" and \"actual\" go with op \"settle\"");
+        return -1;
+    }
+    if (ev->op != JSONL_SETTLE)
+        return 0;
+    if (!json_is_integer(jr) || !json_is_integer(ja) ||
+        json_object_get(ev->doc, "cost") != NULL || ev->limiter != NULL) {
+        fail(ev, err, err_len, "input",
+             "a settle needs \"reserved\" and \"actual\", JSON integers, "
+             "on a key (no \"cost\", no limiter)");
+        return -1;
+    }
+    for (k = 0; k < 2; k++) {
+        json_int_t v = json_integer_value(k == 0 ? jr : ja);
+
+        if (v < 0 || v > MAX_COST) {
+            int_text(q, sizeof(q), v, tamed, line, len);
+            fail(ev, err, err_len, "cost",
+                 "%s %s is out of range 0..1000000000",
+                 k == 0 ? "reserved" : "actual", q);
+            return -1;
+        }
+    }
+    ev->reserved = json_integer_value(jr);
+    ev->actual = json_integer_value(ja);
+    return 0;
+}
+
 int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
                 size_t err_len)
 {
     static const char *const ops[] = {"acquire",         "peek",   "reset",
                                       "acquire_at_most", "refund", "lease",
-                                      "release"};
+                                      "release",         "settle"};
     json_error_t jerr;
     json_t *jt, *jkey, *jrule, *jcost, *jop, *val;
     const char *name;
@@ -301,11 +341,13 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
             strcmp(name, "rule") != 0 && strcmp(name, "cost") != 0 &&
             strcmp(name, "op") != 0 && strcmp(name, "limiter") != 0 &&
             strcmp(name, "client") != 0 && strcmp(name, "max") != 0 &&
-            strcmp(name, "lease_ms") != 0 && strcmp(name, "lease") != 0) {
+            strcmp(name, "lease_ms") != 0 && strcmp(name, "lease") != 0 &&
+            strcmp(name, "reserved") != 0 && strcmp(name, "actual") != 0) {
             show(q, sizeof(q), name, strlen(name));
             return fail(ev, err, err_len, "input",
                         "unknown field %s (known: t, key, rule, limiter, "
-                        "client, cost, op, max, lease_ms, lease)",
+                        "client, cost, op, max, lease_ms, lease, reserved, "
+                        "actual)",
                         q);
         }
     }
@@ -357,7 +399,8 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
         if (!json_is_string(jop))
             return fail(ev, err, err_len, "input",
                         "\"op\" must be a string (acquire, peek, reset, "
-                        "acquire_at_most, refund, lease or release)");
+                        "acquire_at_most, refund, lease, release or "
+                        "settle)");
         op = json_string_value(jop);
         op_len = json_string_length(jop);
         ev->op = 0;
@@ -369,7 +412,8 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
             show(q, sizeof(q), op, op_len);
             return fail(ev, err, err_len, "input",
                         "unknown op %s (use acquire, peek, reset, "
-                        "acquire_at_most, refund, lease or release)",
+                        "acquire_at_most, refund, lease, release or "
+                        "settle)",
                         q);
         }
     }
@@ -389,7 +433,8 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
         return fail(ev, err, err_len, "input",
                     "a lease or a release takes a key, not a limiter, a "
                     "rule or a cost");
-    if (lease_fields(ev, err, err_len) != 0)
+    if (lease_fields(ev, err, err_len) != 0 ||
+        settle_fields(ev, tamed, line, len, err, err_len) != 0)
         return -1;
     /* A reset ignores cost entirely, whatever it holds. */
     if (jcost != NULL && ev->op != JSONL_RESET) {

@@ -17,7 +17,8 @@ typedef enum jsonl_op {
     JSONL_AT_MOST, /* "acquire_at_most" */
     JSONL_REFUND,  /* "refund": cost is the amount */
     JSONL_LEASE,   /* "lease": max holders, lease_ms */
-    JSONL_RELEASE  /* "release": the lease */
+    JSONL_RELEASE, /* "release": the lease */
+    JSONL_SETTLE   /* "settle": reserved and actual, no cost */
 } jsonl_op;
 
 /* A parsed event. key and rule point into doc, which the event owns until
@@ -38,6 +39,8 @@ typedef struct jsonl_event {
     int64_t max, lease_ms;
     const char *lease;
     size_t lease_len;
+    /* A settle: what was reserved and what was used, 0 .. 10^9 each. */
+    int64_t reserved, actual;
     struct json_t *doc; /* the parsed line */
 } jsonl_event;
 
@@ -45,7 +48,8 @@ typedef struct jsonl_event {
  * any, is white space). Returns 0 and fills *ev, or -1 with *ev empty and
  * err holding "NAME: message", where NAME is "input" (not JSON, not an
  * object, an unknown field, a value of the wrong type such as 2.0 or "5"),
- * "cost" (an integer cost outside 1..10^9) or "time" (an integer "t"
+ * "cost" (an integer cost outside 1..10^9, or a settle's reserved or
+ * actual outside 0..10^9) or "time" (an integer "t"
  * outside 0..2^53 - 1). Integers of any size are read: a reset ignores its
  * cost whatever it is. No I/O, no global state; blank lines (see
  * jsonl_blank) are the caller's to skip. */

@@ -199,6 +199,10 @@ static void replay_line(sluice *sl, vclock *clk,
     case JSONL_REFUND:
         st = sluice_refund(sl, ev.key, ev.key_len, rules, ev.cost, &res);
         break;
+    case JSONL_SETTLE:
+        st = sluice_settle(sl, ev.key, ev.key_len, rules, ev.reserved,
+                           ev.actual, &res);
+        break;
     case JSONL_LEASE:
     case JSONL_RELEASE: /* answered above */
         break;

@@ -201,7 +201,9 @@ static int64_t deny_now(const sl_config *cfg, const sl_request *r)
 bool sl_deny_ask(sl_deny_cache *c, const sl_config *cfg, const sl_request *r,
                  sluice_result *out)
 {
-    if (r->op == SL_OP_RESET || r->op == SL_OP_REFUND) {
+    if (r->op == SL_OP_RESET || r->op == SL_OP_REFUND || r->op == SL_OP_FORCE) {
+        /* A forced charge lengthens every wait: a denial kept would
+         * answer too short a retry_after. */
         sl_deny_forget(c, r->key, r->key_len);
         return false;
     }

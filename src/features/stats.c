@@ -75,6 +75,8 @@ void sl_stats_answer(sl_stats *s, sl_op op, sluice_status st, bool policy,
     case SL_OP_REFUND:
         ADD(s->refunds, 1);
         break;
+    case SL_OP_FORCE:
+        break; /* a settle's charge: neither an admission nor a refund */
     case SL_OP_RULES_GET:
     case SL_OP_RULES_PUT:
     case SL_OP_RULES_DEL:

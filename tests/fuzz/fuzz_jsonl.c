@@ -80,8 +80,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (ev.op != JSONL_ACQUIRE && ev.op != JSONL_PEEK &&
             ev.op != JSONL_RESET && ev.op != JSONL_AT_MOST &&
             ev.op != JSONL_REFUND && ev.op != JSONL_LEASE &&
-            ev.op != JSONL_RELEASE)
+            ev.op != JSONL_RELEASE && ev.op != JSONL_SETTLE)
             broken("a bad op", data, size, "");
+        /* A settle's amounts are in range, and only a settle's. */
+        if (ev.op == JSONL_SETTLE
+                ? ev.reserved < 0 || ev.reserved > 1000000000 ||
+                      ev.actual < 0 || ev.actual > 1000000000
+                : ev.reserved != 0 || ev.actual != 0)
+            broken("settle amounts out of range", data, size, "");
         /* A lease takes max and lease_ms, a release its lease's id, whole;
          * neither takes a limiter or a rule. */
         if ((ev.op == JSONL_LEASE || ev.op == JSONL_RELEASE) &&

@@ -162,6 +162,11 @@ static void decode_script(const sl_request *rq, const redisReply *rep,
     if (st == SLUICE_OK && rq->op == SL_OP_AT_MOST &&
         (*rq->decide.granted < 0 || *rq->decide.granted > rq->decide.cost))
         broken("a grant out of range", "");
+    /* A refund and a settle's forced charge answer the state they leave,
+     * nothing judged. */
+    if (st == SLUICE_OK && (rq->op == SL_OP_REFUND || rq->op == SL_OP_FORCE) &&
+        (!out.allowed || out.retry_after_ms != -1 || out.remaining < 0))
+        broken("a refund's or settle's answer that is not a state", "");
 }
 
 /* The plain backends: a block of n replies, optimistic or read. */
@@ -230,7 +235,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
              : (data[2] & 3) == 3 ? SL_OP_AT_MOST
                                   : SL_OP_ACQUIRE;
     if (data[2] & 0x20)
-        dec.op = SL_OP_REFUND;
+        dec.op = (data[2] & 1) ? SL_OP_FORCE : SL_OP_REFUND;
     dec.decide = (sl_decision){&rulesets[data[0] % NRULESETS],
                                (data[2] & 4) ? 1 : 3, &granted};
     rq = dec;

@@ -413,6 +413,64 @@ def refund_rule(state, rule, amount, t):
     return BucketState(d, max(Fraction(0), backlog - amount))
 
 
+# A forced charge never leaves more than this many requests' worth of
+# periods in use: SEMANTICS, "settle", the ceiling.
+FORCE_BOUND = 2 ** 50 - 1
+
+
+def force_rule(state, rule, amount, t):
+    """SEMANTICS, settle: one rule's state after a forced charge of
+    `amount` at t, unjudged, up to the ceiling max(capacity,
+    floor((2^50 - 1) / P)) in use. Returns (state to describe, state to
+    store): windows: t's window counts `amount` more (stored as (k,
+    count)); log: an entry at max(t, latest); buckets: the backlog drained
+    to max(t, x) plus `amount` requests."""
+    ceiling = max(rule.capacity, FORCE_BOUND // rule.period)
+    if rule.alg in WINDOWED:
+        k, _ = window_of(rule, t)
+        out = dict(state or {})
+        count = out.get(k, 0)
+        out[k] = count + min(amount, max(0, ceiling - count))
+        return out, (k, out[k])
+    if rule.alg == "log":
+        d = t if state is None else max(t, state.latest)
+        entries = () if state is None else state.entries
+        live = [(x, c) for x, c in entries if x > d - rule.period]
+        add = min(amount, max(0, ceiling - sum(c for _, c in live)))
+        if add == 0:
+            return state, state
+        after = LogState(d, live + [(d, add)])
+        return after, after
+    if state is None:
+        d, backlog = t, Fraction(0)
+    else:
+        d = max(t, state.x)
+        backlog = max(Fraction(0), state.backlog -
+                      (d - state.x) * Fraction(rule.limit, rule.period))
+    after = BucketState(d, max(backlog, min(backlog + amount, ceiling)))
+    return after, after
+
+
+def force_clamped(state, rule, amount, t):
+    """Whether a forced charge of `amount` at t would pass the rule's
+    ceiling (then less than `amount` is charged)."""
+    ceiling = max(rule.capacity, FORCE_BOUND // rule.period)
+    if rule.alg in WINDOWED:
+        return (state or {}).get(window_of(rule, t)[0], 0) + amount > ceiling
+    if rule.alg == "log":
+        d = t if state is None else max(t, state.latest)
+        entries = () if state is None else state.entries
+        return sum(c for x, c in entries if x > d - rule.period) + \
+            amount > ceiling
+    raise ValueError("buckets: a ceiling the backlog may reach in part")
+
+
+def settle_parts(event):
+    """A settle's (refund amount, forced amount): one of them is 0."""
+    reserved, actual = event["reserved"], event["actual"]
+    return max(0, reserved - actual), max(0, actual - reserved)
+
+
 def describe_pure(rules, states, t):
     """A refund's answer: the state, nothing charged."""
     views = [JUDGES[r.alg](states.get(r.slot), r, 1, t).now for r in rules]
@@ -530,6 +588,17 @@ class Model:
         found = []
         for dropped in self._expiry_choices(event["key"], rules, t):
             states = self._states(event["key"], rules, t, dropped)
+            if op == "settle" and settle_parts(event)[1] > 0:
+                forced = {r.slot: force_rule(states.get(r.slot), r,
+                                             settle_parts(event)[1], t)
+                          for r in rules}
+                found.append(Outcome(
+                    describe_pure(rules, {k: v[0] for k, v in
+                                          forced.items()}, t),
+                    [forced[r.slot][1] for r in rules], dropped))
+                continue
+            if op == "settle":
+                op, cost = "refund", settle_parts(event)[0]
             if op == "refund":
                 after = {r.slot: refund_rule(states.get(r.slot), r, cost, t)
                          for r in rules}
@@ -577,6 +646,19 @@ class Model:
         o.blocked = after is not None and t < after
         return o
 
+    def clamps(self, event):
+        """Whether a settle's excess would pass a rule's ceiling in some
+        reading of the stored state (a backend that charges at once then
+        takes it back and refuses)."""
+        rules = parse_rules(event["rule"])
+        t, amount = event["t"], settle_parts(event)[1]
+        for dropped in self._expiry_choices(event["key"], rules, t):
+            states = self._states(event["key"], rules, t, dropped)
+            if any(force_clamped(states.get(r.slot), r, amount, t)
+                   for r in rules if r.alg not in BUCKETS):
+                return True
+        return False
+
     @staticmethod
     def resolvable(outcomes):
         """True when the answer tells which reading the backend took."""
@@ -600,7 +682,9 @@ class Model:
                 outcome.block, outcome.block + max(r.block for r in rules))
         for slot, part in outcome.dropped:
             self._forget((key,) + slot, part)
-        if event.get("op") == "refund":
+        if event.get("op") == "refund" or (
+                event.get("op") == "settle" and
+                settle_parts(event)[1] == 0):
             for r, state in zip(rules, outcome.commit):
                 self._commit_refund((key,) + r.slot, r, state)
             return
@@ -957,6 +1041,24 @@ class Ledger:
                     "B + L*h/P = %s" % (fmt(r), s["backlog"], d, bound))
         return None
 
+    def forced(self, key, rules, t):
+        """A settle's excess at t: charged, not admitted, so it adds no
+        admission; but it is a charge at max(t, latest) for a log or a
+        bucket, so later requests are decided there (SEMANTICS, Time)."""
+        for r in rules:
+            s = self._slot(key, r)
+            if r.alg == "log":
+                s["latest"] = t if s["latest"] is None else max(t,
+                                                                 s["latest"])
+            elif r.alg in BUCKETS:
+                if s["x"] is not None:
+                    d = max(t, s["x"])
+                    s["backlog"] = max(Fraction(0), s["backlog"] - (
+                        d - s["x"]) * Fraction(r.limit, r.period))
+                    s["x"] = d
+                else:
+                    s["x"] = t
+
     def refunded(self, key, rules, amount, t, reset_after=None):
         """A refund event (not a reservation's): as the backend does.
         reset_after: a reservation's refund (its seq), which counts on
@@ -1110,6 +1212,11 @@ def selfcheck(rounds=300, seed=1):
             latest = max(latest, t)
             cost = rng.randint(1, 5)
             limit = rng.choice([limit, limit, rng.randint(1, 4)])
+            if rng.random() < 0.25:
+                # A settle's excess: the waits from the deficit it leaves
+                # (counts above the limit) are checked by the next steps.
+                force_step(states, (period, tz), limit, burst,
+                           rng.randint(1, 12), t)
             check_step(states, (period, tz), limit, burst, cost, t)
     return True
 
@@ -1136,6 +1243,17 @@ def check_step(states, shape, limit, burst, cost, t):
     for alg, v in verdicts.items():
         if v.admits:
             states[alg] = charge(states[alg], v.state)
+
+
+def force_step(states, shape, limit, burst, amount, t):
+    """A forced charge of `amount` at t on each algorithm; a window's
+    stored counts keep those of later windows (a late charge)."""
+    period, tz = shape
+    for alg in ALGORITHMS:
+        rule = Rule(alg, limit, period, burst,
+                    tz if alg in WINDOWED else 0)
+        states[alg] = charge(states[alg],
+                             force_rule(states[alg], rule, amount, t)[1])
 
 
 def charge(old, new):

@@ -415,10 +415,24 @@ class Schedule:
         cost = self.pick_cost(min(v[1] for _, v in used))
         r = rng.random()
         op = ("acquire" if r < 0.72 else "peek" if r < 0.84 else
-              "acquire_at_most" if r < 0.92 else "refund" if r < 0.98 else
-              "reset")
-        return self.event(prof.key, used, t, cost, op), \
-            [(s.ident, v) for s, v in used]
+              "acquire_at_most" if r < 0.92 else "refund" if r < 0.955 else
+              "settle" if r < 0.985 else "reset")
+        ev = self.event(prof.key, used, t, cost, op)
+        if op == "settle":
+            self.settle_amounts(ev, cost, min(v[1] for _, v in used))
+        return ev, [(s.ident, v) for s, v in used]
+
+    def settle_amounts(self, ev, cost, cap):
+        """A settle of what was reserved (the cost asked) against what was
+        used: less, the same, a little more, or many times the capacity
+        (a deep deficit)."""
+        rng, r = self.rng, self.rng.random()
+        ev.pop("cost", None)
+        ev["op"], ev["reserved"] = "settle", cost
+        ev["actual"] = min(10 ** 9, (
+            rng.randint(0, cost) if r < 0.3 else cost if r < 0.4 else
+            cost + rng.randint(1, max(1, min(cap, 5))) if r < 0.9 else
+            cost + rng.randint(1, 10 * cap)))
 
     def lease_event(self):
         """A lease on one of a few keys (at most 1 to 4 holders, for 1 ms
@@ -651,7 +665,10 @@ class Figures:
                                  "leases_denied", "releases",
                                  "binding_later", "binding_own_reset",
                                  "binding_rounded", "binding_refund",
-                                 "block_rules", "blocked", "block_stored"]}
+                                 "block_rules", "blocked", "block_stored",
+                                 "settles", "settles_over",
+                                 "waits_after_settle"]}
+        self.in_deficit = set()
         self.per_alg = {a: 0 for a in algs}
         self.last_variant = {}
         self.last_on_key = {}
@@ -686,6 +703,15 @@ class Figures:
         n["partial_grants"] += 0 < answer.get("granted", 0) < ev.get("cost",
                                                                      1)
         n["refunds"] += op == "refund"
+        n["settles"] += op == "settle"
+        if op == "settle" and ev["actual"] > ev["reserved"]:
+            n["settles_over"] += 1
+            self.in_deficit.add(key)
+        elif op != "peek" and "allowed" in answer:
+            if key in self.in_deficit and answer["allowed"] is False \
+                    and answer.get("retry_after_ms", -1) >= 0:
+                n["waits_after_settle"] += 1
+            self.in_deficit.discard(key)
         self.count_changes(key, used)
         if op != "reset":
             self.count_late(ev, rules)
@@ -769,14 +795,22 @@ def judge_lease(model, ev, actual):
 def refused(spec, ev):
     """The URL refuses the event's algorithms, or its op: "refund" all
     refunds, "window-refund" those of fixed, sliding or log rules, "block"
-    every decision on rules with a block but refunds."""
+    every decision on rules with a block but refunds and settles, "force"
+    a settle's excess (a settle below is a refund); "ceiling" refuses an
+    excess that would pass a rule's ceiling (judge asks the model)."""
     rules = M.parse_rules(ev["rule"])
     op = ev.get("op", "acquire")
     return (any(r.alg in spec.unsupported for r in rules)
             or op in spec.unsupported
-            or ("block" in spec.unsupported and op != "refund"
+            or ("block" in spec.unsupported and op not in ("refund", "settle")
                 and any(r.block for r in rules))
-            or (op == "refund" and "window-refund" in spec.unsupported
+            or (op == "settle" and ev["actual"] > ev["reserved"]
+                and "force" in spec.unsupported)
+            or (op == "settle" and ev["actual"] <= ev["reserved"]
+                and "refund" in spec.unsupported)
+            or (op in ("refund", "settle") and "window-refund" in
+                spec.unsupported and ev.get("actual", 0) <=
+                ev.get("reserved", 0)
                 and any(r.alg not in M.BUCKETS for r in rules)))
 
 
@@ -786,6 +820,12 @@ def judge(model, spec, ev, actual):
     op = ev.get("op", "acquire")
     if is_lease(ev):
         return judge_lease(model, ev, actual)
+    if op == "settle" and ev["actual"] > ev["reserved"] and \
+            "ceiling" in spec.unsupported and \
+            "unsupported" in actual.get("error", "") and model.clamps(ev):
+        # Charged at once, then taken back: nothing changed.
+        model.note_time(ev["t"])
+        return True, actual
     if refused(spec, ev):
         if "unsupported" in actual.get("error", ""):
             model.note_time(ev["t"])
@@ -932,6 +972,12 @@ class Judge:
             self.ledger.reset(key, rules, t)
         elif op == "refund":
             self.ledger.refunded(key, rules, ev.get("cost", 1), t)
+        elif op == "settle" and ev["actual"] <= ev["reserved"]:
+            self.ledger.refunded(key, rules, ev["reserved"] - ev["actual"], t)
+        elif op == "settle":
+            # Charged, not admitted: the guarantee bounds admissions; the
+            # ledger learns only the time it was charged at.
+            self.ledger.forced(key, rules, t)
         elif op == "acquire" and answer.get("allowed"):
             self.ledger.charged(key, rules, t)
             return self.ledger.admitted(key, rules, ev.get("cost", 1), t)
@@ -1229,7 +1275,8 @@ class Run:
             self.fig.n["expiry_readings"] += not is_lease(ev) and len(
                 self.model.outcomes(ev)) > 1
         self.fig.n["replaced"] += replaced
-        if not is_lease(ev) and ev.get("op") not in ("reset", "refund") and \
+        if not is_lease(ev) and \
+                ev.get("op") not in ("reset", "refund", "settle") and \
                 any(r.block for r in M.parse_rules(ev["rule"])):
             first = self.model.outcomes(ev)[0]
             self.fig.n["block_rules"] += 1
