@@ -261,7 +261,8 @@ static sluice_status parse_redis(const char *url, const char *rest, size_t n,
 /* "[user:password@]host:port,host:port,...": every seed is checked; the
  * first also fills host and port. No database: clusters have only 0. */
 static sluice_status parse_cluster(const char *url, const char *rest, size_t n,
-                                   sl_url *u, char *err, size_t err_len)
+                                   int port, sl_url *u, char *err,
+                                   size_t err_len)
 {
     const char *at = NULL, *p, *end = rest + n;
     size_t creds, i, first;
@@ -292,7 +293,16 @@ static sluice_status parse_cluster(const char *url, const char *rest, size_t n,
                        "a cluster has no databases: drop the /db");
         snprintf(u->seeds[u->nseeds].host, sizeof(u->seeds[0].host), "%s",
                  tmp.ep.host);
-        u->seeds[u->nseeds++].port = tmp.ep.port;
+        /* A seed without a port has the scheme's: after a bracketed
+         * IPv6 address, or anywhere in a name or IPv4 address. */
+        {
+            const char *close = p[0] == '[' ? memchr(p, ']', len) : p;
+            size_t after = close != NULL ? (size_t)(close - p) : 0;
+
+            u->seeds[u->nseeds++].port =
+                memchr(p + after, ':', len - after) != NULL ? tmp.ep.port
+                                                            : port;
+        }
         p += len + (comma != NULL ? 1 : 0);
         if (comma != NULL && p == end)
             return bad(err, err_len, url, "empty seed after a comma");
@@ -306,8 +316,9 @@ static sluice_status parse_cluster(const char *url, const char *rest, size_t n,
     return parse_redis(url, rest, first, u, err, err_len);
 }
 
-/* "[user:password@]host:port[,host:port...]/MASTER[/db]": the sentinels
- * as a cluster's seeds are, then the master's name (1 to 127 bytes,
+/* "[user:password@]host[:port][,host[:port]...]/MASTER[/db]": the
+ * sentinels as a cluster's seeds are (port 26379 when none is given),
+ * then the master's name (1 to 127 bytes,
  * percent-escaped where needed) and the data nodes' database. */
 static sluice_status parse_sentinel(const char *url, const char *rest, size_t n,
                                     sl_url *u, char *err, size_t err_len)
@@ -326,7 +337,7 @@ static sluice_status parse_sentinel(const char *url, const char *rest, size_t n,
         return bad(err, err_len, url,
                    "missing the master's name: redis+sentinel://"
                    "host:port[,host:port...]/MASTERNAME");
-    if ((st = parse_cluster(url, rest, (size_t)(path - rest), u, err,
+    if ((st = parse_cluster(url, rest, (size_t)(path - rest), 26379, u, err,
                             err_len)) != SLUICE_OK)
         return st;
     name = path + 1;
@@ -528,7 +539,7 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
     else if (out->sentinel)
         st = parse_sentinel(url, rest, n, out, err, err_len);
     else if (out->scheme == SL_SCHEME_CLUSTER)
-        st = parse_cluster(url, rest, n, out, err, err_len);
+        st = parse_cluster(url, rest, n, 6379, out, err, err_len);
     else
         st = parse_redis(url, rest, n, out, err, err_len);
     if (st != SLUICE_OK)

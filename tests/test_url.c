@@ -317,11 +317,17 @@ static void sentinel_urls(void **state)
     assert_string_equal(u.seeds[0].host, "127.0.0.1");
     assert_int_equal(u.seeds[0].port, 26379);
     assert_string_equal(u.seeds[1].host, "::1");
-    assert_int_equal(u.seeds[2].port, 6379);
+    assert_int_equal(u.seeds[1].port, 26380);
+    assert_int_equal(u.seeds[2].port, 26379); /* Sentinel's own port */
     assert_string_equal(u.sentinel_ep.user, "watcher");
     assert_string_equal(u.sentinel_ep.password, "sp");
     assert_false(u.sentinel_ep.tls);
     assert_int_equal(u.cfg.command_timeout_ms, 50);
+    u = parse_ok("redis+sentinel://[::1],h/m");
+    assert_int_equal(u.seeds[0].port, 26379);
+    assert_int_equal(u.seeds[1].port, 26379);
+    u = parse_ok("redis-cluster://h");
+    assert_int_equal(u.seeds[0].port, 6379);
     u = parse_ok("redis+multi+sentinel://h:1/m%2Fx");
     assert_int_equal(u.scheme, SL_SCHEME_MULTI);
     assert_string_equal(u.master, "m/x");

@@ -615,6 +615,7 @@ static void setup_reply(sl_conn *cn, redisReply *r)
         char role[200];
 
         if (!sl_sentinel_is_master(r, role, sizeof(role))) {
+            sl_sentinel_refused(cn);
             sl_conn_fail(cn, SLUICE_ECONNECT,
                          "is not the master: ROLE answered %s (a failover "
                          "under way, or a sentinel that names a replica); "

@@ -458,6 +458,16 @@ uint64_t sl_sentinel_failovers(const sl_conn *cn)
     return cn->sen != NULL ? (uint64_t)atomic_load(&cn->sen->switches) : 0;
 }
 
+void sl_sentinel_refused(sl_conn *cn)
+{
+    sl_sentinel *s = cn->sen;
+
+    /* The sentinel that named it is asked last next time, unless a
+     * failover's new master is awaited (it says slave until promoted). */
+    if (s->hint_port == 0)
+        s->first = (s->first + 1) % s->url->nseeds;
+}
+
 void sl_sentinel_ready(sl_conn *cn)
 {
     cn->sen->hint_port = 0;

@@ -73,6 +73,8 @@ void sl_sentinel_free(sl_sentinel *s);
 bool sl_sentinel_is_master(const redisReply *r, char *role, size_t role_len);
 /* Moves to another master so far: any thread. */
 uint64_t sl_sentinel_failovers(const sl_conn *cn);
+/* ROLE said something else than master. */
+void sl_sentinel_refused(sl_conn *cn);
 /* ROLE said master: an announced new master is found. */
 void sl_sentinel_ready(sl_conn *cn);
 
