@@ -20,11 +20,26 @@ name=sluicemaster
 data_pw=data-pw
 sentinel_pw=sentinel-pw
 
+# Every process recorded under DIR, stopped together (a test may have
+# killed or frozen some of them).
 stop_all() {
-    local d
+    local d pids=()
     for d in "$dir"/sentinel-* "$dir"/node-*; do
-        [[ -d $d ]] && stop_recorded "$d"
+        [[ -f $d/pid ]] && pids+=("$(cat "$d/pid")")
     done
+    [[ ${#pids[@]} -gt 0 ]] || return 0
+    kill -CONT "${pids[@]}" 2>/dev/null || true
+    kill "${pids[@]}" 2>/dev/null || true
+    for _ in $(seq 1 50); do
+        local alive=0 p
+        for p in "${pids[@]}"; do
+            kill -0 "$p" 2>/dev/null && alive=1
+        done
+        [[ $alive == 1 ]] || break
+        sleep 0.1
+    done
+    kill -9 "${pids[@]}" 2>/dev/null || true
+    rm -f "$dir"/sentinel-*/pid "$dir"/node-*/pid
     return 0
 }
 
