@@ -55,7 +55,9 @@ extern "C" {
     X(CACHED, "denied by the local deny cache, without a round trip")    \
     X(SHADOWED, "admitted in shadow mode; the rules denied it")          \
     X(ENOLIMITER, "no such limiter: never defined, deleted, or expired") \
-    X(RESERVED, "admitted from a reservation, without a round trip")
+    X(RESERVED, "admitted from a reservation, without a round trip")     \
+    X(ALLOWLISTED, "admitted: the client is allow-listed (unlimited)")   \
+    X(DENYLISTED, "denied: the client is deny-listed")
 
 typedef enum sluice_status {
 #define SLUICE_X(name, msg) SLUICE_##name,
@@ -575,6 +577,62 @@ SLUICE_API sluice_status sluice_limiter_reset_async(
     sluice *sl, const void *name, size_t name_len, const void *client,
     size_t client_len, sluice_done_fn done, void *arg);
 
+/* Overrides (added after 0.1.0): a client of a named limiter may have
+ * its own rules in place of the limiter's (its state stays under its own
+ * key, so switching between rules carries its counts over, as a changed
+ * limit does), be allow-listed (SLUICE_OVERRIDE_UNLIMITED: admitted with
+ * status SLUICE_ALLOWLISTED, nothing counted nor read) or deny-listed
+ * (SLUICE_OVERRIDE_DENY: denied with status SLUICE_DENYLISTED,
+ * retry_after_ms -1). Both answers have limit, remaining and
+ * reset_after_ms 0 and rule 0; in shadow mode an acquire of a deny-listed
+ * client is admitted with SLUICE_SHADOWED. An override lives only while
+ * the limiter's rules do (deleting the limiter deletes them; they share
+ * its keep-alive). It is read with the rules, in the same round trip, and
+ * cached with them for rules_cache_ms, per client (at most 256 clients a
+ * handle, the least used dropped): a change made through the handle
+ * applies to its next decision, one made elsewhere within rules_cache_ms.
+ * docs/SEMANTICS.md, "Named limiters". Blocking calls only. */
+typedef enum sluice_override_kind {
+    SLUICE_OVERRIDE_NONE = 0,  /* none: the limiter's rules apply */
+    SLUICE_OVERRIDE_RULES,     /* the client's own rules */
+    SLUICE_OVERRIDE_UNLIMITED, /* allow-listed */
+    SLUICE_OVERRIDE_DENY       /* deny-listed */
+} sluice_override_kind;
+
+typedef struct sluice_limiter_override {
+    sluice_override_kind kind;
+    sluice_ruleset rules; /* SLUICE_OVERRIDE_RULES only */
+} sluice_limiter_override;
+
+/* Stores the override of client (1 byte or more; with the name at most
+ * 1000 bytes) under name, replacing any. SLUICE_ENOLIMITER when name has
+ * no rules; SLUICE_EINVAL for a kind that is not RULES, UNLIMITED or
+ * DENY; SLUICE_ERULE for bad rules. */
+SLUICE_API sluice_status sluice_limiter_override_set(
+    sluice *sl, const void *name, size_t name_len, const void *client,
+    size_t client_len, const sluice_limiter_override *ov);
+/* The override of client, read from the backend (kind NONE: none). */
+SLUICE_API sluice_status sluice_limiter_override_get(
+    sluice *sl, const void *name, size_t name_len, const void *client,
+    size_t client_len, sluice_limiter_override *ov);
+/* Deletes the override of client; SLUICE_OK whether or not there was
+ * one, *found (may be NULL) says. */
+SLUICE_API sluice_status sluice_limiter_override_delete(
+    sluice *sl, const void *name, size_t name_len, const void *client,
+    size_t client_len, bool *found);
+/* Calls fn for each override of name, in no set order, until fn returns
+ * nonzero (then SLUICE_OK). The backend is read a page at a time (HSCAN
+ * on Redis, never SCAN): an override set or deleted while the list runs
+ * may be reported or not, and one may be reported twice. */
+typedef int (*sluice_override_fn)(void *arg, const void *client,
+                                  size_t client_len,
+                                  const sluice_limiter_override *ov);
+SLUICE_API sluice_status sluice_limiter_override_list(sluice *sl,
+                                                      const void *name,
+                                                      size_t name_len,
+                                                      sluice_override_fn fn,
+                                                      void *arg);
+
 /* ---------------------------------------------- concurrency limiter
  *
  * Leases on a key: at most max_holders live at once, each for lease_ms
@@ -648,6 +706,9 @@ typedef struct sluice_stats {
     uint64_t reserve_granted;  /* units they were granted (charged) */
     uint64_t reserve_refunded; /* units given back unused */
     uint64_t reserve_lapsed;   /* units dropped unused, not given back */
+    /* Added after 0.1.0: overrides of named limiters. */
+    uint64_t allowlisted; /* of allowed (and peeks): allow-listed clients */
+    uint64_t denylisted;  /* of denied (and peeks): deny-listed clients */
     /* Added after 0.1.0: Redis Sentinel (redis+sentinel://). */
     uint64_t failovers; /* moves to another master the sentinels named */
 } sluice_stats;

@@ -63,6 +63,41 @@ local t, op, c, tag, algo1, l1, p1, x1, y1, z1 = struct.unpack(
     '<i8i8i8i8i8i8i8i8i8i8', ARGV[1])
 local n = (#ARGV[1] - 32) / 48
 
+-- A named limiter's overrides (op 12 set, 13 delete, 14 a page of the
+-- list) in the hash KEYS[2], beside the rules KEYS[1] (the same hash tag):
+-- ARGV[2] the client id (12, 13) or the cursor (14), ARGV[3] the override
+-- (12). A set stores only while the rules exist, and gives the hash the
+-- rules' TTL. Reply: 12: stored (0/1), 13: removed (0/1), then the tag; 14:
+-- records of an int64 length and its bytes (the next cursor, then each
+-- client and its override), then their count and the tag.
+if op >= 12 then
+    local key = KEYS[2]
+    if op == 13 then
+        return struct.pack('<i8i8', redis.call('HDEL', key, ARGV[2]), tag)
+    end
+    if op == 12 then
+        local pt = redis.call('PTTL', KEYS[1])
+        if pt == -2 then
+            return struct.pack('<i8i8', 0, tag)
+        end
+        redis.call('HSET', key, ARGV[2], ARGV[3])
+        if pt > 0 then
+            redis.call('PEXPIRE', key, string.format('%.0f', pt))
+        else
+            redis.call('PERSIST', key)
+        end
+        return struct.pack('<i8i8', 1, tag)
+    end
+    local r = redis.call('HSCAN', key, ARGV[2], 'COUNT', 100)
+    local out = {struct.pack('<i8', #r[1]), r[1]}
+    for _, s in ipairs(r[2]) do
+        out[#out + 1] = struct.pack('<i8', #s)
+        out[#out + 1] = s
+    end
+    out[#out + 1] = struct.pack('<i8i8', #r[2] / 2, tag)
+    return table.concat(out)
+end
+
 -- Leases (op 9 take one, 10 release one) on KEYS[1], a sorted set of
 -- lease ids scored by the time each ends: c is the most holders, algo1
 -- (the first number after the tag) the lease time, l1 the TTL floor,
@@ -106,11 +141,18 @@ end
 -- store, 8 delete) under KEYS[1]; ARGV[2] is the value to store, c its
 -- keep-alive in ms (0: none), ARGV[1] padded to 80 bytes. The value starts
 -- "sluice-limiter 1\n<keep-alive>\n": a read starts the keep-alive again.
--- Reply: the value read (none: empty), then found (0/1) and the tag.
+-- KEYS[2], the overrides hash, is deleted with the rules and given each
+-- keep-alive they are; a read with ARGV[3] also reads the override of that
+-- client. Reply: the value read (none: empty), the override read (with
+-- ARGV[3]), then found (0/1), the override's length (with ARGV[3]; -1:
+-- none), the count of overrides (not for op 8: HLEN, so that a client can
+-- know a name has none) and the tag.
 if op >= 5 and op <= 8 then
     local key = KEYS[1]
     if op == 8 then
-        return struct.pack('<i8i8', redis.call('DEL', key), tag)
+        local d = redis.call('DEL', key)
+        redis.call('DEL', KEYS[2])
+        return struct.pack('<i8i8', d, tag)
     end
     if op == 6 or op == 7 then
         local args = {'SET', key, ARGV[2]}
@@ -122,18 +164,36 @@ if op >= 5 and op <= 8 then
         end
         redis.call(unpack(args))
         if op == 7 then
-            return ARGV[2] .. struct.pack('<i8i8', 1, tag)
+            if c > 0 then
+                redis.call('PEXPIRE', KEYS[2], string.format('%.0f', c))
+            else
+                redis.call('PERSIST', KEYS[2])
+            end
+            return ARGV[2] .. struct.pack('<i8i8i8', 1,
+                redis.call('HLEN', KEYS[2]), tag)
         end
     end
     local v = redis.call('GET', key)
     if not v then
-        return struct.pack('<i8i8', 0, tag)
+        if ARGV[3] then
+            return struct.pack('<i8i8i8i8', 0, -1, 0, tag)
+        end
+        return struct.pack('<i8i8i8', 0, 0, tag)
     end
     local ka = tonumber(string.match(v, '^sluice%-limiter 1\n(%d+)\n'))
     if ka and ka > 0 then
         redis.call('PEXPIRE', key, string.format('%.0f', ka))
+        redis.call('PEXPIRE', KEYS[2], string.format('%.0f', ka))
     end
-    return v .. struct.pack('<i8i8', 1, tag)
+    local count = redis.call('HLEN', KEYS[2])
+    if ARGV[3] then
+        local o = redis.call('HGET', KEYS[2], ARGV[3])
+        if not o then
+            return v .. struct.pack('<i8i8i8i8', 1, -1, count, tag)
+        end
+        return v .. o .. struct.pack('<i8i8i8i8', 1, #o, count, tag)
+    end
+    return v .. struct.pack('<i8i8i8', 1, count, tag)
 end
 
 -- The storage rules of src/store.h, under the same names. A rule's family

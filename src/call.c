@@ -91,7 +91,8 @@ static void shadow_at_most(const sluice *sl, const sl_request *rq,
 static void count_result(sluice *sl, sl_op op, const sluice_result *r)
 {
     if (r->status == SLUICE_OK || r->status == SLUICE_CACHED ||
-        r->status == SLUICE_SHADOWED || r->status == SLUICE_RESERVED)
+        r->status == SLUICE_SHADOWED || r->status == SLUICE_RESERVED ||
+        r->status == SLUICE_ALLOWLISTED || r->status == SLUICE_DENYLISTED)
         sl_stats_answer(&sl->stats, op, SLUICE_OK, false, r);
     else
         sl_stats_answer(&sl->stats, op, r->status,
@@ -120,6 +121,11 @@ void sl_call_count_one(sluice *sl, sl_op op, sluice_status st,
 void sl_call_count(sluice *sl, sl_op op, sluice_status st)
 {
     sl_call_count_one(sl, op, st, NULL);
+}
+
+void sl_call_count_answer(sluice *sl, sl_op op, const sluice_result *r)
+{
+    sl_call_count_one(sl, op, SLUICE_OK, r);
 }
 
 /* One request answered (res; NULL: the deny cache answered in *out): the

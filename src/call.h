@@ -25,6 +25,9 @@ sluice_status sl_call_prepare(sluice *sl, sl_op op, const void *key,
 /* A request refused before it ran (st), counted as the pipeline counts
  * its own. */
 void sl_call_count(sluice *sl, sl_op op, sluice_status st);
+/* A request answered without the backend (r: its result), counted as the
+ * pipeline counts its own. */
+void sl_call_count_answer(sluice *sl, sl_op op, const sluice_result *r);
 
 /* Blocking. SLUICE_EINVAL, with the message, on a handle attached to a
  * loop (a blocking call would stall it). */

@@ -57,6 +57,10 @@ const char *sluice_status_name(sluice_status st)
         return "shadowed";
     case SLUICE_RESERVED:
         return "reserved";
+    case SLUICE_ALLOWLISTED:
+        return "allowlisted";
+    case SLUICE_DENYLISTED:
+        return "denylisted";
     }
     return "unknown";
 }

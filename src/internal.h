@@ -83,6 +83,11 @@ size_t sl_key_lease(char *dst, size_t dst_len, const char *prefix,
 size_t sl_key_block(char *dst, size_t dst_len, const char *prefix,
                     const void *key, size_t key_len);
 
+/* key.c: "<prefix>{K}:over", a named limiter's overrides (a hash: field
+ * the client id, value the encoded override); as sl_key_rules. */
+size_t sl_key_over(char *dst, size_t dst_len, const char *prefix,
+                   const void *key, size_t key_len);
+
 /* key.c: appends ":<k>" to the rule key of length base_len in dst (of
  * SL_KEY_BUF bytes): the key of window k. Returns the new length. */
 size_t sl_key_window(char *dst, size_t base_len, int64_t k);
@@ -115,6 +120,8 @@ sluice_status sl_time_check(int64_t t, char *err, size_t err_len);
 
 /* slot.c: the Redis Cluster slot (0..16383) of a key, by its hash tag. */
 unsigned sl_slot_of_key(const void *key, size_t len);
+/* slot.c: FNV-1a (64 bits) of n bytes, for in-process hash tables. */
+uint64_t sl_hash64(const void *p, size_t n);
 
 /* url.c */
 typedef enum sl_scheme {

@@ -67,26 +67,36 @@ size_t sl_key_rules(char *dst, size_t dst_len, const char *prefix,
     return o + 7;
 }
 
+/* A sibling of the rules key, "<prefix>{K}:<what>" with what at most as
+ * long as "rules": the rules key with its last word replaced, so it fits. */
+static size_t rules_sibling(char *dst, size_t dst_len, const char *prefix,
+                            const void *key, size_t key_len, const char *what)
+{
+    size_t n = sl_key_rules(dst, dst_len, prefix, key, key_len);
+    size_t w = strlen(what);
+
+    if (n == 0)
+        return 0;
+    memcpy(dst + n - 5, what, w);
+    return n - 5 + w;
+}
+
 size_t sl_key_lease(char *dst, size_t dst_len, const char *prefix,
                     const void *key, size_t key_len)
 {
-    size_t n = sl_key_rules(dst, dst_len, prefix, key, key_len);
-
-    /* "...}:rules" becomes "...}:lease": as long, so it fits. */
-    if (n > 0)
-        memcpy(dst + n - 5, "lease", 5);
-    return n;
+    return rules_sibling(dst, dst_len, prefix, key, key_len, "lease");
 }
 
 size_t sl_key_block(char *dst, size_t dst_len, const char *prefix,
                     const void *key, size_t key_len)
 {
-    size_t n = sl_key_rules(dst, dst_len, prefix, key, key_len);
+    return rules_sibling(dst, dst_len, prefix, key, key_len, "block");
+}
 
-    /* "...}:rules" becomes "...}:block": as long, so it fits. */
-    if (n > 0)
-        memcpy(dst + n - 5, "block", 5);
-    return n;
+size_t sl_key_over(char *dst, size_t dst_len, const char *prefix,
+                   const void *key, size_t key_len)
+{
+    return rules_sibling(dst, dst_len, prefix, key, key_len, "over");
 }
 
 size_t sl_key_window(char *dst, size_t base_len, int64_t k)

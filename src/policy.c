@@ -57,6 +57,8 @@ bool sl_policy_answers(const sluice *sl, sluice_status st)
     case SLUICE_SHADOWED:
     case SLUICE_ENOLIMITER:
     case SLUICE_RESERVED:
+    case SLUICE_ALLOWLISTED:
+    case SLUICE_DENYLISTED:
         return false;
     }
     return false;

@@ -7,6 +7,8 @@
 
 #include "internal.h"
 
+#include <string.h>
+
 typedef enum sl_op {
     /* Decisions on a key's rules (sl_decision): */
     SL_OP_ACQUIRE = 1,
@@ -23,7 +25,12 @@ typedef enum sl_op {
     SL_OP_RULES_DEL, /* delete it; found says whether there was one */
     /* Leases on "<prefix>{key}:lease" (sl_key_lease; sl_lease_op): */
     SL_OP_LEASE_ACQUIRE,
-    SL_OP_LEASE_RELEASE
+    SL_OP_LEASE_RELEASE,
+    /* A named limiter's overrides, the hash "<prefix>{key}:over"
+     * (sl_key_over; sl_stored's client, over and page): */
+    SL_OP_OVER_SET, /* HSET client value, if the rules exist (found) */
+    SL_OP_OVER_DEL, /* HDEL client; found says whether there was one */
+    SL_OP_OVER_LIST /* one HSCAN page from page->cursor */
 } sl_op;
 
 /* The longest value a rules op stores or reads: a limiter's header and 8
@@ -38,9 +45,55 @@ typedef enum sl_op {
 typedef struct sl_value {
     bool found;
     bool kept;
+    int64_t overs; /* a rules read: the overrides stored for the name */
     size_t len;
     char buf[SL_VALUE_MAX];
 } sl_value;
+
+/* A page of a limiter's overrides (SL_OP_OVER_LIST): the cursor to
+ * start from and the one to go on with ("0": done), and the entries read,
+ * as [u32 client length][client][u32 value length][value] in buf, made
+ * by the backend with sl_realloc and freed by the caller. */
+typedef struct sl_over_page {
+    char cursor[24];
+    size_t n;
+    char *buf;
+    size_t len, cap;
+} sl_over_page;
+
+static inline void sl_over_put32(char *p, size_t v)
+{
+    p[0] = (char)(v & 0xff);
+    p[1] = (char)((v >> 8) & 0xff);
+    p[2] = (char)((v >> 16) & 0xff);
+    p[3] = (char)((v >> 24) & 0xff);
+}
+
+/* Appends one entry to page; false on ENOMEM. */
+static inline bool sl_over_page_add(sl_over_page *page, const char *client,
+                                    size_t client_len, const char *value,
+                                    size_t value_len)
+{
+    size_t need = page->len + 8 + client_len + value_len;
+
+    if (need > page->cap) {
+        size_t cap = need * 2 > 4096 ? need * 2 : 4096;
+        char *b = sl_realloc(page->buf, cap);
+
+        if (b == NULL)
+            return false;
+        page->buf = b;
+        page->cap = cap;
+    }
+    sl_over_put32(page->buf + page->len, client_len);
+    memcpy(page->buf + page->len + 4, client, client_len);
+    page->len += 4 + client_len;
+    sl_over_put32(page->buf + page->len, value_len);
+    memcpy(page->buf + page->len + 4, value, value_len);
+    page->len += 4 + value_len;
+    page->n++;
+    return true;
+}
 
 /* A decision's operands. */
 typedef struct sl_decision {
@@ -59,6 +112,17 @@ typedef struct sl_stored {
     bool if_absent;
     int64_t ttl_ms;
     sl_value *read;
+    /* Overrides. RULES_GET: over non-NULL also reads the client's
+     * override (HGET) into *over, in the same round trip. OVER_SET: the
+     * override (value) of client; ttl_ms the keep-alive the hash is given
+     * as the rules' (0: none); read->found: the rules exist (else nothing
+     * is stored). OVER_DEL: read->found: it was there. RULES_DEL deletes
+     * the hash with the rules, and every keep-alive started on the rules
+     * is started on the hash too. */
+    const char *client;
+    size_t client_len;
+    sl_value *over;
+    sl_over_page *page; /* OVER_LIST */
 } sl_stored;
 
 /* A lease op's: the most holders (acquire), the lease time, and the
@@ -83,7 +147,7 @@ typedef struct sl_request {
     union {
         sl_decision decide; /* ACQUIRE, PEEK, RESET, AT_MOST, REFUND,
                              * FORCE */
-        sl_stored stored;   /* RULES_GET, RULES_PUT, RULES_DEL */
+        sl_stored stored;   /* RULES_GET, RULES_PUT, RULES_DEL, OVER_* */
         sl_lease_op lease;  /* LEASE_ACQUIRE, LEASE_RELEASE */
     };
 } sl_request;

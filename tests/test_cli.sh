@@ -196,7 +196,7 @@ expect_text replay_utf8_key_over "$tmp/out" '^{"error": "key: key \\".*1026 byte
 # A NUL byte cannot hide trailing text in a rule or an op.
 expect_replay replay_nul_in_rule_and_op \
     '{"error": "rule: rule \"fixed:1/1s\\u0000+junk\" holds a NUL byte"}
-{"error": "input: unknown op \"peek\\u0000\" (use acquire, peek, reset, acquire_at_most, refund, lease, release or settle)"}' \
+{"error": "input: unknown op \"peek\\u0000\" (use acquire, peek, reset, acquire_at_most, refund, lease, release, settle, limiter_set, override or unoverride)"}' \
     '{"t": 0, "key": "r", "rule": "fixed:1/1s\u0000+junk"}
 {"t": 0, "key": "r", "rule": "fixed:1/1s", "op": "peek\u0000"}'
 # The largest limit times the largest period is 10^19, past INT64_MAX: a
@@ -271,6 +271,38 @@ expect_exit check_limiter_and_rule 2 "$bin" check --limiter lim1 --rule fixed:1/
 expect_replay replay_limiter_and_key \
     '{"error": "input: an event names a limiter (and a client) or a key and a rule, not both"}' \
     '{"t": 0, "limiter": "lim1", "key": "k"}'
+# Overrides in replay, in one process (so on every backend): the
+# limiter's rules set, a client allow-listed, one deny-listed, one with its
+# own rules, then removed; bad override lines answered and skipped.
+expect_replay replay_overrides \
+    '{"set": true}
+{"set": true}
+{"set": true}
+{"set": true}
+{"allowed": true, "limit": 0, "remaining": 0, "retry_after_ms": -1, "reset_after_ms": 0, "status": "allowlisted"}
+{"allowed": false, "limit": 0, "remaining": 0, "retry_after_ms": -1, "reset_after_ms": 0, "status": "denylisted"}
+{"allowed": true, "limit": 3, "remaining": 2, "retry_after_ms": -1, "reset_after_ms": 3599999}
+{"allowed": true, "limit": 2, "remaining": 1, "retry_after_ms": -1, "reset_after_ms": 3599999}
+{"deleted": true}
+{"deleted": false}
+{"allowed": true, "limit": 2, "remaining": 1, "retry_after_ms": -1, "reset_after_ms": 3599998}
+{"error": "rule: override \"bogus\": expected rules, \"unlimited\" or \"deny\": rule \"bogus\": unknown algorithm (use fixed, sliding, log, token or gcra) at \"bogus\""}
+{"error": "nolimiter: limiter \"ovM\" has no rules stored: it was never defined, was deleted, or its keep-alive ran out unused"}
+{"error": "input: \"override\" goes with op \"override\""}' \
+    '{"t": 0, "op": "limiter_set", "limiter": "ovL", "rule": "fixed:2/1h"}
+{"t": 0, "op": "override", "limiter": "ovL", "client": "a", "override": "unlimited"}
+{"t": 0, "op": "override", "limiter": "ovL", "client": "d", "override": "deny"}
+{"t": 0, "op": "override", "limiter": "ovL", "client": "p", "override": "fixed:3/1h"}
+{"t": 1, "limiter": "ovL", "client": "a"}
+{"t": 1, "limiter": "ovL", "client": "d"}
+{"t": 1, "limiter": "ovL", "client": "p"}
+{"t": 1, "limiter": "ovL", "client": "n"}
+{"t": 2, "op": "unoverride", "limiter": "ovL", "client": "d"}
+{"t": 2, "op": "unoverride", "limiter": "ovL", "client": "d"}
+{"t": 2, "limiter": "ovL", "client": "d"}
+{"t": 3, "op": "override", "limiter": "ovL", "client": "d", "override": "bogus"}
+{"t": 3, "op": "override", "limiter": "ovM", "client": "d", "override": "deny"}
+{"t": 3, "limiter": "ovL", "client": "d", "override": "deny"}'
 if [[ $url != mem://* ]]; then
     expect_exit limiter_define_keeps 0 "$bin" limiter define lim1 fixed:9/1h --url "$url"
     expect_text limiter_define_keeps_prints "$tmp/out" '"rules": "fixed:2/3600000ms", "keepalive_ms": 600000}$'
@@ -285,6 +317,28 @@ if [[ $url != mem://* ]]; then
     expect_exit limiter_set 0 "$bin" limiter set lim1 fixed:3/1h --url "$url"
     expect_exit check_by_name_after_set 0 "$bin" check --limiter lim1 --client a --url "$url"
     expect_text check_by_name_after_set_says "$tmp/out" '^allowed: 0 of 3 left'
+    # Overrides: a client's own rules, allow- and deny-listed, listed,
+    # removed; bad input.
+    expect_exit override_unlimited 0 "$bin" limiter override lim1 vip unlimited --url "$url"
+    expect_text override_unlimited_prints "$tmp/out" '^{"limiter": "lim1", "client": "vip", "override": "unlimited"}$'
+    expect_exit override_deny 0 "$bin" limiter override lim1 bad deny --url "$url"
+    expect_exit override_rules 0 "$bin" limiter override lim1 p fixed:5/1h --url "$url"
+    expect_exit overrides_list 0 "$bin" limiter overrides lim1 --url "$url"
+    expect_text overrides_list_rules "$tmp/out" '^{"limiter": "lim1", "client": "p", "override": "fixed:5/3600000ms"}$'
+    expect_text overrides_list_deny "$tmp/out" '"client": "bad", "override": "deny"}$'
+    expect_exit check_allowlisted 0 "$bin" check --limiter lim1 --client vip --url "$url"
+    expect_text check_allowlisted_says "$tmp/err" '^sluice: allowlisted: '
+    expect_exit check_denylisted 3 "$bin" check --limiter lim1 --client bad --url "$url"
+    expect_text check_denylisted_says "$tmp/err" '^sluice: denylisted: '
+    expect_exit unoverride 0 "$bin" limiter unoverride lim1 bad --url "$url"
+    expect_text unoverride_prints "$tmp/out" '^{"deleted": true}$'
+    expect_exit unoverride_again 0 "$bin" limiter unoverride lim1 bad --url "$url"
+    expect_text unoverride_again_prints "$tmp/out" '^{"deleted": false}$'
+    expect_exit check_unlisted 0 "$bin" check --limiter lim1 --client bad --url "$url"
+    expect_exit override_bad_rules 2 "$bin" limiter override lim1 p fixed:0/1h --url "$url"
+    expect_text override_bad_rules_says "$tmp/err" 'override "fixed:0/1h": expected rules, "unlimited" or "deny"'
+    expect_exit override_no_kind 2 "$bin" limiter override lim1 p --url "$url"
+    expect_exit override_no_limiter 3 "$bin" limiter override nope p deny --url "$url"
     expect_exit limiter_delete 0 "$bin" limiter delete lim1 --url "$url"
     expect_text limiter_delete_prints "$tmp/out" '^{"deleted": true}$'
     expect_exit check_by_name_deleted 2 "$bin" check --limiter lim1 --client a --url "$url"

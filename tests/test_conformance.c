@@ -46,6 +46,8 @@ typedef struct step {
     char as[32];
     /* Settles: settle KEY RESERVED ACTUAL. */
     int64_t reserved, actual;
+    /* Overrides: override NAME client=C [rule=R | over=unlimited|deny]. */
+    char over[16];
 } step;
 
 typedef struct scenario {
@@ -103,10 +105,11 @@ static void die(const char *file, int line, const char *why)
 static bool known_op(const char *op)
 {
     static const char *const ops[] = {
-        "acquire", "peek",     "reset",   "acquire_at_most",
-        "refund",  "lease",    "release", "define",
-        "set",     "get",      "delete",  "acquire_by",
-        "peek_by", "reset_by", "settle"};
+        "acquire",   "peek",     "reset",   "acquire_at_most",
+        "refund",    "lease",    "release", "define",
+        "set",       "get",      "delete",  "acquire_by",
+        "peek_by",   "reset_by", "settle",  "override",
+        "unoverride"};
     size_t i;
 
     for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
@@ -121,7 +124,7 @@ static bool takes_table_rules(const char *op)
 {
     return strstr(op, "_by") == NULL && strcmp(op, "lease") != 0 &&
            strcmp(op, "release") != 0 && strcmp(op, "get") != 0 &&
-           strcmp(op, "delete") != 0;
+           strcmp(op, "delete") != 0 && strcmp(op, "unoverride") != 0;
 }
 
 /* Parses one table file, appending scenarios. */
@@ -182,7 +185,7 @@ static void load(const char *path)
             die(path, line,
                 "op must be acquire, peek, reset, acquire_at_most, refund, "
                 "lease, release, define, set, get, delete, acquire_by, "
-                "peek_by, reset_by or settle");
+                "peek_by, reset_by, settle, override or unoverride");
         /* Numbers (cost; or max and lease time), then name=value. */
         {
             int64_t num[2];
@@ -196,6 +199,8 @@ static void load(const char *path)
                     memcpy(s->client, tok[i] + 7, s->client_len);
                 } else if (strncmp(tok[i], "keepalive=", 10) == 0)
                     s->keepalive = strtoll(tok[i] + 10, NULL, 10);
+                else if (strncmp(tok[i], "over=", 5) == 0)
+                    snprintf(s->over, sizeof(s->over), "%s", tok[i] + 5);
                 else if (strncmp(tok[i], "as=", 3) == 0)
                     snprintf(s->as, sizeof(s->as), "%s", tok[i] + 3);
                 else if (nnum < 2)
@@ -233,7 +238,9 @@ static void load(const char *path)
             if (i >= n || strcmp(tok[i], "reset") != 0)
                 die(path, line, "a reset expects '=> reset'");
         } else if (strcmp(s->op, "release") == 0 || strcmp(s->op, "set") == 0 ||
-                   strcmp(s->op, "delete") == 0) {
+                   strcmp(s->op, "delete") == 0 ||
+                   strcmp(s->op, "override") == 0 ||
+                   strcmp(s->op, "unoverride") == 0) {
             if (i >= n || strcmp(tok[i], "ok") != 0)
                 die(path, line, "expected '=> ok' or '=> error STATUS'");
             s->expect_ok = true;
@@ -252,10 +259,13 @@ static void load(const char *path)
                         "RESET");
                 s->want_granted = strtoll(tok[i++], NULL, 10);
             }
+            /* A status other than ok, last: status=NAME. */
+            if (n - i == 6 && strncmp(tok[n - 1], "status=", 7) == 0)
+                snprintf(s->status, sizeof(s->status), "%s", tok[--n] + 7);
             if (n - i != 5)
                 die(path, line,
                     "expected ALLOWED LIMIT REMAINING RETRY "
-                    "RESET");
+                    "RESET [status=NAME]");
             s->want.allowed = strtol(tok[i], NULL, 10) == 1;
             s->want.limit = strtoll(tok[i + 1], NULL, 10);
             s->want.remaining = strtoll(tok[i + 2], NULL, 10);
@@ -296,7 +306,8 @@ static bool refused(const step *s)
     if (strcmp(s->op, "lease") == 0 || strcmp(s->op, "release") == 0 ||
         strcmp(s->op, "define") == 0 || strcmp(s->op, "set") == 0 ||
         strcmp(s->op, "get") == 0 || strcmp(s->op, "delete") == 0 ||
-        strcmp(s->op, "reset_by") == 0)
+        strcmp(s->op, "reset_by") == 0 || strcmp(s->op, "override") == 0 ||
+        strcmp(s->op, "unoverride") == 0)
         return false;
     /* force: a settle's excess (actual above reserved) is refused; a
      * settle below is a refund. */
@@ -360,6 +371,25 @@ static void normal_rules(const sluice_ruleset *rs, char *buf, size_t len)
         fail_msg("rules longer than %zu bytes", len);
 }
 
+/* An override set (the table's rules, or over=unlimited|deny) or
+ * removed. */
+static sluice_status run_override(sluice *sl, const step *s,
+                                  const sluice_ruleset *rs)
+{
+    sluice_limiter_override ov;
+
+    if (strcmp(s->op, "unoverride") == 0)
+        return sluice_limiter_override_delete(sl, s->key, s->key_len, s->client,
+                                              s->client_len, NULL);
+    memset(&ov, 0, sizeof(ov));
+    ov.kind = strcmp(s->over, "unlimited") == 0 ? SLUICE_OVERRIDE_UNLIMITED
+              : strcmp(s->over, "deny") == 0    ? SLUICE_OVERRIDE_DENY
+                                                : SLUICE_OVERRIDE_RULES;
+    ov.rules = *rs;
+    return sluice_limiter_override_set(sl, s->key, s->key_len, s->client,
+                                       s->client_len, &ov);
+}
+
 /* Runs the named limiters' and leases' ops; false for any other op. */
 static bool run_named(sluice *sl, const step *s, const sluice_ruleset *rs,
                       held *hs, size_t *nheld, sluice_result *got,
@@ -395,6 +425,8 @@ static bool run_named(sluice *sl, const step *s, const sluice_ruleset *rs,
                                   s->cost, got);
     else if (strcmp(s->op, "reset_by") == 0)
         *st = sluice_limiter_reset(sl, s->key, s->key_len, c, s->client_len);
+    else if (strcmp(s->op, "override") == 0 || strcmp(s->op, "unoverride") == 0)
+        *st = run_override(sl, s, rs);
     else
         return false;
     if (*st == SLUICE_OK &&
@@ -526,18 +558,20 @@ static void run_scenario(void **state)
         if (got.allowed != s->want.allowed || got.limit != s->want.limit ||
             got.remaining != s->want.remaining ||
             got.retry_after_ms != s->want.retry_after_ms ||
-            got.reset_after_ms != s->want.reset_after_ms)
+            got.reset_after_ms != s->want.reset_after_ms ||
+            (s->status[0] != '\0' &&
+             strcmp(status_name(got.status), s->status) != 0))
             fail_msg("%s:%d (%s) on %s, t=%lld %s cost %lld rule %s:\n"
-                     "   want %d %lld %lld %lld %lld\n"
-                     "   got  %d %lld %lld %lld %lld",
+                     "   want %d %lld %lld %lld %lld %s\n"
+                     "   got  %d %lld %lld %lld %lld %s",
                      sc->file, s->line, sc->name, urls[h], (long long)s->t,
                      s->op, (long long)s->cost, s->rule, s->want.allowed,
                      (long long)s->want.limit, (long long)s->want.remaining,
                      (long long)s->want.retry_after_ms,
-                     (long long)s->want.reset_after_ms, got.allowed,
+                     (long long)s->want.reset_after_ms, s->status, got.allowed,
                      (long long)got.limit, (long long)got.remaining,
                      (long long)got.retry_after_ms,
-                     (long long)got.reset_after_ms);
+                     (long long)got.reset_after_ms, status_name(got.status));
     }
     for (h = 0; h < nurls; h++)
         sluice_close(handles[h]);

@@ -301,8 +301,8 @@ static void two_backends_decide_alike(void **state)
                                         "fixed:20/1m+token:2/1s,burst=4",
                                         "log:10/2s+sliding:8/1s+gcra:5/1s",
                                         "fixed:5/1s,block=2s",
-                                        "sliding:4/1s,block=1s,extend=1+"
-                                        "gcra:9/3s,block=5s"};
+                                        ("sliding:4/1s,block=1s,extend=1+"
+                                         "gcra:9/3s,block=5s")};
     const size_t nrules = sizeof(texts) / sizeof(texts[0]);
     sluice_ruleset rs[sizeof(texts) / sizeof(texts[0])];
     tu_clock ca, cb;

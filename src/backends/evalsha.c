@@ -118,6 +118,12 @@ static int64_t script_op(sl_op op)
         return 9;
     case SL_OP_LEASE_RELEASE:
         return 10;
+    case SL_OP_OVER_SET:
+        return 12;
+    case SL_OP_OVER_DEL:
+        return 13;
+    case SL_OP_OVER_LIST:
+        return 14;
     }
     return 0;
 }
@@ -128,6 +134,12 @@ static bool is_rules_op(sl_op op)
 {
     return op == SL_OP_RULES_GET || op == SL_OP_RULES_PUT ||
            op == SL_OP_RULES_DEL;
+}
+
+static bool is_over_op(sl_op op)
+{
+    return op == SL_OP_OVER_SET || op == SL_OP_OVER_DEL ||
+           op == SL_OP_OVER_LIST;
 }
 
 static bool is_lease_op(sl_op op)
@@ -142,9 +154,10 @@ static sluice_status append_rules(sl_conn *cn, const char *prefix,
                                   bool as_eval, uint64_t tag, char *err,
                                   size_t err_len)
 {
-    const char *argv[6];
-    size_t lens[6];
-    char key[SL_KEY_BUF], packed[80], *pk = packed;
+    const char *argv[8];
+    size_t lens[8];
+    char key[SL_KEY_BUF], okey[SL_KEY_BUF], packed[80], *pk = packed;
+    int n = 6;
     int64_t op = script_op(rq->op);
     bool lease = is_lease_op(rq->op);
 
@@ -181,7 +194,31 @@ static sluice_status append_rules(sl_conn *cn, const char *prefix,
     lens[5] = lease                      ? rq->lease.id_len
               : rq->stored.value != NULL ? rq->stored.value_len
                                          : 0;
-    return sl_conn_append(cn, 6, argv, lens, err, err_len);
+    if (lease)
+        return sl_conn_append(cn, 6, argv, lens, err, err_len);
+    /* Rules and overrides: KEYS[2] is the overrides hash, which goes and
+     * lives with the rules; ARGV[2] and [3] as lua/sluice.lua says. */
+    argv[2] = "2";
+    memmove(&argv[5], &argv[4], 2 * sizeof(*argv));
+    memmove(&lens[5], &lens[4], 2 * sizeof(*lens));
+    argv[4] = okey;
+    lens[4] = sl_key_over(okey, sizeof(okey), prefix, rq->key, rq->key_len);
+    n = 7;
+    if (rq->op == SL_OP_RULES_GET && rq->stored.over != NULL) {
+        argv[n] = rq->stored.client;
+        lens[n++] = rq->stored.client_len;
+    } else if (rq->op == SL_OP_OVER_SET || rq->op == SL_OP_OVER_DEL) {
+        argv[6] = rq->stored.client;
+        lens[6] = rq->stored.client_len;
+        if (rq->op == SL_OP_OVER_SET) {
+            argv[n] = rq->stored.value;
+            lens[n++] = rq->stored.value_len;
+        }
+    } else if (rq->op == SL_OP_OVER_LIST) {
+        argv[6] = rq->stored.page->cursor;
+        lens[6] = strlen(rq->stored.page->cursor);
+    }
+    return sl_conn_append(cn, n, argv, lens, err, err_len);
 }
 
 /* Appends one request: EVALSHA (or EVAL), its numbers packed in one
@@ -217,7 +254,7 @@ sluice_status sl_evalsha_append(sl_conn *cn, const sl_url *url,
     int64_t floor = url->cfg.ttl_floor_ms;
     const char *prefix = rq->prefix != NULL ? rq->prefix : url->cfg.prefix;
 
-    if (is_rules_op(rq->op) || is_lease_op(rq->op))
+    if (is_rules_op(rq->op) || is_lease_op(rq->op) || is_over_op(rq->op))
         return append_rules(cn, prefix, floor, rq, as_eval, tag, err, err_len);
     if (rq->op == SL_OP_RESET && local)
         return sl_conn_append_reset(cn, prefix, rq, err, err_len);
@@ -378,6 +415,116 @@ static bool rule_view(const sluice_rule *r, wire *w, bool *admit,
     return false;
 }
 
+/* A rules op's reply: the value read and, for a read that asked, the
+ * override read (olen bytes), then found, olen (-1: none; only when
+ * asked), the count of the overrides hash (not for a delete) and the
+ * tag. */
+static sluice_status rules_result(const sl_request *rq, const redisReply *rep,
+                                  wire *w, sluice_result *out, char *err,
+                                  size_t err_len)
+{
+    bool asked = rq->op == SL_OP_RULES_GET && rq->stored.over != NULL;
+    size_t nums = rq->op == SL_OP_RULES_DEL ? 2 : asked ? 4 : 3, vlen, ol;
+    int64_t found, olen = -1, overs = 0;
+
+    if (rep->len < 8 * nums)
+        goto bad;
+    vlen = rep->len - 8 * nums;
+    w->at = w->n - nums;
+    if (!wire_num(w, 0, INT64_MAX, &found) ||
+        (asked && !wire_num(w, -1, SL_VALUE_MAX, &olen)) ||
+        (rq->op != SL_OP_RULES_DEL && !wire_num(w, 0, INT64_MAX, &overs)))
+        goto bad;
+    ol = olen < 0 ? 0 : (size_t)olen;
+    if (ol > vlen || vlen - ol > SL_VALUE_MAX ||
+        (found == 0 && (vlen > 0 || olen >= 0 || overs > 0)))
+        goto bad;
+    vlen -= ol;
+    if (asked) {
+        rq->stored.over->found = olen >= 0;
+        rq->stored.over->len = ol;
+        memcpy(rq->stored.over->buf, rep->str + vlen, ol);
+    }
+    rq->stored.read->found = found > 0;
+    rq->stored.read->kept = found > 0;
+    rq->stored.read->overs = overs;
+    rq->stored.read->len = vlen;
+    memcpy(rq->stored.read->buf, rep->str, vlen);
+    out->status = SLUICE_OK;
+    return SLUICE_OK;
+bad:
+    sl_errf(err, err_len,
+            "evalsha: unexpected reply for a limiter's rules (%zu bytes); is "
+            "another program using the key prefix?",
+            rep->len);
+    return SLUICE_EPROTO;
+}
+
+/* An override op's reply: set: whether the rules exist, then the tag;
+ * delete: HDEL's count, then the tag; a page of the list: records of an
+ * int64 length and its bytes (the next cursor, then client and value by
+ * turn), then their count and the tag. */
+static sluice_status over_result(const sl_request *rq, const redisReply *rep,
+                                 wire *w, sluice_result *out, char *err,
+                                 size_t err_len)
+{
+    const sl_stored *so = &rq->stored;
+    int64_t n, len[2];
+    size_t o = 0, i, k;
+    const char *at[2];
+
+    out->status = SLUICE_OK;
+    if (rq->op != SL_OP_OVER_LIST) {
+        w->at = 0;
+        if (w->n != 2 || !wire_num(w, 0, 1, &n))
+            goto bad;
+        so->read->found = n == 1;
+        return SLUICE_OK;
+    }
+    w->at = w->n - 2;
+    if (!wire_num(w, 0, INT64_MAX, &n))
+        goto bad;
+    /* The records end where the count starts: 16 bytes before the end. */
+    for (i = 0; i <= 2 * (size_t)n; i++) {
+        wire r = {(const unsigned char *)rep->str + o, 1, 0};
+        int64_t l;
+
+        if (rep->len - 16 - o < 8 || !wire_num(&r, 0, INT64_MAX, &l))
+            goto bad;
+        o += 8;
+        if ((uint64_t)l > rep->len - 16 - o)
+            goto bad;
+        if (i == 0) {
+            if (l == 0 || (size_t)l >= sizeof(so->page->cursor))
+                goto bad;
+            memcpy(so->page->cursor, rep->str + o, (size_t)l);
+            so->page->cursor[l] = '\0';
+        } else {
+            k = (i - 1) % 2;
+            at[k] = rep->str + o;
+            len[k] = l;
+            if ((k == 0 && (l == 0 || l > SLUICE_MAX_KEY_LEN)) ||
+                (k == 1 && l > SL_VALUE_MAX))
+                goto bad;
+            if (k == 1 && !sl_over_page_add(so->page, at[0], (size_t)len[0],
+                                            at[1], (size_t)len[1])) {
+                sl_errf(err, err_len, "evalsha: out of memory listing");
+                return SLUICE_ENOMEM;
+            }
+        }
+        o += (size_t)l;
+    }
+    if (o != rep->len - 16)
+        goto bad;
+    return SLUICE_OK;
+bad:
+    sl_errf(err, err_len,
+            "evalsha: unexpected reply for a limiter's overrides (%zu bytes); "
+            "is another program using the key prefix?",
+            rep->len);
+    return SLUICE_EPROTO;
+}
+
 /* Turns a script reply into the composite's result: the script returns the
  * state it read and its admissions; the outputs are computed here, by the
  * arithmetic every backend shares, and must reach the same admissions. */
@@ -410,7 +557,8 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
         return SLUICE_EPROTO;
     }
     if (rep->type != REDIS_REPLY_STRING || rep->len < 16 ||
-        (rep->len % 8 != 0 && !is_rules_op(rq->op))) {
+        (rep->len % 8 != 0 && !is_rules_op(rq->op) &&
+         rq->op != SL_OP_OVER_LIST)) {
         sl_errf(err, err_len,
                 "evalsha: unexpected script reply (%s); is another program "
                 "using the key prefix, or a script of another version "
@@ -453,27 +601,10 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
         }
         return SLUICE_OK;
     }
-    if (is_rules_op(rq->op)) {
-        /* The value read, then found and the tag. */
-        int64_t found;
-        size_t vlen = rep->len - 16;
-
-        w.at = w.n - 2;
-        if (!wire_num(&w, 0, INT64_MAX, &found) || vlen > SL_VALUE_MAX ||
-            (found == 0 && vlen > 0)) {
-            sl_errf(err, err_len,
-                    "evalsha: unexpected reply for a limiter's rules (%zu "
-                    "bytes); is another program using the key prefix?",
-                    rep->len);
-            return SLUICE_EPROTO;
-        }
-        rq->stored.read->found = found > 0;
-        rq->stored.read->kept = found > 0;
-        rq->stored.read->len = vlen;
-        memcpy(rq->stored.read->buf, rep->str, vlen);
-        out->status = SLUICE_OK;
-        return SLUICE_OK;
-    }
+    if (is_over_op(rq->op))
+        return over_result(rq, rep, &w, out, err, err_len);
+    if (is_rules_op(rq->op))
+        return rules_result(rq, rep, &w, out, err, err_len);
     /* A decision (the reset's and the lease's replies are read above). */
     rs = rq->decide.rules;
     cost = rq->decide.cost;

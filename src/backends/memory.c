@@ -4,6 +4,7 @@
  * with memory bounded by expiry on the handle's clock. */
 #include "algo.h"
 #include "backend.h"
+#include "backends/overtab.h"
 #include "store.h"
 
 #include <pthread.h>
@@ -36,6 +37,7 @@ typedef struct entry {
             char *v;
             size_t n;
             int64_t keepalive; /* ms; 0: none */
+            sl_overtab over;   /* its overrides: they live and go with it */
         } blob;
         struct { /* a key's block (algorithm 98): its end */
             int64_t end;
@@ -74,18 +76,6 @@ typedef struct handle {
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static store *registry; /* named stores: shared by handles of one process */
 
-static uint64_t hash_bytes(const char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
 /* The family of state an entry holds (store.h); 0 for rules and leases. */
 static sl_family family_of(const entry *e)
 {
@@ -101,6 +91,7 @@ static void entry_free(entry *e)
         sl_free(e->u.log.e);
     } else if (e->algorithm == BLOB) {
         sl_free(e->u.blob.v);
+        sl_overtab_free(&e->u.blob.over);
     } else if (e->algorithm == LEASES) {
         sl_free(e->u.leases.l);
     }
@@ -263,7 +254,7 @@ static void store_gc(store *s, int64_t now)
  * clock behind never finds again what one ahead found gone. */
 static entry *lookup(store *s, const char *key, size_t len, int64_t now)
 {
-    entry **pp = find_slot(s, key, len, hash_bytes(key, len)), *e = *pp;
+    entry **pp = find_slot(s, key, len, sl_hash64(key, len)), *e = *pp;
 
     if (e != NULL && e->expires_at <= now) {
         *pp = e->next;
@@ -278,7 +269,7 @@ static entry *lookup(store *s, const char *key, size_t len, int64_t now)
 static entry *obtain(store *s, const char *key, size_t len, sluice_algorithm a,
                      int64_t now)
 {
-    uint64_t h = hash_bytes(key, len);
+    uint64_t h = sl_hash64(key, len);
     entry **pp = find_slot(s, key, len, h), *e = *pp;
 
     if (e != NULL && e->expires_at <= now) {
@@ -310,7 +301,7 @@ static entry *obtain(store *s, const char *key, size_t len, sluice_algorithm a,
 static void reset_key(store *s, const char *key, size_t len,
                       const sluice_rule *r, int64_t t)
 {
-    entry **pp = find_slot(s, key, len, hash_bytes(key, len)), *e = *pp;
+    entry **pp = find_slot(s, key, len, sl_hash64(key, len)), *e = *pp;
     int64_t k, to_end;
     size_t i, o = 0;
 
@@ -579,7 +570,8 @@ nomem:
     return SLUICE_ENOMEM;
 }
 
-/* A rules op on the store: the keep-alive on the handle's clock. */
+/* A rules or overrides op on the store: the keep-alive on the handle's
+ * clock. */
 static sluice_status rules_request(store *s, const handle *h,
                                    const sl_request *rq, sluice_result *out,
                                    char *err, size_t err_len)
@@ -595,6 +587,9 @@ static sluice_status rules_request(store *s, const handle *h,
     out->status = SLUICE_OK;
     rq->stored.read->found = false;
     rq->stored.read->len = 0;
+    if (rq->op >= SL_OP_OVER_SET) /* the table lives in the rules' entry */
+        return sl_overtab_op(e != NULL ? &e->u.blob.over : NULL, rq, err,
+                             err_len);
     if (rq->op == SL_OP_RULES_DEL) {
         if (e != NULL) {
             e->expires_at = t; /* gone: lookups drop it */
@@ -619,8 +614,12 @@ static sluice_status rules_request(store *s, const handle *h,
         return SLUICE_OK;
     if (e->u.blob.keepalive > 0)
         e->expires_at = t + e->u.blob.keepalive;
+    if (rq->op == SL_OP_RULES_GET && rq->stored.over != NULL)
+        sl_overtab_get(&e->u.blob.over, rq->stored.client,
+                       rq->stored.client_len, rq->stored.over);
     rq->stored.read->found = true;
     rq->stored.read->kept = true;
+    rq->stored.read->overs = (int64_t)e->u.blob.over.n;
     rq->stored.read->len = e->u.blob.n;
     memcpy(rq->stored.read->buf, e->u.blob.v, e->u.blob.n);
     return SLUICE_OK;
@@ -749,8 +748,8 @@ sluice_status sl_memory_decide(void *state, const sl_request *reqs, size_t n,
     for (i = 0; i < n && st == SLUICE_OK; i++) {
         if (s->count >= s->gc_at)
             store_gc(s, reqs[i].now_ms);
-        if (reqs[i].op == SL_OP_RULES_GET || reqs[i].op == SL_OP_RULES_PUT ||
-            reqs[i].op == SL_OP_RULES_DEL)
+        if ((reqs[i].op >= SL_OP_RULES_GET && reqs[i].op <= SL_OP_RULES_DEL) ||
+            reqs[i].op >= SL_OP_OVER_SET)
             st = rules_request(s, h, &reqs[i], &out[i], err, err_len);
         else if (reqs[i].op == SL_OP_LEASE_ACQUIRE ||
                  reqs[i].op == SL_OP_LEASE_RELEASE)

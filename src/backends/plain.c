@@ -215,8 +215,9 @@ static void begin(sl_plain *p, unit *u, step s)
             APPEND(p, u, WANT_EXEC, "EXEC");
         break;
     case STEP_FOLLOW:
-        if ((u->mode == JOB_LEASE ? sl_plain_lease_follow(p, u)
-                                  : sl_plain_ops_follow(p, u)) == 0 &&
+        if ((u->mode == JOB_LEASE || u->mode == JOB_RULES
+                 ? sl_plain_lease_follow(p, u)
+                 : sl_plain_ops_follow(p, u)) == 0 &&
             !u->broken) {
             finish(u, SLUICE_OK, NULL);
             return;
@@ -324,7 +325,10 @@ static void block_done(sl_plain *p, unit *u)
         return;
     }
     if (u->mode == JOB_RULES) {
-        finish(u, u->st, u->msg);
+        if (u->st == SLUICE_OK && rq->op == SL_OP_OVER_SET && !u->all)
+            begin(p, u, STEP_FOLLOW); /* no rules: the set taken back */
+        else
+            finish(u, u->st, u->msg);
         return;
     }
     if (u->mode == JOB_LEASE) {
@@ -561,6 +565,9 @@ static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
         j->mode = JOB_RULES;
     } else if (rq->op == SL_OP_LEASE_ACQUIRE || rq->op == SL_OP_LEASE_RELEASE) {
         j->mode = JOB_LEASE;
+    } else if (rq->op == SL_OP_OVER_SET || rq->op == SL_OP_OVER_DEL ||
+               rq->op == SL_OP_OVER_LIST) {
+        j->mode = JOB_RULES;
     } else if (rq->op == SL_OP_FORCE && !p->multi &&
                sl_ruleset_has(rq->decide.rules, SL_FAMILY_BUCKET)) {
         sl_errf(err, err_len,

@@ -675,28 +675,31 @@ bool sl_plain_ops_force_views(unit *u)
     size_t i;
 
     sl_force_plan(rs, u->views, u->rq->now_ms, u->rq->decide.cost, u->v, u->ch);
+    /* Room for a log's entry first: on failure, the views are as read. */
+    for (i = 0; i < rs->count; i++) {
+        rule_io *io = &u->io[i];
+        sl_log_entry *n;
+
+        if (rs->rules[i].algorithm != SLUICE_LOG || u->ch[i].n == 0 ||
+            u->views[i].n < io->cap)
+            continue;
+        if ((n = sl_realloc(io->entries, (io->cap + 1) * sizeof(*n))) == NULL)
+            return false;
+        io->entries = n;
+        io->cap++;
+        u->views[i].entries = n;
+    }
     for (i = 0; i < rs->count; i++) {
         sl_state_view *s = &u->views[i];
-        rule_io *io = &u->io[i];
 
         switch (sl_store_of(rs->rules[i].algorithm).family) {
         case SL_FAMILY_WINDOW:
             s->cur += u->ch[i].n;
             break;
         case SL_FAMILY_LOG:
-            if (u->ch[i].n == 0)
-                break;
-            if (s->n == io->cap) {
-                sl_log_entry *n =
-                    sl_realloc(io->entries, (io->cap + 1) * sizeof(*n));
-
-                if (n == NULL)
-                    return false;
-                io->entries = n;
-                io->cap++;
-            }
-            io->entries[s->n++] = (sl_log_entry){u->ch[i].x, u->ch[i].n};
-            s->entries = io->entries;
+            if (u->ch[i].n > 0)
+                u->io[i].entries[s->n++] =
+                    (sl_log_entry){u->ch[i].x, u->ch[i].n};
             break;
         case SL_FAMILY_BUCKET:
             s->has = true;
@@ -747,10 +750,11 @@ sluice_status sl_plain_ops_force_judge(unit *u)
     const sluice_ruleset *rs = u->rq->decide.rules;
     size_t i;
 
-    if (!sl_plain_ops_force_views(u))
-        return SLUICE_ENOMEM;
+    /* Judged on the views as read (the follow-up that takes the charge
+     * back reads them): only a charge kept changes them. */
+    sl_force_plan(rs, u->views, u->rq->now_ms, u->rq->decide.cost, u->v, u->ch);
     for (i = 0; i < rs->count; i++)
         if (u->ch[i].n != u->rq->decide.cost)
             return SLUICE_EUNSUPPORTED;
-    return SLUICE_OK;
+    return sl_plain_ops_force_views(u) ? SLUICE_OK : SLUICE_ENOMEM;
 }

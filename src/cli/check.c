@@ -35,6 +35,13 @@ static void report_status(sluice *sl, const sluice_result *res)
                  "admitted from this handle's reservation, without a round "
                  "trip");
         break;
+    case SLUICE_ALLOWLISTED:
+        snprintf(msg, sizeof(msg),
+                 "admitted: the client is allow-listed, nothing counted");
+        break;
+    case SLUICE_DENYLISTED:
+        snprintf(msg, sizeof(msg), "denied: the client is deny-listed");
+        break;
     default:
         snprintf(msg, sizeof(msg), "decided by the fail policy: %s",
                  sluice_errmsg(sl)[0] != '\0' ? sluice_errmsg(sl)

@@ -60,6 +60,12 @@ void cli_print_result(FILE *f, const sluice_result *r, size_t nrules, bool open,
 int cmd_check(int argc, char **argv);   /* check.c */
 int cmd_replay(int argc, char **argv);  /* replay.c */
 int cmd_limiter(int argc, char **argv); /* limiter.c */
-int cmd_demo(int argc, char **argv);    /* demo.c */
+/* override.c: limiter override|overrides|unoverride (argv from the
+ * subcommand on, at least NAME given); and an override's text ("RULES",
+ * "unlimited", "deny") into *ov, a status with the message in err. */
+int cmd_limiter_override(int argc, char **argv);
+int cli_parse_override(const char *text, sluice_limiter_override *ov, char *err,
+                       size_t err_len);
+int cmd_demo(int argc, char **argv); /* demo.c */
 
 #endif /* SLUICE_CLI_CLI_H */

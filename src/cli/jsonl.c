@@ -257,6 +257,47 @@ static int lease_fields(jsonl_event *ev, char *err, size_t err_len)
     return 0;
 }
 
+/* The ops on a limiter's rules and overrides: "limiter_set" takes a
+ * limiter and a rule, "override" a limiter, a client and "override" (a
+ * string), "unoverride" a limiter and a client; "override" goes nowhere
+ * else. Returns 0, or -1 with err written and the event emptied. */
+static int limiter_fields(jsonl_event *ev, const json_t *jrule, char *err,
+                          size_t err_len)
+{
+    json_t *jov = json_object_get(ev->doc, "override");
+    bool admin = ev->op == JSONL_LIMITER_SET || ev->op == JSONL_OVERRIDE ||
+                 ev->op == JSONL_UNOVERRIDE;
+
+    if (ev->op != JSONL_OVERRIDE && jov != NULL) {
+        fail(ev, err, err_len, "input",
+             "\"override\" goes with op "
+             "\"override\"");
+        return -1;
+    }
+    if (!admin)
+        return 0;
+    if (ev->limiter == NULL ||
+        (ev->op != JSONL_LIMITER_SET && ev->client == NULL) ||
+        (ev->op == JSONL_LIMITER_SET && jrule == NULL) ||
+        (ev->op == JSONL_OVERRIDE && !json_is_string(jov)) ||
+        json_object_get(ev->doc, "cost") != NULL) {
+        fail(ev, err, err_len, "input",
+             "limiter_set takes \"limiter\" and \"rule\"; override "
+             "\"limiter\", \"client\" and \"override\" (rules, "
+             "\"unlimited\" or \"deny\"); unoverride \"limiter\" and "
+             "\"client\"; none a cost");
+        return -1;
+    }
+    if (jov != NULL) {
+        ev->override = json_string_value(jov);
+        if (strlen(ev->override) != json_string_length(jov)) {
+            fail(ev, err, err_len, "input", "\"override\" holds a NUL byte");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* A settle's reserved and actual (JSON integers, 0 .. 10^9), on a key
  * and a rule, without a cost; no other op takes them. */
 static int settle_fields(jsonl_event *ev, bool tamed, const char *line,
@@ -300,9 +341,10 @@ static int settle_fields(jsonl_event *ev, bool tamed, const char *line,
 int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
                 size_t err_len)
 {
-    static const char *const ops[] = {"acquire",         "peek",   "reset",
-                                      "acquire_at_most", "refund", "lease",
-                                      "release",         "settle"};
+    static const char *const ops[] = {
+        "acquire",     "peek",     "reset",     "acquire_at_most",
+        "refund",      "lease",    "release",   "settle",
+        "limiter_set", "override", "unoverride"};
     json_error_t jerr;
     json_t *jt, *jkey, *jrule, *jcost, *jop, *val;
     const char *name;
@@ -342,12 +384,13 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
             strcmp(name, "op") != 0 && strcmp(name, "limiter") != 0 &&
             strcmp(name, "client") != 0 && strcmp(name, "max") != 0 &&
             strcmp(name, "lease_ms") != 0 && strcmp(name, "lease") != 0 &&
-            strcmp(name, "reserved") != 0 && strcmp(name, "actual") != 0) {
+            strcmp(name, "reserved") != 0 && strcmp(name, "actual") != 0 &&
+            strcmp(name, "override") != 0) {
             show(q, sizeof(q), name, strlen(name));
             return fail(ev, err, err_len, "input",
                         "unknown field %s (known: t, key, rule, limiter, "
                         "client, cost, op, max, lease_ms, lease, reserved, "
-                        "actual)",
+                        "actual, override)",
                         q);
         }
     }
@@ -371,7 +414,9 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
         if (!json_is_string(jl) || (jc != NULL && !json_is_string(jc)))
             return fail(ev, err, err_len, "input",
                         "\"limiter\" and \"client\" must be strings");
-        if (jkey != NULL || jrule != NULL)
+        if (jkey != NULL || (jrule != NULL && !(json_is_string(jop) &&
+                                                strcmp(json_string_value(jop),
+                                                       "limiter_set") == 0)))
             return fail(ev, err, err_len, "input",
                         "an event names a limiter (and a client) or a key "
                         "and a rule, not both");
@@ -399,8 +444,8 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
         if (!json_is_string(jop))
             return fail(ev, err, err_len, "input",
                         "\"op\" must be a string (acquire, peek, reset, "
-                        "acquire_at_most, refund, lease, release or "
-                        "settle)");
+                        "acquire_at_most, refund, lease, release, settle, "
+                        "limiter_set, override or unoverride)");
         op = json_string_value(jop);
         op_len = json_string_length(jop);
         ev->op = 0;
@@ -412,8 +457,8 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
             show(q, sizeof(q), op, op_len);
             return fail(ev, err, err_len, "input",
                         "unknown op %s (use acquire, peek, reset, "
-                        "acquire_at_most, refund, lease, release or "
-                        "settle)",
+                        "acquire_at_most, refund, lease, release, settle, "
+                        "limiter_set, override or unoverride)",
                         q);
         }
     }
@@ -434,7 +479,8 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
                     "a lease or a release takes a key, not a limiter, a "
                     "rule or a cost");
     if (lease_fields(ev, err, err_len) != 0 ||
-        settle_fields(ev, tamed, line, len, err, err_len) != 0)
+        settle_fields(ev, tamed, line, len, err, err_len) != 0 ||
+        limiter_fields(ev, jrule, err, err_len) != 0)
         return -1;
     /* A reset ignores cost entirely, whatever it holds. */
     if (jcost != NULL && ev->op != JSONL_RESET) {

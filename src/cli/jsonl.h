@@ -18,7 +18,11 @@ typedef enum jsonl_op {
     JSONL_REFUND,  /* "refund": cost is the amount */
     JSONL_LEASE,   /* "lease": max holders, lease_ms */
     JSONL_RELEASE, /* "release": the lease */
-    JSONL_SETTLE   /* "settle": reserved and actual, no cost */
+    JSONL_SETTLE,  /* "settle": reserved and actual, no cost */
+    /* A named limiter's rules and overrides: */
+    JSONL_LIMITER_SET, /* "limiter_set": limiter, rule */
+    JSONL_OVERRIDE,    /* "override": limiter, client, override */
+    JSONL_UNOVERRIDE   /* "unoverride": limiter, client */
 } jsonl_op;
 
 /* A parsed event. key and rule point into doc, which the event owns until
@@ -41,6 +45,8 @@ typedef struct jsonl_event {
     size_t lease_len;
     /* A settle: what was reserved and what was used, 0 .. 10^9 each. */
     int64_t reserved, actual;
+    /* An override: its text (rules, "unlimited" or "deny"), into doc. */
+    const char *override;
     struct json_t *doc; /* the parsed line */
 } jsonl_event;
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* limiter.c - `sluice limiter define|set|get|delete`: keeps a named
- * limiter's rules in the store, answering in a line of JSON. */
+ * limiter's rules in the store, answering in a line of JSON (its
+ * overrides: override.c). */
 #include "cli.h"
 #include "jsonl.h"
 
@@ -43,6 +44,9 @@ int cmd_limiter(int argc, char **argv)
      * name or rule starts with "--"). */
     if (strncmp(name, "--", 2) == 0)
         return cli_usage_error("input", "limiter %s: missing NAME", sub);
+    if (strcmp(sub, "override") == 0 || strcmp(sub, "overrides") == 0 ||
+        strcmp(sub, "unoverride") == 0)
+        return cmd_limiter_override(argc, argv);
     if (strcmp(sub, "define") == 0 || strcmp(sub, "set") == 0) {
         if (argc < 4 || strncmp(argv[3], "--", 2) == 0)
             return cli_usage_error("input",
@@ -53,8 +57,8 @@ int cmd_limiter(int argc, char **argv)
         skip = 4;
     } else if (strcmp(sub, "get") != 0 && strcmp(sub, "delete") != 0) {
         return cli_usage_error("input",
-                               "limiter: unknown \"%s\": use define, set, get "
-                               "or delete",
+                               "limiter: unknown \"%s\": use define, set, get, "
+                               "delete, override, overrides or unoverride",
                                sub);
     }
     if ((rc = cli_parse_args(argc - skip + 1, argv + skip - 1, "limiter",

@@ -87,7 +87,8 @@ static void replay_by_name(sluice *sl, vclock *clk, const jsonl_event *ev)
         break;
     default:
         print_error_json(stdout, "input",
-                         "by limiter, op is acquire, peek or reset");
+                         "by limiter, op is acquire, peek, reset, "
+                         "limiter_set, override or unoverride");
         return;
     }
     if (st != SLUICE_OK)
@@ -97,6 +98,45 @@ static void replay_by_name(sluice *sl, vclock *clk, const jsonl_event *ev)
     else
         cli_print_result(stdout, &res, 0, true,
                          traffic(sl, &was, extra, sizeof(extra)));
+}
+
+/* A limiter's rules or an override set ({"set": true}), or an override
+ * removed ({"deleted": true|false}); keep-alive 0 (none). */
+static void replay_limiter_admin(sluice *sl, vclock *clk, const jsonl_event *ev)
+{
+    sluice_limiter_override ov;
+    sluice_ruleset rs;
+    sluice_status st;
+    char msg[700];
+    bool found = false;
+
+    clk->t = ev->t;
+    if (ev->op == JSONL_LIMITER_SET) {
+        if ((st = sluice_ruleset_parse(ev->rule, &rs, msg, sizeof(msg))) !=
+            SLUICE_OK) {
+            print_error_json(stdout, sluice_status_name(st), msg);
+            return;
+        }
+        st = sluice_limiter_set(sl, ev->limiter, ev->limiter_len, &rs, 0);
+    } else if (ev->op == JSONL_OVERRIDE) {
+        st = (sluice_status)cli_parse_override(ev->override, &ov, msg,
+                                               sizeof(msg));
+        if (st != SLUICE_OK) {
+            print_error_json(stdout, sluice_status_name(st), msg);
+            return;
+        }
+        st = sluice_limiter_override_set(sl, ev->limiter, ev->limiter_len,
+                                         ev->client, ev->client_len, &ov);
+    } else {
+        st = sluice_limiter_override_delete(sl, ev->limiter, ev->limiter_len,
+                                            ev->client, ev->client_len, &found);
+    }
+    if (st != SLUICE_OK)
+        print_error_json(stdout, sluice_status_name(st), sluice_errmsg(sl));
+    else if (ev->op == JSONL_UNOVERRIDE)
+        printf("{\"deleted\": %s}\n", found ? "true" : "false");
+    else
+        fputs("{\"set\": true}\n", stdout);
 }
 
 /* A lease: {"lease": ID, ...the result} when admitted, the result alone
@@ -157,6 +197,11 @@ static void replay_line(sluice *sl, vclock *clk,
         print_error_json(stdout, NULL, msg); /* named by jsonl_parse */
         return;
     }
+    if (ev.op == JSONL_LIMITER_SET || ev.op == JSONL_OVERRIDE ||
+        ev.op == JSONL_UNOVERRIDE) {
+        replay_limiter_admin(sl, clk, &ev);
+        goto done;
+    }
     if (ev.limiter != NULL) {
         replay_by_name(sl, clk, &ev);
         goto done;
@@ -204,7 +249,10 @@ static void replay_line(sluice *sl, vclock *clk,
                            ev.actual, &res);
         break;
     case JSONL_LEASE:
-    case JSONL_RELEASE: /* answered above */
+    case JSONL_RELEASE:
+    case JSONL_LIMITER_SET:
+    case JSONL_OVERRIDE:
+    case JSONL_UNOVERRIDE: /* answered above */
         break;
     }
     if (st != SLUICE_OK) {

@@ -15,10 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAGIC     "sluice-limiter 1\n"
-#define MAGIC_LEN (sizeof(MAGIC) - 1)
-#define MAX_KEEP  SL_MAX_PERIOD_MS
-#define CACHE_MS  1000
+#define MAX_KEEP SL_MAX_PERIOD_MS
+#define CACHE_MS 1000
 
 /* Rules that pass the check, for checking a request before its rules are
  * read. */
@@ -31,6 +29,7 @@ static void limiters_free(sl_ext *e)
 
     pthread_mutex_destroy(&l->mu);
     sl_free(l->slot);
+    sl_free(l->over);
     sl_free(l);
 }
 
@@ -54,16 +53,16 @@ static sl_ext *limiters_make(const sluice *sl)
     return &l->ext;
 }
 
-/* The handle's limiters; NULL only before ready() succeeded. */
-static sl_limiters *lims(sluice *sl)
+/* The handle's limiters; NULL only before sl_limiter_ready() succeeded. */
+sl_limiters *sl_limiters_of(sluice *sl)
 {
     return (sl_limiters *)sl_handle_ext(sl, limiters_make);
 }
 
 /* Every call by name begins here: the limiters made, or ENOMEM. */
-static sluice_status ready(sluice *sl, char *err)
+sluice_status sl_limiter_ready(sluice *sl, char *err)
 {
-    if (lims(sl) != NULL)
+    if (sl_limiters_of(sl) != NULL)
         return SLUICE_OK;
     sl_errf(err, SL_ERR_LEN, "limiter: out of memory");
     return SLUICE_ENOMEM;
@@ -82,8 +81,8 @@ static sluice_status check(sluice *sl, sl_op op, const void *key,
 }
 
 /* K: "<name length>:<name><client>"; 0 when they are too long. */
-static size_t compose(char *dst, const void *name, size_t name_len,
-                      const void *client, size_t client_len)
+size_t sl_limiter_compose(char *dst, const void *name, size_t name_len,
+                          const void *client, size_t client_len)
 {
     size_t n = (size_t)snprintf(dst, 24, "%zu:", name_len);
 
@@ -93,9 +92,9 @@ static size_t compose(char *dst, const void *name, size_t name_len,
     return n + name_len + client_len;
 }
 
-static sluice_status check_name(const void *name, size_t name_len,
-                                const void *client, size_t client_len,
-                                char *err)
+sluice_status sl_limiter_check_name(const void *name, size_t name_len,
+                                    const void *client, size_t client_len,
+                                    char *err)
 {
     if (name == NULL || name_len == 0) {
         sl_errf(err, SL_ERR_LEN, "limiter: the name is empty");
@@ -116,121 +115,54 @@ static sluice_status check_name(const void *name, size_t name_len,
     return SLUICE_OK;
 }
 
-/* The stored value: MAGIC, the keep-alive, the rules as text. */
-static size_t encode(char *dst, const sluice_ruleset *rs, int64_t keepalive)
-{
-    size_t o = (size_t)snprintf(dst, SL_VALUE_MAX, MAGIC "%lld\n",
-                                (long long)keepalive);
+/* What a read of the rules asks of the overrides: the override of
+ * client (client_len 0: none asked), read into v. */
+typedef struct over_ask {
+    const char *client;
+    size_t client_len;
+    sl_value v;
+} over_ask;
 
-    /* 8 rules of the longest text fit (request.h). */
-    return o + sluice_ruleset_format(rs, dst + o, SL_VALUE_MAX - o);
-}
-
-static sluice_status decode(const sl_value *v, const void *name,
-                            size_t name_len, sluice_ruleset *rs,
-                            int64_t *keepalive, char *err)
-{
-    char text[SL_VALUE_MAX + 1], msg[SL_ERR_LEN], q[300], *end;
-    const char *nl;
-    long long ka;
-
-    sl_quote(q, sizeof(q), name, name_len);
-    if (v->len <= MAGIC_LEN || memcmp(v->buf, MAGIC, MAGIC_LEN) != 0)
-        goto bad;
-    memcpy(text, v->buf + MAGIC_LEN, v->len - MAGIC_LEN);
-    text[v->len - MAGIC_LEN] = '\0';
-    nl = strchr(text, '\n');
-    ka = strtoll(text, &end, 10);
-    if (nl == NULL || end != nl || ka < 0 || ka > MAX_KEEP)
-        goto bad;
-    if (sluice_ruleset_parse(nl + 1, rs, msg, sizeof(msg)) != SLUICE_OK) {
-        sl_errf(err, SL_ERR_LEN,
-                "limiter \"%s\": the rules stored are not valid: %s", q, msg);
-        return SLUICE_EPROTO;
-    }
-    *keepalive = ka;
-    return SLUICE_OK;
-bad:
-    sl_errf(err, SL_ERR_LEN,
-            "limiter \"%s\": unexpected data under its key; is another "
-            "program using the key prefix?",
-            q);
-    return SLUICE_EPROTO;
-}
-
-static sl_cached_rules *cache_find(sl_limiters *l, const void *name,
-                                   size_t name_len)
-{
-    size_t i;
-
-    if (l->slot == NULL)
-        return NULL;
-    for (i = 0; i < SL_LIMITER_CACHE; i++)
-        if (l->slot[i].used && l->slot[i].name_len == name_len &&
-            memcmp(l->slot[i].name, name, name_len) == 0)
-            return &l->slot[i];
-    return NULL;
-}
-
-/* Keeps rs for name (rs NULL: forgets it); the least used goes. */
-static void cache_put(sl_limiters *l, const void *name, size_t name_len,
-                      const sluice_ruleset *rs, int64_t keepalive)
-{
-    sl_cached_rules *c;
-    size_t i;
-
-    pthread_mutex_lock(&l->mu);
-    c = cache_find(l, name, name_len);
-    /* Kept even when never used for decisions (rules_cache_ms=0): the
-     * keep-alive it read is what backends that cannot read it first send
-     * to start it again. */
-    if (rs == NULL) {
-        if (c != NULL)
-            c->used = false;
-        pthread_mutex_unlock(&l->mu);
-        return;
-    }
-    if (c == NULL && l->slot == NULL)
-        l->slot = sl_calloc(SL_LIMITER_CACHE, sizeof(*l->slot));
-    if (c == NULL && l->slot != NULL) {
-        c = &l->slot[0];
-        for (i = 0; i < SL_LIMITER_CACHE && c->used; i++)
-            if (!l->slot[i].used || l->slot[i].last_use < c->last_use)
-                c = &l->slot[i];
-    }
-    if (c != NULL) {
-        c->used = true;
-        c->name_len = name_len;
-        memcpy(c->name, name, name_len);
-        c->rules = *rs;
-        c->keepalive_ms = keepalive;
-        c->read_at = sl_mono_ms();
-        c->last_use = ++l->uses;
-    }
-    pthread_mutex_unlock(&l->mu);
-}
-
-/* One rules op on name: its result in *v. */
-static sluice_status rules_op(sluice *sl, sl_op op, const void *name,
-                              size_t name_len, const char *value,
-                              size_t value_len, int64_t ttl_ms, bool if_absent,
-                              sl_value *v, char *err)
+/* One stored op on name (so: its operands, so->read its result). */
+sluice_status sl_limiter_stored_op(sluice *sl, sl_op op, const void *name,
+                                   size_t name_len, sl_stored *so, char *err)
 {
     char key[32 + SL_LIMITER_KEY_MAX];
-    size_t kl = compose(key, name, name_len, NULL, 0);
+    size_t kl = sl_limiter_compose(key, name, name_len, NULL, 0);
     sl_request r;
     sluice_status st;
 
     st = check(sl, op, key, kl, NULL, 0, &r, err);
     if (st != SLUICE_OK)
         return st;
-    r.prefix = lims(sl)->prefix;
-    r.stored = (sl_stored){value, value_len, if_absent, ttl_ms, v};
-    memset(v, 0, sizeof(*v));
+    r.prefix = sl_limiters_of(sl)->prefix;
+    r.stored = *so;
+    memset(so->read, 0, sizeof(*so->read));
+    if (so->over != NULL)
+        memset(so->over, 0, sizeof(*so->over));
     return sl_call_run(sl, &r, NULL, err);
 }
 
-static sluice_status no_limiter(const void *name, size_t name_len, char *err)
+/* One rules op on name: its result in *v (oa: the override asked too, or
+ * NULL). */
+static sluice_status rules_op(sluice *sl, sl_op op, const void *name,
+                              size_t name_len, const char *value,
+                              size_t value_len, int64_t ttl_ms, bool if_absent,
+                              sl_value *v, over_ask *oa, char *err)
+{
+    sl_stored so = {value, value_len, if_absent, ttl_ms, v,
+                    NULL,  0,         NULL,      NULL};
+
+    if (oa != NULL && oa->client_len > 0) {
+        so.client = oa->client;
+        so.client_len = oa->client_len;
+        so.over = &oa->v;
+    }
+    return sl_limiter_stored_op(sl, op, name, name_len, &so, err);
+}
+
+sluice_status sl_limiter_no_limiter(const void *name, size_t name_len,
+                                    char *err)
 {
     char q[300];
 
@@ -250,21 +182,33 @@ static sluice_status no_limiter(const void *name, size_t name_len, char *err)
 static bool read_ended(sluice *sl, const void *name, size_t name_len,
                        sluice_status *st, const sl_value *v, bool last,
                        int64_t *sent, sluice_ruleset *rs, int64_t *keepalive,
+                       const over_ask *oa, sluice_limiter_override *ov,
                        char *err)
 {
+    char key[32 + SL_LIMITER_KEY_MAX];
+    size_t kl = sl_limiter_compose(key, name, name_len, NULL, 0);
+
     if (*st == SLUICE_OK && !v->found) {
-        cache_put(lims(sl), name, name_len, NULL, 0);
-        *st = no_limiter(name, name_len, err);
+        sl_lcache_put(sl_limiters_of(sl), name, name_len, NULL, 0, 0);
+        sl_lcache_over_forget(sl_limiters_of(sl), key, kl, name_len);
+        *st = sl_limiter_no_limiter(name, name_len, err);
     } else if (*st == SLUICE_OK) {
-        *st = decode(v, name, name_len, rs, keepalive, err);
+        *st = sl_limiter_decode(v, name, name_len, rs, keepalive, err);
     }
+    if (*st == SLUICE_OK && oa != NULL && oa->client_len > 0)
+        *st = sl_override_decode(&oa->v, name, name_len, ov, err);
     if (*st != SLUICE_OK)
         return false;
     if (!v->kept && !last && *keepalive != *sent) {
         *sent = *keepalive > 0 ? *keepalive : -1;
         return true;
     }
-    cache_put(lims(sl), name, name_len, rs, *keepalive);
+    sl_lcache_put(sl_limiters_of(sl), name, name_len, rs, *keepalive, v->overs);
+    if (oa != NULL && oa->client_len > 0) {
+        kl =
+            sl_limiter_compose(key, name, name_len, oa->client, oa->client_len);
+        sl_lcache_over_put(sl_limiters_of(sl), name_len, key, kl, ov);
+    }
     return false;
 }
 
@@ -276,7 +220,8 @@ static bool read_ended(sluice *sl, const void *name, size_t name_len,
  * once more: one round trip more, on those backends only. */
 static sluice_status read_rules(sluice *sl, const void *name, size_t name_len,
                                 int64_t known, sluice_ruleset *rs,
-                                int64_t *keepalive, char *err)
+                                int64_t *keepalive, over_ask *oa,
+                                sluice_limiter_override *ov, char *err)
 {
     sl_value v;
     sluice_status st;
@@ -285,49 +230,70 @@ static sluice_status read_rules(sluice *sl, const void *name, size_t name_len,
 
     for (;;) {
         st = rules_op(sl, SL_OP_RULES_GET, name, name_len, NULL, 0, sent, false,
-                      &v, err);
+                      &v, oa, err);
         if (!read_ended(sl, name, name_len, &st, &v, last, &sent, rs, keepalive,
-                        err))
+                        oa, ov, err))
             return st;
         last = true;
     }
 }
 
-/* The rules of name if the handle read them within rules_cache_ms (true);
- * else *known is the keep-alive it read last (-1: none), which backends
- * that cannot read it first send with their read. */
-static bool cached_rules(sl_limiters *l, const void *name, size_t name_len,
-                         sluice_ruleset *rs, int64_t *known)
-{
-    sl_cached_rules *c;
-    bool fresh;
-
-    pthread_mutex_lock(&l->mu);
-    c = cache_find(l, name, name_len);
-    fresh = c != NULL && l->cache_ms >= 0 &&
-            sl_mono_ms() - c->read_at < l->cache_ms;
-    *known = c != NULL ? c->keepalive_ms : -1;
-    if (fresh) {
-        *rs = c->rules;
-        c->last_use = ++l->uses;
-    }
-    pthread_mutex_unlock(&l->mu);
-    return fresh;
-}
-
 /* The rules of name: cached if read within rules_cache_ms (unless fresh
  * is asked for), else read. */
-static sluice_status rules_of(sluice *sl, const void *name, size_t name_len,
-                              bool fresh, sluice_ruleset *rs,
-                              int64_t *keepalive, char *err)
+sluice_status sl_limiter_rules_of(sluice *sl, const void *name, size_t name_len,
+                                  bool fresh, sluice_ruleset *rs,
+                                  int64_t *keepalive, char *err)
 {
-    int64_t known;
+    int64_t known, overs;
 
-    if (cached_rules(lims(sl), name, name_len, rs, &known) && !fresh) {
+    if (sl_lcache_rules(sl_limiters_of(sl), name, name_len, rs, &known,
+                        &overs) &&
+        !fresh) {
         *keepalive = known;
         return SLUICE_OK;
     }
-    return read_rules(sl, name, name_len, known, rs, keepalive, err);
+    return read_rules(sl, name, name_len, known, rs, keepalive, NULL, NULL,
+                      err);
+}
+
+/* The rules of name and the override of client (client_len 0: none),
+ * cached if both were read within rules_cache_ms (unless fresh is asked
+ * for), else read together in one round trip. */
+sluice_status sl_limiter_rules_and_over(sluice *sl, const void *name,
+                                        size_t name_len, const void *client,
+                                        size_t client_len, bool fresh,
+                                        sluice_ruleset *rs, int64_t *keepalive,
+                                        sluice_limiter_override *ov, char *err)
+{
+    char key[32 + SL_LIMITER_KEY_MAX];
+    over_ask *oa;
+    int64_t known, overs = -1;
+    sluice_status st;
+
+    memset(ov, 0, sizeof(*ov));
+    if (client_len == 0)
+        return sl_limiter_rules_of(sl, name, name_len, fresh, rs, keepalive,
+                                   err);
+    /* Cached: the rules, and the client's override or none for any. */
+    if (sl_lcache_rules(sl_limiters_of(sl), name, name_len, rs, &known,
+                        &overs) &&
+        !fresh &&
+        (overs == 0 || sl_lcache_over(sl_limiters_of(sl), key,
+                                      sl_limiter_compose(key, name, name_len,
+                                                         client, client_len),
+                                      ov))) {
+        *keepalive = known;
+        return SLUICE_OK;
+    }
+    if ((oa = sl_malloc(sizeof(*oa))) == NULL) {
+        sl_errf(err, SL_ERR_LEN, "limiter: out of memory");
+        return SLUICE_ENOMEM;
+    }
+    oa->client = client;
+    oa->client_len = client_len;
+    st = read_rules(sl, name, name_len, known, rs, keepalive, oa, ov, err);
+    sl_free(oa);
+    return st;
 }
 
 static sluice_status store(sluice *sl, const void *name, size_t name_len,
@@ -344,9 +310,9 @@ static sluice_status store(sluice *sl, const void *name, size_t name_len,
     if (sl == NULL)
         return SLUICE_EINVAL;
     err = sl_share_err(sl);
-    if ((st = ready(sl, err)) != SLUICE_OK)
+    if ((st = sl_limiter_ready(sl, err)) != SLUICE_OK)
         return st;
-    if ((st = check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
+    if ((st = sl_limiter_check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
         return st;
     if ((st = sluice_ruleset_check(rules, err, SL_ERR_LEN)) != SLUICE_OK)
         return st;
@@ -356,21 +322,22 @@ static sluice_status store(sluice *sl, const void *name, size_t name_len,
                 (long long)keepalive, (long long)MAX_KEEP);
         return SLUICE_EINVAL;
     }
-    len = encode(value, rules, keepalive);
+    len = sl_limiter_encode(value, rules, keepalive);
     st = rules_op(sl, SL_OP_RULES_PUT, name, name_len, value, len, keepalive,
-                  only_if_absent, &v, err);
+                  only_if_absent, &v, NULL, err);
     if (st != SLUICE_OK)
         return st;
     if (!v.found) /* deleted or expired at once: what was asked is gone */
-        return no_limiter(name, name_len, err);
-    if ((st = decode(&v, name, name_len, &got, &ka, err)) != SLUICE_OK)
+        return sl_limiter_no_limiter(name, name_len, err);
+    if ((st = sl_limiter_decode(&v, name, name_len, &got, &ka, err)) !=
+        SLUICE_OK)
         return st;
     /* A define that found rules stored reads them, which starts their
      * keep-alive again; the plain backends are sent it with a read. */
     if (!v.kept && ka > 0 && (v.len != len || memcmp(v.buf, value, len) != 0))
         return read_rules(sl, name, name_len, ka, stored ? stored : &got, &ka,
-                          err);
-    cache_put(lims(sl), name, name_len, &got, ka);
+                          NULL, NULL, err);
+    sl_lcache_put(sl_limiters_of(sl), name, name_len, &got, ka, v.overs);
     if (stored != NULL)
         *stored = got;
     return SLUICE_OK;
@@ -403,15 +370,16 @@ sluice_status sluice_limiter_get(sluice *sl, const void *name, size_t name_len,
     if (sl == NULL)
         return SLUICE_EINVAL;
     err = sl_share_err(sl);
-    if ((st = ready(sl, err)) != SLUICE_OK)
+    if ((st = sl_limiter_ready(sl, err)) != SLUICE_OK)
         return st;
     if (rules == NULL) {
         sl_errf(err, SL_ERR_LEN, "limiter: rules is NULL");
         return SLUICE_EINVAL;
     }
-    if ((st = check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
+    if ((st = sl_limiter_check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
         return st;
-    if ((st = rules_of(sl, name, name_len, true, &got, &ka, err)) != SLUICE_OK)
+    if ((st = sl_limiter_rules_of(sl, name, name_len, true, &got, &ka, err)) !=
+        SLUICE_OK)
         return st;
     *rules = got;
     if (keepalive_ms != NULL)
@@ -429,20 +397,43 @@ sluice_status sluice_limiter_delete(sluice *sl, const void *name,
     if (sl == NULL)
         return SLUICE_EINVAL;
     err = sl_share_err(sl);
-    if ((st = ready(sl, err)) != SLUICE_OK)
+    if ((st = sl_limiter_ready(sl, err)) != SLUICE_OK)
         return st;
-    if ((st = check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
+    if ((st = sl_limiter_check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
         return st;
     st = rules_op(sl, SL_OP_RULES_DEL, name, name_len, NULL, 0, 0, false, &v,
-                  err);
+                  NULL, err);
     if (st != SLUICE_OK)
         return st;
-    cache_put(lims(sl), name, name_len, NULL, 0);
-    return v.found ? SLUICE_OK : no_limiter(name, name_len, err);
+    sl_lcache_put(sl_limiters_of(sl), name, name_len, NULL, 0, 0);
+    {
+        char key[32 + SL_LIMITER_KEY_MAX];
+
+        sl_lcache_over_forget(sl_limiters_of(sl), key,
+                              sl_limiter_compose(key, name, name_len, NULL, 0),
+                              name_len);
+    }
+    return v.found ? SLUICE_OK : sl_limiter_no_limiter(name, name_len, err);
 }
 
-/* A decision by name: the rules (cached or read), then the request on
- * the client's key. */
+/* The answer to an allow- or deny-listed client (docs/SEMANTICS.md,
+ * "Named limiters"): no rule decided, nothing counted; shadow mode admits
+ * an acquire of a deny-listed client as it admits any denied acquire. */
+static void listed(const sluice *sl, sl_op op, sluice_override_kind kind,
+                   sluice_result *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->allowed = kind == SLUICE_OVERRIDE_UNLIMITED;
+    out->status = out->allowed ? SLUICE_ALLOWLISTED : SLUICE_DENYLISTED;
+    out->retry_after_ms = -1;
+    if (!out->allowed && op == SL_OP_ACQUIRE && sl_handle_url(sl)->cfg.shadow) {
+        out->allowed = true;
+        out->status = SLUICE_SHADOWED;
+    }
+}
+
+/* A decision by name: the rules and the client's override (cached or
+ * read), then the request on the client's key, or the listed answer. */
 static sluice_status by_name(sluice *sl, sl_op op, const void *name,
                              size_t name_len, const void *client,
                              size_t client_len, int64_t cost,
@@ -450,6 +441,7 @@ static sluice_status by_name(sluice *sl, sl_op op, const void *name,
 {
     char *err, key[32 + SL_LIMITER_KEY_MAX];
     sluice_ruleset rs;
+    sluice_limiter_override ov;
     sl_request r;
     sluice_status st;
     int64_t keepalive;
@@ -457,7 +449,7 @@ static sluice_status by_name(sluice *sl, sl_op op, const void *name,
     if (sl == NULL)
         return SLUICE_EINVAL;
     err = sl_share_err(sl);
-    if ((st = ready(sl, err)) != SLUICE_OK)
+    if ((st = sl_limiter_ready(sl, err)) != SLUICE_OK)
         return st;
     if (out == NULL && op != SL_OP_RESET) {
         sl_errf(err, SL_ERR_LEN, "out is NULL");
@@ -465,16 +457,33 @@ static sluice_status by_name(sluice *sl, sl_op op, const void *name,
     }
     if (client == NULL)
         client_len = 0;
-    if ((st = check_name(name, name_len, client, client_len, err)) != SLUICE_OK)
+    if ((st = sl_limiter_check_name(name, name_len, client, client_len, err)) !=
+        SLUICE_OK)
         return st;
-    st = rules_of(sl, name, name_len, false, &rs, &keepalive, err);
+    st = sl_limiter_rules_and_over(sl, name, name_len, client, client_len,
+                                   false, &rs, &keepalive, &ov, err);
     if (st != SLUICE_OK)
         return st;
-    st = check(sl, op, key, compose(key, name, name_len, client, client_len),
-               &rs, cost, &r, err);
+    if (ov.kind == SLUICE_OVERRIDE_RULES)
+        rs = ov.rules;
+    if (op != SL_OP_RESET && (ov.kind == SLUICE_OVERRIDE_UNLIMITED ||
+                              ov.kind == SLUICE_OVERRIDE_DENY)) {
+        /* Bad input (the cost) is told as for any client. */
+        st = check(sl, op, key,
+                   sl_limiter_compose(key, name, name_len, client, client_len),
+                   &rs, cost, &r, err);
+        if (st != SLUICE_OK)
+            return st;
+        listed(sl, op, ov.kind, out);
+        sl_call_count_answer(sl, op, out);
+        return SLUICE_OK;
+    }
+    st = check(sl, op, key,
+               sl_limiter_compose(key, name, name_len, client, client_len), &rs,
+               cost, &r, err);
     if (st != SLUICE_OK)
         return st;
-    r.prefix = lims(sl)->prefix;
+    r.prefix = sl_limiters_of(sl)->prefix;
     return sl_call_run(sl, &r, out, err);
 }
 
@@ -520,6 +529,7 @@ typedef struct by_name_call {
     size_t name_len, key_len;
     char name[SL_LIMITER_KEY_MAX];
     char key[32 + SL_LIMITER_KEY_MAX]; /* K, with the client id */
+    over_ask oa; /* the client's override, read with the rules */
 } by_name_call;
 
 static void rules_read(sluice *sl, void *arg, sluice_status st);
@@ -528,7 +538,7 @@ static void rules_read(sluice *sl, void *arg, sluice_status st);
 static sluice_status read_async(by_name_call *c, char *err)
 {
     char key[32 + SL_LIMITER_KEY_MAX];
-    size_t kl = compose(key, c->name, c->name_len, NULL, 0);
+    size_t kl = sl_limiter_compose(key, c->name, c->name_len, NULL, 0);
     sl_call_to to = {NULL, NULL, rules_read, c};
     sl_request r;
     sluice_status st;
@@ -536,10 +546,16 @@ static sluice_status read_async(by_name_call *c, char *err)
     st = sl_call_prepare(c->sl, SL_OP_RULES_GET, key, kl, NULL, 0, &r, err);
     if (st != SLUICE_OK)
         return st;
-    r.prefix = lims(c->sl)->prefix;
+    r.prefix = sl_limiters_of(c->sl)->prefix;
     r.stored.ttl_ms = c->sent;
     r.stored.read = &c->v;
     memset(&c->v, 0, sizeof(c->v));
+    if (c->oa.client_len > 0) {
+        r.stored.client = c->oa.client;
+        r.stored.client_len = c->oa.client_len;
+        r.stored.over = &c->oa.v;
+        memset(&c->oa.v, 0, sizeof(c->oa.v));
+    }
     return sl_call_start(c->sl, &r, c->began, 0, &to, err);
 }
 
@@ -556,7 +572,7 @@ static sluice_status decide_async(sluice *sl, sl_op op, const char *key,
     st = sl_call_prepare(sl, op, key, key_len, rs, cost, &r, err);
     if (st != SLUICE_OK)
         return st;
-    r.prefix = lims(sl)->prefix;
+    r.prefix = sl_limiters_of(sl)->prefix;
     return sl_call_start(sl, &r, began, 0, &to, err);
 }
 
@@ -567,15 +583,25 @@ static void rules_read(sluice *sl, void *arg, sluice_status st)
     by_name_call *c = arg;
     char *err = sl_share_err(sl);
     sluice_ruleset rs;
+    sluice_limiter_override ov;
     sluice_result res;
     int64_t ka = 0;
 
+    memset(&ov, 0, sizeof(ov));
     if (read_ended(sl, c->name, c->name_len, &st, &c->v, c->again, &c->sent,
-                   &rs, &ka, err)) {
+                   &rs, &ka, &c->oa, &ov, err)) {
         c->again = true;
         if ((st = read_async(c, err)) == SLUICE_OK)
             return;
+    } else if (st == SLUICE_OK && c->op != SL_OP_RESET &&
+               (ov.kind == SLUICE_OVERRIDE_UNLIMITED ||
+                ov.kind == SLUICE_OVERRIDE_DENY)) {
+        listed(sl, c->op, ov.kind, &res);
+        sl_call_count_answer(sl, c->op, &res);
+        c->done(sl, c->arg, SLUICE_OK, &res, 1);
     } else if (st == SLUICE_OK) {
+        if (ov.kind == SLUICE_OVERRIDE_RULES)
+            rs = ov.rules;
         st = decide_async(sl, c->op, c->key, c->key_len, &rs, c->cost, c->began,
                           c->done, c->arg, err);
     }
@@ -594,16 +620,17 @@ static sluice_status by_name_async(sluice *sl, sl_op op, const void *name,
 {
     char *err, key[32 + SL_LIMITER_KEY_MAX];
     sluice_ruleset rs;
+    sluice_limiter_override ov;
     sl_request r;
     sluice_status st;
     by_name_call *c;
     size_t kl;
-    int64_t known;
+    int64_t known, overs = -1;
 
     if (sl == NULL)
         return SLUICE_EINVAL;
     err = sl_share_err(sl);
-    if ((st = ready(sl, err)) != SLUICE_OK)
+    if ((st = sl_limiter_ready(sl, err)) != SLUICE_OK)
         return st;
     if (done == NULL) {
         sl_errf(err, SL_ERR_LEN, "done is NULL");
@@ -611,11 +638,24 @@ static sluice_status by_name_async(sluice *sl, sl_op op, const void *name,
     }
     if (client == NULL)
         client_len = 0;
-    if ((st = check_name(name, name_len, client, client_len, err)) != SLUICE_OK)
+    if ((st = sl_limiter_check_name(name, name_len, client, client_len, err)) !=
+        SLUICE_OK)
         return st;
-    kl = compose(key, name, name_len, client, client_len);
-    if (cached_rules(lims(sl), name, name_len, &rs, &known))
+    kl = sl_limiter_compose(key, name, name_len, client, client_len);
+    /* Cached: decided at once. An allow- or deny-listed client is
+     * answered on the loop after a read (the loop answers only from the
+     * backend): one round trip. */
+    memset(&ov, 0, sizeof(ov));
+    if (sl_lcache_rules(sl_limiters_of(sl), name, name_len, &rs, &known,
+                        &overs) &&
+        (client_len == 0 || overs == 0 ||
+         (sl_lcache_over(sl_limiters_of(sl), key, kl, &ov) &&
+          (ov.kind == SLUICE_OVERRIDE_NONE ||
+           ov.kind == SLUICE_OVERRIDE_RULES || op == SL_OP_RESET)))) {
+        if (ov.kind == SLUICE_OVERRIDE_RULES)
+            rs = ov.rules;
         return decide_async(sl, op, key, kl, &rs, cost, 0, done, arg, err);
+    }
     /* Bad input (the key, the cost) is returned now, before the rules are
      * read: checked with any valid rules in their place. */
     if ((st = sl_call_prepare(sl, op, key, kl, &any_rules, cost, &r, err)) !=
@@ -636,6 +676,8 @@ static sluice_status by_name_async(sluice *sl, sl_op op, const void *name,
     memcpy(c->name, name, name_len);
     c->key_len = kl;
     memcpy(c->key, key, kl);
+    c->oa.client = c->key + kl - client_len;
+    c->oa.client_len = client_len;
     if ((st = read_async(c, err)) != SLUICE_OK)
         sl_free(c);
     return st;

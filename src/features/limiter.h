@@ -1,36 +1,41 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* limiter.h - named limiters: their rules stored in the backend, and a
- * handle's cache of what it read (limiter.c). */
+/* limiter.h - named limiters: their rules stored in the backend and read
+ * for decisions by name (limiter.c), used by override.c. */
 #ifndef SL_LIMITER_H
 #define SL_LIMITER_H
 
 #include "call.h"
+#include "features/limiter_cache.h"
+#include "features/limiter_codec.h"
 
-#include <pthread.h>
-
-#define SL_LIMITER_CACHE   64   /* names a handle keeps rules for */
-#define SL_LIMITER_KEY_MAX 1000 /* name and client id together */
-
-/* Rules read for one name, and when (monotonic ms). */
-typedef struct sl_cached_rules {
-    bool used;
-    size_t name_len;
-    char name[SLUICE_MAX_KEY_LEN];
-    sluice_ruleset rules;
-    int64_t keepalive_ms;
-    int64_t read_at;
-    uint64_t last_use;
-} sl_cached_rules;
-
-/* A handle's limiters: its state for them (sl_handle_ext), made on the
- * first call by name. */
-typedef struct sl_limiters {
-    sl_ext ext; /* first: the handle frees it through ext.free */
-    pthread_mutex_t mu;
-    char prefix[80];       /* "<prefix>lim:": apart from plain keys */
-    int64_t cache_ms;      /* < 0: never cached */
-    sl_cached_rules *slot; /* SL_LIMITER_CACHE of them, made on first use */
-    uint64_t uses;
-} sl_limiters;
+/* limiter.c, for override.c. */
+/* The handle's limiters (made on the first call by name; NULL only
+ * before sl_limiter_ready succeeded), and that first call. */
+sl_limiters *sl_limiters_of(sluice *sl);
+sluice_status sl_limiter_ready(sluice *sl, char *err);
+/* K: "<name length>:<name><client>" into dst (32 + SL_LIMITER_KEY_MAX
+ * bytes); its length. */
+size_t sl_limiter_compose(char *dst, const void *name, size_t name_len,
+                          const void *client, size_t client_len);
+/* A name and client id within the caps, or EKEY/EINVAL with the message. */
+sluice_status sl_limiter_check_name(const void *name, size_t name_len,
+                                    const void *client, size_t client_len,
+                                    char *err);
+/* One stored op on name (so: its operands, so->read its result). */
+sluice_status sl_limiter_stored_op(sluice *sl, sl_op op, const void *name,
+                                   size_t name_len, sl_stored *so, char *err);
+/* SLUICE_ENOLIMITER, with the message naming name. */
+sluice_status sl_limiter_no_limiter(const void *name, size_t name_len,
+                                    char *err);
+/* The rules of name (cached unless fresh), and with a client its override
+ * read with them in one round trip (kind NONE: none). */
+sluice_status sl_limiter_rules_of(sluice *sl, const void *name, size_t name_len,
+                                  bool fresh, sluice_ruleset *rs,
+                                  int64_t *keepalive, char *err);
+sluice_status sl_limiter_rules_and_over(sluice *sl, const void *name,
+                                        size_t name_len, const void *client,
+                                        size_t client_len, bool fresh,
+                                        sluice_ruleset *rs, int64_t *keepalive,
+                                        sluice_limiter_override *ov, char *err);
 
 #endif /* SL_LIMITER_H */

@@ -46,6 +46,10 @@ void sl_stats_answer(sl_stats *s, sl_op op, sluice_status st, bool policy,
     }
     if (res != NULL && res->status == SLUICE_CACHED)
         ADD(s->cache_hits, 1);
+    if (res != NULL && res->status == SLUICE_ALLOWLISTED)
+        ADD(s->allowlisted, 1);
+    if (res != NULL && res->status == SLUICE_DENYLISTED)
+        ADD(s->denylisted, 1);
     if (res != NULL && res->status == SLUICE_SHADOWED) {
         ADD(s->shadow_admitted, 1);
         ADD(s->denied, 1); /* the decision */
@@ -62,8 +66,10 @@ void sl_stats_answer(sl_stats *s, sl_op op, sluice_status st, bool policy,
             break;
         }
         ADD(s->allowed, 1);
-        /* Envoy's near limit: at most 20 % of the limit left. */
-        if (res->remaining <= res->limit / 5)
+        /* Envoy's near limit: at most 20 % of the limit left (an
+         * allow-listed client has no limit). */
+        if (res->status != SLUICE_ALLOWLISTED &&
+            res->remaining <= res->limit / 5)
             ADD(s->near_limit, 1);
         break;
     case SL_OP_PEEK:
@@ -80,6 +86,9 @@ void sl_stats_answer(sl_stats *s, sl_op op, sluice_status st, bool policy,
     case SL_OP_RULES_GET:
     case SL_OP_RULES_PUT:
     case SL_OP_RULES_DEL:
+    case SL_OP_OVER_SET:
+    case SL_OP_OVER_DEL:
+    case SL_OP_OVER_LIST:
     case SL_OP_LEASE_RELEASE:
         break; /* never counted: not decisions */
     }
@@ -141,6 +150,8 @@ void sl_stats_read(const sl_stats *s, sluice_stats *out)
     out->latency_sum_us = GET(s->latency_sum_us);
     out->shadow_admitted = GET(s->shadow_admitted);
     out->refunds = GET(s->refunds);
+    out->allowlisted = GET(s->allowlisted);
+    out->denylisted = GET(s->denylisted);
     for (i = 0; i < SLUICE_STATS_STATUSES; i++)
         out->failures[i] = GET(s->failures[i]);
     for (i = 0; i < SLUICE_STATS_BUCKETS; i++)
@@ -220,6 +231,12 @@ size_t sluice_stats_prometheus(const sluice_stats *in, size_t size,
     counter(&t, "sluice_shadow_admitted_total",
             "Acquires the rules denied and shadow mode admitted.", name, NULL,
             st.shadow_admitted, true);
+    counter(&t, "sluice_listed_total",
+            "Answers to allow-listed and deny-listed clients of named "
+            "limiters.",
+            name, "list=\"allow\"", st.allowlisted, true);
+    counter(&t, "sluice_listed_total", NULL, name, "list=\"deny\"",
+            st.denylisted, false);
     counter(&t, "sluice_deny_cache_hits_total",
             "Requests answered by the local deny cache.", name, NULL,
             st.deny_cache_hits, true);

@@ -13,7 +13,7 @@ typedef struct sl_stats {
     bool on;
     atomic_uint_fast64_t allowed, denied, near_limit, peeks, resets, cache_hits,
         policy_answers, backend_requests, round_trips, calls, latency_sum_us,
-        shadow_admitted, refunds;
+        shadow_admitted, refunds, allowlisted, denylisted;
     atomic_uint_fast64_t failures[SLUICE_STATS_STATUSES];
     atomic_uint_fast64_t latency_us[SLUICE_STATS_BUCKETS];
 } sl_stats;

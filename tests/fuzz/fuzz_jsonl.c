@@ -80,7 +80,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (ev.op != JSONL_ACQUIRE && ev.op != JSONL_PEEK &&
             ev.op != JSONL_RESET && ev.op != JSONL_AT_MOST &&
             ev.op != JSONL_REFUND && ev.op != JSONL_LEASE &&
-            ev.op != JSONL_RELEASE && ev.op != JSONL_SETTLE)
+            ev.op != JSONL_RELEASE && ev.op != JSONL_SETTLE &&
+            ev.op != JSONL_LIMITER_SET && ev.op != JSONL_OVERRIDE &&
+            ev.op != JSONL_UNOVERRIDE)
             broken("a bad op", data, size, "");
         /* A settle's amounts are in range, and only a settle's. */
         if (ev.op == JSONL_SETTLE
@@ -88,6 +90,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                       ev.actual < 0 || ev.actual > 1000000000
                 : ev.reserved != 0 || ev.actual != 0)
             broken("settle amounts out of range", data, size, "");
+        /* A limiter's rules and overrides: a limiter, a client but for
+         * limiter_set, its rule, the whole override text, no cost. */
+        if ((ev.op == JSONL_LIMITER_SET || ev.op == JSONL_OVERRIDE ||
+             ev.op == JSONL_UNOVERRIDE) &&
+            (ev.limiter == NULL || ev.cost != 1 ||
+             (ev.op != JSONL_LIMITER_SET && ev.client == NULL) ||
+             (ev.op == JSONL_LIMITER_SET && ev.rule == NULL)))
+            broken("a limiter op without its fields", data, size, "");
+        if ((ev.op == JSONL_OVERRIDE) !=
+            (ev.override != NULL &&
+             strlen(ev.override) ==
+                 json_string_length(json_object_get(ev.doc, "override"))))
+            broken("an override without its whole text", data, size, "");
         /* A lease takes max and lease_ms, a release its lease's id, whole;
          * neither takes a limiter or a rule. */
         if ((ev.op == JSONL_LEASE || ev.op == JSONL_RELEASE) &&
@@ -114,7 +129,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             (ev.rule != NULL && strlen(ev.rule) != json_string_length(jrule)))
             broken("a rule with a NUL inside", data, size, "");
         if (ev.limiter != NULL &&
-            (ev.key != NULL || ev.rule != NULL ||
+            (ev.key != NULL ||
+             (ev.rule != NULL && ev.op != JSONL_LIMITER_SET) ||
              ev.limiter_len !=
                  json_string_length(json_object_get(ev.doc, "limiter"))))
             broken("a limiter event with a key or a rule, or cut", data, size,

@@ -246,7 +246,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (data[2] & 0x80) {
         rq.op = SL_OP_RULES_GET;
-        rq.stored = (sl_stored){NULL, 0, false, 1000, &value};
+        rq.stored = (sl_stored){.ttl_ms = 1000, .read = &value};
     }
     rq.now_ms = dec.now_ms = clocks[(data[2] >> 3) & 3];
     rq.key = dec.key = "k";

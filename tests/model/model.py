@@ -896,6 +896,9 @@ class Reservation:
         return valid_at(self.rules, self.t0, self.hold, t)
 
 
+LOG_SKEW_MS = 5000
+
+
 class Ledger:
     """The guarantee, checked on the admissions alone (every unit
     admitted, locally or by the backend, less the refunds events asked
@@ -966,9 +969,13 @@ class Ledger:
                 self.n["after_reset"] += 1
                 continue
             s = self._slot(key, r)
+            if r.alg == "log":
+                broken = broken or self._log_admit(s, r, cost, t,
+                                                   since is not None)
+                continue
             fn = {"fixed": self._window_admit, "sliding": self._window_admit,
-                  "log": self._log_admit, "token": self._bucket_admit,
-                  "gcra": self._bucket_admit}[r.alg]
+                  "token": self._bucket_admit, "gcra": self._bucket_admit}[
+                r.alg]
             broken = broken or fn(s, r, cost, t)
         return broken
 
@@ -999,12 +1006,25 @@ class Ledger:
                         k - 1, k, prev["count"], w["count"]))
         return None
 
-    def _log_admit(self, s, r, cost, t):
-        d = t if s["latest"] is None else max(t, s["latest"])
-        s["latest"] = d
+    def _log_admit(self, s, r, cost, t, local):
+        """The backend decides a request at u = max(t, its latest charge),
+        and stamps it there; a local admission uses, at its own t, a unit
+        charged at most h before (SEMANTICS, "The guarantee"): it counts
+        at t, and moves no stamp (a late one, behind another client's
+        stamps, was charged before them)."""
+        if local:
+            d = t
+        else:
+            d = t if s["latest"] is None else max(t, s["latest"])
+            s["latest"] = d
         s["entries"].append((d, cost))
         low = d - r.period + self.hold(r)
-        s["entries"] = [(x, c) for x, c in s["entries"] if x > d - r.period]
+        # Kept while a local admission's window may reach them: its t is
+        # behind the latest stamp by a clock's skew and lateness at most
+        # (the schedules' are below 4 s).
+        if s["latest"] is not None:
+            s["entries"] = [(x, c) for x, c in s["entries"]
+                            if x > s["latest"] - r.period - LOG_SKEW_MS]
         total = sum(c for x, c in s["entries"] if x > low)
         if d < s.get("refund_until", d):
             # A refund event undid the newest charges, which may be units

@@ -99,9 +99,12 @@ def parse_reserve(value):
     return (hold, share)
 
 
-def resolve_url(spec, prefix):
+def resolve_url(spec, prefix, shared=False):
     """@FILE -> its first line; then a fresh prefix, the TTL floor and
-    the reservation options."""
+    the reservation options; shared (several URLs on one state): named
+    limiters' rules read with every decision, since a change made through
+    one handle reaches another's cache only within rules_cache_ms of real
+    time, which the virtual clock does not see."""
     given = spec.given
     url = given
     if given.startswith("@"):
@@ -111,6 +114,8 @@ def resolve_url(spec, prefix):
     url = "%s%sprefix=%s&ttl_floor_ms=%d" % (url, sep, prefix, TTL_FLOOR)
     if spec.reserve:
         url += "&reserve_ms=%d&reserve_share=%d" % spec.reserve
+    if shared:
+        url += "&rules_cache_ms=0"
     # A loaded machine must not fail the model on one slow round trip
     # (at load 10, 476 ms against the default 250): 2 s a call, scaled as
     # the build's timed tests are, unless the URL says otherwise.
@@ -364,6 +369,10 @@ class Schedule:
         # keys, and each acquire event's id (for the reproducer).
         self.lease_keys = ["lease:a", "lease:é"]
         self.issued, self.id_of = [], {}
+        # Named limiters: each name's slot (one rule), the names whose
+        # rules were set, their clients (SEMANTICS, "Named limiters").
+        self.names = {n: make_slot(rng) for n in NAMES}
+        self.named_set = set()
         self.script = self.reproducer()
 
     def reproducer(self):
@@ -406,6 +415,8 @@ class Schedule:
         rng = self.rng
         if rng.random() < 0.06:
             return self.lease_event(), []
+        if rng.random() < 0.08:
+            return self.named_event(), []
         prof = rng.choice(self.hot if rng.random() < 0.85 else self.cold)
         n = 1 if rng.random() < 0.7 or len(prof.slots) < 2 else \
             rng.randint(2, min(3, len(prof.slots)))
@@ -450,6 +461,40 @@ class Schedule:
                 "max": rng.choice([1, 1, 2, 2, 3, 4]),
                 "lease_ms": min(length, TOP - t)}
 
+    def named_event(self):
+        """An event of a named limiter: its rules set (first of all, and
+        sometimes again with another limit), an override set (a rule of
+        the name's slot or another, unlimited, deny; one on a name with
+        no rules), one removed, or a decision by name for a client."""
+        rng = self.rng
+        t = max(0, min(TOP, self.base + rng.choice(self.skews)))
+        name = rng.choice(NAMES)
+        slot = self.names[name]
+        if name not in self.named_set or rng.random() < 0.04:
+            self.named_set.add(name)
+            return {"t": t, "op": "limiter_set", "limiter": name,
+                    "rule": fmt_rule(rng, slot, self.variant_of(slot))}
+        client = rng.choice(CLIENTS)
+        r = rng.random()
+        if r < 0.12:
+            if rng.random() < 0.1:
+                name = "nl:none"
+            kind = rng.random()
+            other = make_slot(rng) if rng.random() < 0.3 else slot
+            text = ("unlimited" if kind < 0.3 else "deny" if kind < 0.5
+                    else fmt_rule(rng, other, self.variant_of(other)))
+            return {"t": t, "op": "override", "limiter": name,
+                    "client": client, "override": text}
+        if r < 0.2:
+            return {"t": t, "op": "unoverride", "limiter": name,
+                    "client": client}
+        op = rng.random()
+        op = "acquire" if op < 0.75 else "peek" if op < 0.93 else "reset"
+        ev = {"t": t, "limiter": name, "client": client, "op": op}
+        if op != "reset":
+            ev["cost"] = self.pick_cost(min(v[1] for v in slot.variants))
+        return ev
+
     def variant_of(self, slot):
         """Mostly the slot's first (limit, burst), sometimes another."""
         if len(slot.variants) == 1 or self.rng.random() < 0.6:
@@ -484,6 +529,8 @@ class Schedule:
             if "lease" in answer:
                 self.issued.append((answer["lease"], ev["key"]))
                 self.id_of[id(ev)] = answer["lease"]
+            return
+        if is_named(ev):
             return
         denied = answer.get("allowed") is False
         peek = ev.get("op") == "peek"
@@ -667,7 +714,11 @@ class Figures:
                                  "binding_rounded", "binding_refund",
                                  "block_rules", "blocked", "block_stored",
                                  "settles", "settles_over",
-                                 "waits_after_settle"]}
+                                 "waits_after_settle",
+                                 "by_name", "by_name_allowed",
+                                 "by_name_denied", "limiter_sets",
+                                 "overrides", "unoverrides", "allowlisted",
+                                 "denylisted", "nolimiter"]}
         self.in_deficit = set()
         self.per_alg = {a: 0 for a in algs}
         self.last_variant = {}
@@ -729,6 +780,21 @@ class Figures:
                     self.charged_at[(key, r.slot)] = max(
                         t, self.charged_at.get((key, r.slot), 0))
 
+    def count_named(self, ev, answer):
+        """Events of named limiters, by kind, and their answers."""
+        n, op = self.n, ev.get("op", "acquire")
+        n["events"] += 1
+        n["by_name"] += op in ("acquire", "peek", "reset")
+        n["limiter_sets"] += op == "limiter_set"
+        n["overrides"] += op == "override"
+        n["unoverrides"] += op == "unoverride"
+        n["allowlisted"] += answer.get("status") == "allowlisted"
+        n["denylisted"] += answer.get("status") == "denylisted"
+        n["nolimiter"] += answer.get("error", "").startswith("nolimiter")
+        if "allowed" in answer and "status" not in answer:
+            n["by_name_allowed" if answer["allowed"] else
+              "by_name_denied"] += 1
+
     def count_changes(self, key, used):
         changed = False
         for ident, variant in used:
@@ -767,6 +833,80 @@ class Figures:
 
 def is_lease(ev):
     return ev.get("op") in ("lease", "release")
+
+
+# Named limiters: their names (one never given rules) and clients.
+NAMES = ["nl:a", "nl:é"]
+CLIENTS = ["c1", "c2", "vip", "ü:3"]
+LISTED = {
+    "unlimited": {"allowed": True, "limit": 0, "remaining": 0,
+                  "retry_after_ms": -1, "reset_after_ms": 0,
+                  "status": "allowlisted"},
+    "deny": {"allowed": False, "limit": 0, "remaining": 0,
+             "retry_after_ms": -1, "reset_after_ms": 0,
+             "status": "denylisted"}}
+
+
+def is_named(ev):
+    return "limiter" in ev
+
+
+NAMED_HISTORY = "(named limiters)"  # the history all their events share
+
+
+class Named:
+    """What the events set of named limiters: each name's rules and each
+    (name, client)'s override (SEMANTICS, "Named limiters"). A decision
+    by name is the decision of its rules on a key of its own, modelled as
+    a keyed event on "lim:NAME/CLIENT"."""
+
+    def __init__(self):
+        self.rules, self.over = {}, {}
+
+    def equivalent(self, ev):
+        """The keyed event a decision by name is (None: an op on the
+        rules or overrides, a name without rules, or a listed client's
+        acquire or peek, which no state answers)."""
+        op = ev.get("op", "acquire")
+        name, client = ev["limiter"], ev.get("client", "")
+        if op not in ("acquire", "peek", "reset") or name not in self.rules:
+            return None
+        ov = self.over.get((name, client))
+        if ov in LISTED and op != "reset":
+            return None
+        rule = ov if ov is not None and ov not in LISTED else \
+            self.rules[name]
+        keyed = {"t": ev["t"], "key": "lim:%s/%s" % (name, client),
+                 "rule": rule, "op": op}
+        if op != "reset":
+            keyed["cost"] = ev.get("cost", 1)
+        return keyed
+
+    def judge(self, model, spec, ev, actual):
+        """(ok, expected) for an event of a named limiter, applied."""
+        op = ev.get("op", "acquire")
+        name, client = ev["limiter"], ev.get("client", "")
+        model.note_time(ev["t"])
+        if op == "limiter_set":
+            self.rules[name] = ev["rule"]
+            want = {"set": True}
+            return actual == want, want
+        if name not in self.rules and op != "unoverride":
+            ok = actual.get("error", "").startswith("nolimiter: ")
+            return ok, {"error": "nolimiter: ..."}
+        if op == "override":
+            self.over[(name, client)] = ev["override"]
+            want = {"set": True}
+            return actual == want, want
+        if op == "unoverride":
+            want = {"deleted": self.over.pop((name, client), None)
+                    is not None}
+            return actual == want, want
+        keyed = self.equivalent(ev)
+        if keyed is None:
+            want = LISTED[self.over[(name, client)]]
+            return actual == want, want
+        return judge(model, spec, keyed, actual)
 
 
 def judge_lease(model, ev, actual):
@@ -924,6 +1064,7 @@ class Judge:
             "from_newer", "promoted",
             "batch_readings", "batch_ambiguous"]}
         self.local_by = [0 for _ in specs]
+        self.named = Named()
 
     def held_units(self, key, rule, k):
         """Units held on the key by any handle in reservations whose
@@ -952,6 +1093,14 @@ class Judge:
     def judge(self, which, ev, actual):
         """(ok, expected) as judge() says, for the URL `which`."""
         spec = self.specs[which]
+        if is_named(ev):
+            keyed = self.named.equivalent(ev)
+            ok, want = self.named.judge(self.model, spec, ev, actual)
+            if ok is not False and keyed is not None:
+                broken = self.admissions(spec, keyed, actual)
+                if broken:
+                    return False, {"guarantee broken": broken}
+            return ok, want
         if spec.reserve and not is_lease(ev):
             return self.reserving(which, spec, ev, dict(actual))
         ok, want = judge(self.model, spec, ev, actual)
@@ -1173,7 +1322,7 @@ class Judge:
         """Will this event be admitted locally (no backend, no doubt)?"""
         spec = self.specs[which]
         if not spec.reserve or ev.get("op", "acquire") != "acquire" or \
-                is_lease(ev):
+                is_lease(ev) or is_named(ev):
             return False
         cost, t = ev.get("cost", 1), ev["t"]
         return any(lot.u >= cost and lot.valid(t)
@@ -1183,8 +1332,8 @@ class Judge:
         """A reserving URL's miss reads state that may have expired: the
         refund and the batch carry no answer that would tell which
         reading the backend took."""
-        if not self.specs[which].reserve or is_lease(ev) or \
-                ev.get("op", "acquire") != "acquire":
+        if not self.specs[which].reserve or is_lease(ev) or is_named(ev) \
+                or ev.get("op", "acquire") != "acquire":
             return False
         if self.local_expected(which, ev):
             return False
@@ -1258,7 +1407,7 @@ class Run:
     def start(self):
         prefix = fresh_prefix(self.seed)
         for spec in self.opts.urls:
-            spec.url = resolve_url(spec, prefix)
+            spec.url = resolve_url(spec, prefix, len(self.opts.urls) > 1)
             self.procs.append(start_replay(self.opts.bin, spec.url,
                                            self.timeout))
 
@@ -1266,6 +1415,8 @@ class Run:
         """Send event i; None when it matched, else a failure text."""
         ev, used = self.sched.next(i)
         which = i % len(self.procs)
+        if is_named(ev):
+            return self.step_named(i, which, ev)
         if self.judge.local_expected(which, ev):
             replaced = False
         else:
@@ -1293,12 +1444,34 @@ class Run:
         self.sched.feedback(ev, used, actual)
         return None
 
+    def step_named(self, i, which, ev):
+        """An event of a named limiter: a decision whose answer could not
+        tell which expiry reading the backend took becomes a reset by
+        name, as a keyed one does; all named events share one history
+        (the reproducer needs the rules and overrides set before)."""
+        keyed = self.judge.named.equivalent(ev)
+        if keyed is not None and keyed["op"] != "reset" and \
+                not self.model.resolvable(self.model.outcomes(keyed)):
+            ev = {"t": ev["t"], "limiter": ev["limiter"],
+                  "client": ev["client"], "op": "reset"}
+            self.fig.n["replaced"] += 1
+        line = json.dumps(ev, ensure_ascii=False)
+        self.history.setdefault(NAMED_HISTORY, []).append((which, ev))
+        actual = parse_answer(self.procs[which].ask(line))
+        self.fig.n["unsupported"] += "unsupported" in actual.get("error", "")
+        ok, want = self.judge.judge(which, ev, actual)
+        self.fig.count_named(ev, actual)
+        if ok is False:
+            return self.failure(i, which, ev, want, actual)
+        return None
+
     def failure(self, i, which, ev, want, actual):
         out = ["MISMATCH seed=%d event=%d url[%d]=%s" % (
             self.seed, i, which, self.opts.urls[which].url)]
-        hist = self.history[ev["key"]]
+        hist = self.history[NAMED_HISTORY if is_named(ev) else ev["key"]]
         out.append("last %d events on key %r (JSON Lines%s):" % (
-            min(len(hist), HISTORY_SHOWN), ev["key"],
+            min(len(hist), HISTORY_SHOWN),
+            NAMED_HISTORY if is_named(ev) else ev["key"],
             "; url[i] sends it" if len(self.procs) > 1 else ""))
         out += [fmt_line(w, e, len(self.procs))
                 for w, e in hist[-HISTORY_SHOWN:]]
@@ -1355,7 +1528,8 @@ def replay_fresh(run, events):
     try:
         for spec in run.opts.urls:
             procs.append(start_replay(run.opts.bin,
-                                      resolve_url(spec, prefix),
+                                      resolve_url(spec, prefix,
+                                                  len(run.opts.urls) > 1),
                                       run.timeout))
         fresh = Judge(run.opts.urls)
         ids = {}  # a lease's id in the run -> its id in this replay

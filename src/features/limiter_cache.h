@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* limiter_cache.h - a handle's limiters and its cache of what it read of
+ * them: rules by name, overrides by client (limiter_cache.c). */
+#ifndef SL_LIMITER_CACHE_H
+#define SL_LIMITER_CACHE_H
+
+#include "call.h"
+
+#include <pthread.h>
+
+#define SL_LIMITER_CACHE   64   /* names a handle keeps rules for */
+#define SL_LIMITER_KEY_MAX 1000 /* name and client id together */
+
+/* Rules read for one name, and when (monotonic ms). */
+typedef struct sl_cached_rules {
+    bool used;
+    size_t name_len;
+    char name[SLUICE_MAX_KEY_LEN];
+    sluice_ruleset rules;
+    int64_t keepalive_ms;
+    int64_t overs; /* overrides the name had then: 0, none for any client */
+    int64_t read_at;
+    uint64_t last_use;
+} sl_cached_rules;
+
+#define SL_OVER_CACHE 256 /* clients a handle keeps overrides for */
+
+/* The override read for one client of a name (kind NONE: none), and when
+ * (monotonic ms). key: K, "<name length>:<name><client>". */
+typedef struct sl_cached_over {
+    bool used;
+    size_t name_len, key_len;
+    char key[24 + SL_LIMITER_KEY_MAX];
+    sluice_limiter_override ov;
+    int64_t read_at;
+    uint64_t last_use;
+} sl_cached_over;
+
+/* A handle's limiters: its state for them (sl_handle_ext), made on the
+ * first call by name. */
+typedef struct sl_limiters {
+    sl_ext ext; /* first: the handle frees it through ext.free */
+    pthread_mutex_t mu;
+    char prefix[80];       /* "<prefix>lim:": apart from plain keys */
+    int64_t cache_ms;      /* < 0: never cached */
+    sl_cached_rules *slot; /* SL_LIMITER_CACHE of them, made on first use */
+    sl_cached_over *over;  /* SL_OVER_CACHE of them, made on first use */
+    uint64_t uses;
+} sl_limiters;
+
+/* limiter_cache.c: what a handle read, kept for l->cache_ms. K is
+ * "<name length>:<name><client>" (limiter.c's compose), kl its length.
+ * Each takes l->mu. */
+/* Keeps rs for name, with its keep-alive and the count of overrides read
+ * with it (rs NULL: forgets it); the least used goes. */
+void sl_lcache_put(sl_limiters *l, const void *name, size_t name_len,
+                   const sluice_ruleset *rs, int64_t keepalive, int64_t overs);
+/* The rules of name if read within cache_ms (true), and *overs; else
+ * *known is the keep-alive read last (-1: none). */
+bool sl_lcache_rules(sl_limiters *l, const void *name, size_t name_len,
+                     sluice_ruleset *rs, int64_t *known, int64_t *overs);
+/* The handle stored an override for name: the count read is unknown. */
+void sl_lcache_overs_changed(sl_limiters *l, const void *name, size_t name_len);
+/* Keeps ov for K (ov NULL: forgets it); the least used goes. */
+void sl_lcache_over_put(sl_limiters *l, size_t name_len, const char *key,
+                        size_t kl, const sluice_limiter_override *ov);
+/* Forgets every override cached for name (its K, without a client, is kl
+ * bytes). */
+void sl_lcache_over_forget(sl_limiters *l, const char *key, size_t kl,
+                           size_t name_len);
+/* The override of K if read within cache_ms (true). */
+bool sl_lcache_over(sl_limiters *l, const char *key, size_t kl,
+                    sluice_limiter_override *ov);
+
+#endif /* SL_LIMITER_CACHE_H */

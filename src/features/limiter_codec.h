@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* limiter_codec.h - the values a named limiter stores: its rules and its
+ * overrides (limiter_codec.c). */
+#ifndef SL_LIMITER_CODEC_H
+#define SL_LIMITER_CODEC_H
+
+#include "request.h"
+
+/* The stored value of rules and overrides starts with this line. */
+#define SL_LIMITER_MAGIC     "sluice-limiter 1\n"
+#define SL_LIMITER_MAGIC_LEN (sizeof(SL_LIMITER_MAGIC) - 1)
+
+/* The stored value of rules: the magic line, the keep-alive, the rules
+ * as text; and back (EPROTO for anything else). */
+size_t sl_limiter_encode(char *dst, const sluice_ruleset *rs,
+                         int64_t keepalive);
+sluice_status sl_limiter_decode(const sl_value *v, const void *name,
+                                size_t name_len, sluice_ruleset *rs,
+                                int64_t *keepalive, char *err);
+/* An override as stored (the rules' encoding, or the magic
+ * line and "unlimited" or "deny"), and back (not found: kind NONE). */
+size_t sl_override_encode(char *dst, const sluice_limiter_override *ov);
+sluice_status sl_override_decode(const sl_value *v, const void *name,
+                                 size_t name_len, sluice_limiter_override *ov,
+                                 char *err);
+
+#endif /* SL_LIMITER_CODEC_H */
