@@ -57,6 +57,26 @@ static redisContext *admin(int port, const char *pw)
     return c;
 }
 
+/* A node's plain port (the fixture's own checks) from the port clients
+ * reach it at (its TLS port under sentinel-tls.sh). */
+static int plain_port(int client_port)
+{
+    char path[64], buf[32];
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "node-%d/client-port", i);
+        read_file(path, buf, sizeof(buf));
+        if (atoi(buf) == client_port) {
+            snprintf(path, sizeof(path), "node-%d/port", i);
+            read_file(path, buf, sizeof(buf));
+            return atoi(buf);
+        }
+    }
+    fail_msg("no node answers clients at port %d", client_port);
+    return 0;
+}
+
 static int sentinel_port(int i)
 {
     char buf[32], name[32];
@@ -175,9 +195,15 @@ static void bad_input_is_a_clear_error(void **state)
 
     (void)state;
     /* An unknown master. */
-    at = strrchr(url, '/');
-    snprintf(u, sizeof(u), "%.*s/nosuch%s", (int)(at - url), url,
-             strchr(at, '?'));
+    {
+        char seg[160];
+
+        snprintf(seg, sizeof(seg), "/%s?", master_name);
+        at = strstr(url, seg);
+        assert_non_null(at);
+        snprintf(u, sizeof(u), "%.*s/nosuch%s", (int)(at - url), url,
+                 at + strlen(seg) - 1);
+    }
     sl = open_url(u, "timeout_ms=1000");
     assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_ECONNECT);
     assert_non_null(strstr(sluice_errmsg(sl), "does not know a master"));
@@ -288,7 +314,7 @@ static void *hammer(void *arg)
 /* The count the master now holds for key: every window's. */
 static long long counted(const char *key)
 {
-    redisContext *c = admin(master_port(2), DATA_PW);
+    redisContext *c = admin(plain_port(master_port(2)), DATA_PW);
     redisReply *r = redisCommand(c, "KEYS sluice:{%s}:*", key);
     long long sum = 0;
     size_t k;
@@ -318,7 +344,7 @@ static void wait_settled(void)
         bool ok = m != 0 && m == master_port(2) && m == master_port(3);
 
         if (ok) {
-            redisContext *c = admin(m, DATA_PW);
+            redisContext *c = admin(plain_port(m), DATA_PW);
             redisReply *r = redisCommand(c, "INFO replication");
 
             ok = r != NULL && r->str != NULL &&
@@ -441,7 +467,7 @@ static void killed(int old)
     int i;
 
     for (i = 0; i < 3; i++) {
-        snprintf(path, sizeof(path), "node-%d/port", i);
+        snprintf(path, sizeof(path), "node-%d/client-port", i);
         read_file(path, buf, sizeof(buf));
         if (atoi(buf) == old) {
             snprintf(path, sizeof(path), "node-%d/pid", i);
