@@ -44,14 +44,12 @@ static sluice_status evalsha_open(const sl_url *url, sl_engine *eng, void **out,
     s->url = url;
     s->eng = eng;
     sl_conn_init(&s->conn, &url->ep, &url->cfg, "evalsha", eng);
-    if (url->sentinel && sl_conn_use_sentinels(&s->conn, url) != SLUICE_OK) {
+    if (url->sentinel && sl_conn_init_sentinels(&s->conn, url, eng)) {
         sl_conn_close(&s->conn);
         sl_free(s);
         sl_errf(err, err_len, "evalsha: out of memory");
         return SLUICE_ENOMEM;
     }
-    if (url->sentinel && sl_engine_add_conn(eng, sl_sentinel_sub(&s->conn)))
-        sl_sentinel_subscribe(&s->conn);
     /* One connect, within connect_timeout_ms, so that the first call
      * finds it ready; a server that is down or refuses the client never
      * fails the open: the calls answer by the fail policy, and connect

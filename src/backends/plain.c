@@ -33,7 +33,6 @@
 #include "algo.h"
 #include "backends/plain_lease.h"
 #include "backends/plain_ops.h"
-#include "net/sentinel.h"
 #include "store.h"
 
 #include <stdio.h>
@@ -763,14 +762,12 @@ sluice_status sl_plain_open(const sl_url *url, bool multi, sl_engine *eng,
     p->multi = multi;
     p->nonce = sl_plain_ops_seed(p);
     sl_conn_init(&p->conn, &url->ep, &url->cfg, name, eng);
-    if (url->sentinel && sl_conn_use_sentinels(&p->conn, url) != SLUICE_OK) {
+    if (url->sentinel && sl_conn_init_sentinels(&p->conn, url, eng)) {
         sl_conn_close(&p->conn);
         sl_free(p);
         sl_errf(err, err_len, "%s: out of memory", name);
         return SLUICE_ENOMEM;
     }
-    if (url->sentinel && sl_engine_add_conn(eng, sl_sentinel_sub(&p->conn)))
-        sl_sentinel_subscribe(&p->conn);
     p->on_reply = on_reply;
     /* A server that is down never fails the open (as evalsha_open). */
     st = sl_conn_ensure(&p->conn, err, err_len);
@@ -791,11 +788,6 @@ void sl_plain_close(void *state)
         return;
     sl_conn_close(&p->conn);
     sl_free(p);
-}
-
-uint64_t sl_plain_failovers(void *state)
-{
-    return sl_sentinel_failovers(&((sl_plain *)state)->conn);
 }
 
 uint64_t sl_plain_round_trips(void *state)

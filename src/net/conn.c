@@ -8,7 +8,6 @@
  * socket.c or tls.c, and RESP is resp.c's. */
 #include "net/conn.h"
 
-#include "net/sentinel.h"
 #include "net/socket.h"
 #include "net/tls.h"
 
@@ -41,13 +40,8 @@ static const char *endpoint(const sl_conn *cn, char *buf, size_t len)
 
     if (u->socket[0] != '\0')
         snprintf(buf, len, "%s", u->socket);
-    else if (cn->sen != NULL && u->host[0] == '\0')
-        snprintf(buf, len, "master \"%s\"", cn->sen->url->master);
-    else if (cn->sen != NULL && cn->sen->hint_port != 0)
-        snprintf(buf, len,
-                 "%s:%d (failing over: the new master the sentinels "
-                 "announced)",
-                 u->host, u->port);
+    else if (cn->disc != NULL && cn->disc->describe(cn, buf, len))
+        return buf;
     else
         snprintf(buf, len, "%s:%d", u->host, u->port);
     return buf;
@@ -77,7 +71,7 @@ bool sl_conn_is_ready(const sl_conn *cn)
 static void drop_socket(sl_conn *cn)
 {
     if (cn->phase == SL_PHASE_DISCOVER)
-        sl_sentinel_drop(cn); /* fd is the sentinel's */
+        cn->disc->drop(cn); /* fd is the one asked's */
     sl_conn_unwatch(cn);
     if (cn->ssl != NULL) {
         sl_tls_free(cn->ssl);
@@ -314,7 +308,7 @@ const char *sl_conn_setup_name(const sl_conn *cn, unsigned k)
         names[n++] = "AUTH";
     if (u->db != 0)
         names[n++] = "SELECT";
-    if (cn->sen != NULL)
+    if (cn->disc != NULL)
         names[n++] = "ROLE";
     return k < n ? names[k] : "setup";
 }
@@ -362,7 +356,7 @@ void sl_conn_begin_setup(sl_conn *cn)
         cn->slen += sl_resp_format(cn->sbuf + cn->slen, 2, argv, NULL);
         cn->setup_left++;
     }
-    if (cn->sen != NULL) {
+    if (cn->disc != NULL) {
         /* Is the address the sentinels named the master still? */
         const char *argv[1] = {"ROLE"};
 
@@ -606,16 +600,15 @@ static void setup_reply(sl_conn *cn, redisReply *r)
         unsigned n =
             (unsigned)(u->tls && u->password[0] == '\0' && u->db == 0) +
             (unsigned)(u->password[0] != '\0') + (unsigned)(u->db != 0) +
-            (unsigned)(cn->sen != NULL);
+            (unsigned)(cn->disc != NULL);
 
         k = n - cn->setup_left;
     }
-    if (cn->sen != NULL && cn->setup_left == 1 &&
+    if (cn->disc != NULL && cn->setup_left == 1 &&
         r->type != REDIS_REPLY_ERROR) {
         char role[200];
 
-        if (!sl_sentinel_is_master(r, role, sizeof(role))) {
-            sl_sentinel_refused(cn);
+        if (!cn->disc->role(cn, r, role, sizeof(role))) {
             sl_conn_fail(cn, SLUICE_ECONNECT,
                          "is not the master: ROLE answered %s (a failover "
                          "under way, or a sentinel that names a replica); "
@@ -623,7 +616,6 @@ static void setup_reply(sl_conn *cn, redisReply *r)
                          role);
             return;
         }
-        sl_sentinel_ready(cn);
     }
     if (r->type == REDIS_REPLY_ERROR) {
         char said[SL_ESCAPE_SHOWN * 4 + 32];
@@ -674,11 +666,11 @@ static void dispatch(sl_conn *cn)
         if (r->type != REDIS_REPLY_ERROR) {
             cn->answered = true;
             cn->failures = 0;
-        } else if (cn->sen != NULL && r->len >= 8 &&
+        } else if (cn->disc != NULL && r->len >= 8 &&
                    memcmp(r->str, "READONLY", 8) == 0 && !cn->doomed) {
             /* A demoted master: what was written is answered here, the
              * rest goes to the master the sentinels name next. */
-            cn->sen->readonly++;
+            cn->disc->readonly(cn);
             sl_conn_doom(cn);
         }
         e = cn->q[cn->qhead];
@@ -736,7 +728,7 @@ short sl_conn_wants(const sl_conn *cn)
     case SL_PHASE_CLOSED:
         return 0;
     case SL_PHASE_DISCOVER:
-        return sl_sentinel_wants(cn);
+        return cn->disc->wants(cn);
     case SL_PHASE_RESOLVING:
         return POLLIN;
     case SL_PHASE_CONNECTING:
@@ -784,8 +776,10 @@ void sl_conn_close(sl_conn *cn)
     sl_free(cn->q);
     cn->q = NULL;
     cn->qcap = cn->qhead = cn->qlen = 0;
-    sl_sentinel_free(cn->sen);
-    cn->sen = NULL;
+    if (cn->disc != NULL)
+        cn->disc->free(cn);
+    cn->disc = NULL;
+    cn->disc_state = NULL;
 }
 
 const char *sl_conn_endpoint(const sl_conn *cn, char *buf, size_t len)

@@ -61,13 +61,37 @@ typedef enum sl_phase {
     SL_PHASE_READY
 } sl_phase;
 
-struct sl_sentinel;
+struct sl_conn;
+
+/* Where a connection connects to, asked before every connect (Redis
+ * Sentinel: net/sentinel.c sets these; the connection knows nothing of
+ * it but this table, as an owner reaches it through sl_conn_events). In
+ * the discovery phase fd is the socket of the one asked. */
+typedef struct sl_conn_discovery {
+    /* A connect begins: ask (the phase is SL_PHASE_DISCOVER until the
+     * answer, then sl_conn_connect_found, or sl_conn_fail). */
+    void (*start)(struct sl_conn *cn);
+    void (*io)(struct sl_conn *cn, short revents);
+    short (*wants)(const struct sl_conn *cn);
+    void (*check_deadline)(struct sl_conn *cn, int64_t now);
+    void (*drop)(struct sl_conn *cn); /* the connection closes */
+    void (*free)(struct sl_conn *cn); /* for good */
+    /* ROLE's reply in the setup (sent last): whether the server is the
+     * master; else role says what it is, for the message. */
+    bool (*role)(struct sl_conn *cn, const redisReply *r, char *role,
+                 size_t role_len);
+    void (*readonly)(struct sl_conn *cn); /* a READONLY reply came */
+    /* The endpoint for messages, when discovery has something to say
+     * about it (no address yet, a failover awaited); else false. */
+    bool (*describe)(const struct sl_conn *cn, char *buf, size_t len);
+} sl_conn_discovery;
 
 typedef struct sl_conn {
     int fd; /* -1 when closed */
-    /* With sentinels (net/sentinel.h): every connect asks them first; fd
-     * is then the socket of the one asked. NULL: none. */
-    struct sl_sentinel *sen;
+    /* With a discovery (sentinels), every connect asks it first. NULL:
+     * none. */
+    const sl_conn_discovery *disc;
+    void *disc_state;
     void *ssl;    /* SSL *, when the URL asks for TLS */
     sl_resp resp; /* replies read and not yet taken */
     sl_phase phase;

@@ -5,7 +5,6 @@
  * readiness handed to the phase that waits for it (sl_conn_io); and the
  * one connect that waits, at a handle's open (sl_conn_ensure). */
 #include "net/conn.h"
-#include "net/sentinel.h"
 #include "net/socket.h"
 #include "net/tls.h"
 
@@ -165,8 +164,8 @@ static void start_connect(sl_conn *cn)
     }
     cn->connect_deadline = now + cn->cfg->connect_timeout_ms;
     cn->addr_at = 0;
-    if (cn->sen != NULL) {
-        sl_sentinel_start(cn); /* then sl_conn_connect_found */
+    if (cn->disc != NULL) {
+        cn->disc->start(cn); /* then sl_conn_connect_found */
         return;
     }
     if (resolve(cn))
@@ -226,7 +225,7 @@ void sl_conn_check_deadline(sl_conn *cn, int64_t now)
         now < cn->connect_deadline)
         return;
     if (cn->phase == SL_PHASE_DISCOVER)
-        sl_sentinel_check_deadline(cn, now);
+        cn->disc->check_deadline(cn, now);
     else if (cn->phase == SL_PHASE_RESOLVING)
         sl_conn_fail(cn, SLUICE_ECONNECT,
                      "cannot be looked up in connect_timeout_ms=%u",
@@ -251,7 +250,7 @@ void sl_conn_io(sl_conn *cn, short revents)
     case SL_PHASE_CLOSED:
         return;
     case SL_PHASE_DISCOVER:
-        sl_sentinel_io(cn, revents);
+        cn->disc->io(cn, revents);
         return;
     case SL_PHASE_RESOLVING:
         lookup_done(cn);

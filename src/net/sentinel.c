@@ -10,6 +10,12 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The discovery state of cn (sl_conn_use_sentinels). */
+static sl_sentinel *sen(const sl_conn *cn)
+{
+    return cn->disc_state;
+}
+
 static sl_sentinel *of_ask(sl_conn *ask)
 {
     return (sl_sentinel *)(void *)((char *)ask - offsetof(sl_sentinel, ask));
@@ -125,7 +131,7 @@ static void end_try(sl_sentinel *s)
  * divided among the sentinels not tried yet. */
 static void ask(sl_conn *cn, size_t i)
 {
-    sl_sentinel *s = cn->sen;
+    sl_sentinel *s = sen(cn);
     const char *argv[3] = {"SENTINEL", "GET-MASTER-ADDR-BY-NAME",
                            s->url->master};
     size_t lens[3] = {8, 23, strlen(s->url->master)};
@@ -159,7 +165,7 @@ static void ask(sl_conn *cn, size_t i)
 /* The asking connection's socket is the outer one's, for its owner. */
 static void mirror(sl_conn *cn)
 {
-    sl_sentinel *s = cn->sen;
+    sl_sentinel *s = sen(cn);
 
     if (cn->fd != s->ask.fd) {
         sl_conn_unwatch(cn);
@@ -171,7 +177,7 @@ static void mirror(sl_conn *cn)
  * without naming it (the next), or still under way. */
 static void settle(sl_conn *cn)
 {
-    sl_sentinel *s = cn->sen;
+    sl_sentinel *s = sen(cn);
 
     for (;;) {
         if (s->answered) {
@@ -342,39 +348,18 @@ static void on_switch(sl_conn *sub, struct sl_job *job, size_t i, redisReply *r,
 
 sl_conn *sl_sentinel_sub(sl_conn *cn)
 {
-    return cn->sen != NULL ? &cn->sen->sub : NULL;
+    return cn->disc_state != NULL ? &sen(cn)->sub : NULL;
 }
 
 void sl_sentinel_subscribe(sl_conn *cn)
 {
-    if (cn->sen != NULL)
-        subscribe(cn->sen, true);
+    if (cn->disc_state != NULL)
+        subscribe(sen(cn), true);
 }
 
-sluice_status sl_conn_use_sentinels(sl_conn *cn, const sl_url *url)
+static void disc_start(sl_conn *cn)
 {
-    sl_sentinel *s = sl_calloc(1, sizeof(*s));
-
-    if (s == NULL)
-        return SLUICE_ENOMEM;
-    atomic_init(&s->switches, 0);
-    s->url = url;
-    s->cfg = *cn->cfg;
-    s->ask_ep = url->sentinel_ep;
-    s->master_ep = url->ep;
-    sl_conn_prepare(&s->ask, &s->ask_ep, &s->cfg, "sentinel");
-    s->sub_ep = url->sentinel_ep;
-    sl_conn_prepare(&s->sub, &s->sub_ep, cn->cfg, "sentinel");
-    s->sub.push = true;
-    s->data = cn;
-    cn->sen = s;
-    cn->ep = &s->master_ep;
-    return SLUICE_OK;
-}
-
-void sl_sentinel_start(sl_conn *cn)
-{
-    sl_sentinel *s = cn->sen;
+    sl_sentinel *s = sen(cn);
 
     /* A failover announced: only its new master, without asking, until
      * ROLE says it is the master (sl_sentinel_ready) or HINT_MS pass: the
@@ -404,20 +389,20 @@ void sl_sentinel_start(sl_conn *cn)
     settle(cn);
 }
 
-void sl_sentinel_io(sl_conn *cn, short revents)
+static void disc_io(sl_conn *cn, short revents)
 {
-    sl_conn_io(&cn->sen->ask, revents);
+    sl_conn_io(&sen(cn)->ask, revents);
     settle(cn);
 }
 
-short sl_sentinel_wants(const sl_conn *cn)
+static short disc_wants(const sl_conn *cn)
 {
-    return sl_conn_wants(&cn->sen->ask);
+    return sl_conn_wants(&sen(cn)->ask);
 }
 
-void sl_sentinel_check_deadline(sl_conn *cn, int64_t now)
+static void disc_check_deadline(sl_conn *cn, int64_t now)
 {
-    sl_sentinel *s = cn->sen;
+    sl_sentinel *s = sen(cn);
 
     if (now < s->deadline)
         return;
@@ -432,9 +417,9 @@ void sl_sentinel_check_deadline(sl_conn *cn, int64_t now)
     settle(cn);
 }
 
-void sl_sentinel_drop(sl_conn *cn)
+static void disc_drop(sl_conn *cn)
 {
-    sl_sentinel *s = cn->sen;
+    sl_sentinel *s = sen(cn);
 
     end_try(s);
     if (cn->fd >= 0)
@@ -442,8 +427,10 @@ void sl_sentinel_drop(sl_conn *cn)
     cn->fd = -1;
 }
 
-void sl_sentinel_free(sl_sentinel *s)
+static void disc_free(sl_conn *cn)
 {
+    sl_sentinel *s = sen(cn);
+
     if (s == NULL)
         return;
     s->ask.ev.unwatch = NULL;
@@ -453,37 +440,92 @@ void sl_sentinel_free(sl_sentinel *s)
     sl_free(s);
 }
 
-uint64_t sl_sentinel_failovers(const sl_conn *cn)
+/* ROLE in the setup: the master found (an awaited one included), or not
+ * one: then the sentinel that named it is asked last next time, unless a
+ * failover's new master is awaited (it says slave until promoted). */
+static bool disc_role(sl_conn *cn, const redisReply *r, char *role,
+                      size_t role_len)
 {
-    return cn->sen != NULL ? (uint64_t)atomic_load(&cn->sen->switches) : 0;
-}
-
-void sl_sentinel_refused(sl_conn *cn)
-{
-    sl_sentinel *s = cn->sen;
-
-    /* The sentinel that named it is asked last next time, unless a
-     * failover's new master is awaited (it says slave until promoted). */
-    if (s->hint_port == 0)
-        s->first = (s->first + 1) % s->url->nseeds;
-}
-
-void sl_sentinel_ready(sl_conn *cn)
-{
-    cn->sen->hint_port = 0;
-}
-
-bool sl_sentinel_is_master(const redisReply *r, char *role, size_t role_len)
-{
+    sl_sentinel *s = sen(cn);
     const redisReply *e;
 
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
         (r->element[0]->type != REDIS_REPLY_STRING &&
          r->element[0]->type != REDIS_REPLY_STATUS)) {
         sl_reply_describe(role, role_len, r);
-        return false;
+    } else {
+        e = r->element[0];
+        snprintf(role, role_len, "%.*s", (int)(e->len > 40 ? 40 : e->len),
+                 e->str);
+        if (e->len == 6 && memcmp(e->str, "master", 6) == 0) {
+            s->hint_port = 0;
+            return true;
+        }
     }
-    e = r->element[0];
-    snprintf(role, role_len, "%.*s", (int)(e->len > 40 ? 40 : e->len), e->str);
-    return e->len == 6 && memcmp(e->str, "master", 6) == 0;
+    if (s->hint_port == 0)
+        s->first = (s->first + 1) % s->url->nseeds;
+    return false;
+}
+
+static void disc_readonly(sl_conn *cn)
+{
+    sen(cn)->readonly++;
+}
+
+/* No address yet: the master's name; a failover's new master awaited:
+ * says so. */
+static bool disc_describe(const sl_conn *cn, char *buf, size_t len)
+{
+    const sl_sentinel *s = sen(cn);
+
+    if (cn->ep->host[0] == '\0')
+        snprintf(buf, len, "master \"%s\"", s->url->master);
+    else if (s->hint_port != 0)
+        snprintf(buf, len,
+                 "%s:%d (failing over: the new master the sentinels "
+                 "announced)",
+                 cn->ep->host, cn->ep->port);
+    else
+        return false;
+    return true;
+}
+
+static const sl_conn_discovery sentinels = {
+    .start = disc_start,
+    .io = disc_io,
+    .wants = disc_wants,
+    .check_deadline = disc_check_deadline,
+    .drop = disc_drop,
+    .free = disc_free,
+    .role = disc_role,
+    .readonly = disc_readonly,
+    .describe = disc_describe,
+};
+
+sluice_status sl_conn_use_sentinels(sl_conn *cn, const sl_url *url)
+{
+    sl_sentinel *s = sl_calloc(1, sizeof(*s));
+
+    if (s == NULL)
+        return SLUICE_ENOMEM;
+    atomic_init(&s->switches, 0);
+    s->url = url;
+    s->cfg = *cn->cfg;
+    s->ask_ep = url->sentinel_ep;
+    s->master_ep = url->ep;
+    sl_conn_prepare(&s->ask, &s->ask_ep, &s->cfg, "sentinel");
+    s->sub_ep = url->sentinel_ep;
+    sl_conn_prepare(&s->sub, &s->sub_ep, cn->cfg, "sentinel");
+    s->sub.push = true;
+    s->data = cn;
+    cn->disc = &sentinels;
+    cn->disc_state = s;
+    cn->ep = &s->master_ep;
+    return SLUICE_OK;
+}
+
+uint64_t sl_sentinel_failovers(const sl_conn *cn)
+{
+    return cn->disc == &sentinels ? (uint64_t)atomic_load(&sen(cn)->switches)
+                                  : 0;
 }

@@ -57,25 +57,7 @@ sluice_status sl_conn_use_sentinels(sl_conn *cn, const sl_url *url);
 sl_conn *sl_sentinel_sub(sl_conn *cn);
 void sl_sentinel_subscribe(sl_conn *cn);
 
-/* For connect.c and conn.c: a discovery round begins (every connect of a
- * connection with sentinels starts so); the socket's readiness in the
- * discovery phase; what it waits for; its deadline; and its end when the
- * connection closes or fails. */
-void sl_sentinel_start(sl_conn *cn);
-void sl_sentinel_io(sl_conn *cn, short revents);
-short sl_sentinel_wants(const sl_conn *cn);
-void sl_sentinel_check_deadline(sl_conn *cn, int64_t now);
-void sl_sentinel_drop(sl_conn *cn);
-void sl_sentinel_free(sl_sentinel *s);
-
-/* Whether a reply of ROLE says "master" (the setup of a connection with
- * sentinels); else *role holds what it said, for the message. */
-bool sl_sentinel_is_master(const redisReply *r, char *role, size_t role_len);
 /* Moves to another master so far: any thread. */
 uint64_t sl_sentinel_failovers(const sl_conn *cn);
-/* ROLE said something else than master. */
-void sl_sentinel_refused(sl_conn *cn);
-/* ROLE said master: an announced new master is found. */
-void sl_sentinel_ready(sl_conn *cn);
 
 #endif /* SL_NET_SENTINEL_H */
