@@ -45,7 +45,7 @@ static void redact_options(char *dst, size_t dst_len)
         size_t n = strcspn(v, "&#"), rest = strlen(v + n);
         size_t room = dst_len - (size_t)(v - dst);
 
-        if (p > dst && p[-1] != '?' && p[-1] != '&') {
+        if (p == dst || (p[-1] != '?' && p[-1] != '&')) {
             p = v; /* inside another option's name or value */
             continue;
         }
