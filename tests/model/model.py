@@ -1025,7 +1025,7 @@ class Ledger:
         if s["latest"] is not None:
             s["entries"] = [(x, c) for x, c in s["entries"]
                             if x > s["latest"] - r.period - LOG_SKEW_MS]
-        total = sum(c for x, c in s["entries"] if x > low)
+        total = sum(c for x, c in s["entries"] if low < x <= d)
         if d < s.get("refund_until", d):
             # A refund event undid the newest charges, which may be units
             # another handle holds and admits later: no bound is stated
