@@ -281,12 +281,20 @@ SLUICE_API sluice_status sluice_ruleset_check(const sluice_ruleset *rs,
  *   redis+multi://[user:password@]host:port[/db]   MULTI/EXEC, no scripts
  *   twemproxy://[password@]host:port   plain pipelines a proxy can parse
  *   redis-cluster://[user:password@]host:port[,host:port...]   slot-routed
+ *   redis+sentinel://[user:password@]host:port[,host:port...]/MASTER[/db]
+ *       the master that Redis Sentinel names (the Lua backend), asked of
+ *       the sentinels listed before every connect and followed across
+ *       failovers; redis+multi+sentinel:// (MULTI/EXEC), rediss+sentinel://
+ *       (TLS); user:password are the data nodes', the sentinels' go in
+ *       sentinel_user= and sentinel_password= (never shown in a message),
+ *       sentinel_tls=0|1 (default: as the data nodes)
  * Query options, each once (a scheme in any case):
  *   ?timeout_ms=&connect_timeout_ms=&clock=local|server
  *   &fail=error|open|closed|fallback&prefix=&ttl_floor_ms=
  *   &deny_cache=&metrics=&shadow=&fallback_instances=&rules_cache_ms=
  *   &max_reply_bytes=&socket=&tls=&tls_verify=&tls_ca_file=&tls_ca_dir=
- *   &tls_cert=&tls_key=&tls_server_name=   (`sluice --help` says each)
+ *   &tls_cert=&tls_key=&tls_server_name=&sentinel_user=&sentinel_password=
+ *   &sentinel_tls=   (`sluice --help` says each)
  * opts may be NULL. On SLUICE_OK stores a handle in *out; else *out is NULL
  * and err (may be NULL) holds the reason. Free with sluice_close().
  * Checks the URL, the options and the TLS files; a server that is down,
@@ -701,6 +709,8 @@ typedef struct sluice_stats {
     /* Added after 0.1.0: overrides of named limiters. */
     uint64_t allowlisted; /* of allowed (and peeks): allow-listed clients */
     uint64_t denylisted;  /* of denied (and peeks): deny-listed clients */
+    /* Added after 0.1.0: Redis Sentinel (redis+sentinel://). */
+    uint64_t failovers; /* moves to another master the sentinels named */
 } sluice_stats;
 
 /* Copies the counters into out, size bytes of it (sizeof(*out) as the

@@ -23,6 +23,9 @@ typedef struct sl_backend {
 
     /* Optional, NULL = none: network round trips so far. */
     uint64_t (*round_trips)(void *state);
+    /* Optional, NULL = none: moves to another master so far (sentinels);
+     * any thread. */
+    uint64_t (*failovers)(void *state);
 
     /* How it decides: jobs on the engine (engine.h), whose calls wait or
      * not (the blocking call is a job and a wait, sl_engine_decide). Every

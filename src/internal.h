@@ -188,6 +188,16 @@ typedef struct sl_url {
         char host[256];
         int port;
     } seeds[SL_MAX_SEEDS];
+    /* redis+sentinel://, rediss+sentinel://, redis+multi+sentinel://:
+     * scheme is SL_SCHEME_REDIS or SL_SCHEME_MULTI, seeds are the
+     * sentinels, master the name they know the master by, and sentinel_ep
+     * how they are reached (user, password, TLS; its host is unused). ep
+     * is the data nodes': its host and port are the master's, once the
+     * sentinels named it. */
+    bool sentinel;
+    char master[128];
+    sl_endpoint sentinel_ep;
+    int sentinel_tls; /* sentinel_tls=: -1 as the data nodes, 0, 1 */
     sl_config cfg;
 } sl_url;
 

@@ -42,7 +42,10 @@ typedef enum {
     TLS_CA_DIR,
     TLS_CERT,
     TLS_KEY,
-    TLS_SERVER_NAME
+    TLS_SERVER_NAME,
+    SENTINEL_USER,
+    SENTINEL_PASSWORD,
+    SENTINEL_TLS
 } option_id;
 
 static const char *const clocks[] = {"local", "server", NULL};
@@ -103,6 +106,12 @@ static const struct option {
      "this client's private key"},
     {TLS_SERVER_NAME, "tls_server_name", OPT_TEXT, "NAME", 0, 0, NULL,
      "SNI and verified name (default host)"},
+    {SENTINEL_USER, "sentinel_user", OPT_TEXT, "U", 0, 0, NULL,
+     "the sentinels' ACL user (+sentinel)"},
+    {SENTINEL_PASSWORD, "sentinel_password", OPT_TEXT, "P", 0, 0, NULL,
+     "the sentinels' password (+sentinel)"},
+    {SENTINEL_TLS, "sentinel_tls", OPT_FLAG, "0|1", 0, 0, NULL,
+     "TLS to the sentinels (default: as the nodes)"},
 };
 
 #define NOPTIONS (sizeof(table) / sizeof(table[0]))
@@ -236,6 +245,12 @@ static char *text_of(option_id id, sl_url *u, size_t *cap)
         return u->ep.tls_key;
     case TLS_SERVER_NAME:
         return u->ep.tls_server_name;
+    case SENTINEL_USER:
+        *cap = sizeof(u->sentinel_ep.user);
+        return u->sentinel_ep.user;
+    case SENTINEL_PASSWORD:
+        *cap = sizeof(u->sentinel_ep.password);
+        return u->sentinel_ep.password;
     default:
         return NULL;
     }
@@ -292,9 +307,17 @@ static void store(option_id id, long long n, sl_url *u)
     case TLS_VERIFY:
         u->ep.tls_insecure = n == 0;
         break;
+    case SENTINEL_TLS:
+        u->sentinel_tls = (int)n;
+        break;
     default:
         break;
     }
+}
+
+bool sl_option_secret(size_t i)
+{
+    return i < NOPTIONS && table[i].id == SENTINEL_PASSWORD;
 }
 
 bool sl_option_apply(size_t i, const char *v, size_t n, bool secret, sl_url *u,

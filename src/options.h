@@ -24,6 +24,9 @@ int sl_option_find(const char *name, size_t len);
 bool sl_option_apply(size_t i, const char *v, size_t n, bool secret, sl_url *u,
                      char *msg, size_t msg_len);
 
+/* Whether option i's value is a secret, never shown (sentinel_password). */
+bool sl_option_secret(size_t i);
+
 /* A whole decimal number in [lo, hi] from [s, s+n). */
 bool sl_read_uint(const char *s, size_t n, long long lo, long long hi,
                   long long *out);

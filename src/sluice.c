@@ -252,6 +252,8 @@ sluice_status sluice_get_stats(sluice *sl, sluice_stats *out, size_t size)
     }
     sl_stats_read(&sl->stats, &st);
     sl_reserve_read(&sl->rsv, &st);
+    if (sl->backend->failovers != NULL)
+        st.failovers = sl->backend->failovers(sl->state);
     memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));
     return SLUICE_OK;
 }

@@ -32,6 +32,36 @@ static bool in_secret(const char *url, const char *p)
     return secret_span(url, &start, &at) && p >= start && p < at;
 }
 
+/* Hides the value of every secret query option in dst (of dst_len
+ * bytes, already redacted up to its last '@'): "sentinel_password=***",
+ * what follows cut where it no longer fits. */
+static void redact_options(char *dst, size_t dst_len)
+{
+    static const char key[] = "sentinel_password=";
+    char *p = dst;
+
+    while ((p = strstr(p, key)) != NULL) {
+        char *v = p + sizeof(key) - 1;
+        size_t n = strcspn(v, "&#"), rest = strlen(v + n);
+        size_t room = dst_len - (size_t)(v - dst);
+
+        if (p == dst || (p[-1] != '?' && p[-1] != '&')) {
+            p = v; /* inside another option's name or value */
+            continue;
+        }
+        if (room < 4) {
+            *v = '\0';
+            return;
+        }
+        if (rest > room - 4)
+            rest = room - 4;
+        memmove(v + 3, v + n, rest);
+        memcpy(v, "***", 3);
+        v[3 + rest] = '\0';
+        p = v + 3;
+    }
+}
+
 void sl_url_redact(const char *url, char *dst, size_t dst_len)
 {
     const char *start, *at;
@@ -42,11 +72,11 @@ void sl_url_redact(const char *url, char *dst, size_t dst_len)
         snprintf(dst, dst_len, "(null)");
         return;
     }
-    if (!secret_span(url, &start, &at)) {
+    if (!secret_span(url, &start, &at))
         snprintf(dst, dst_len, "%s", url);
-        return;
-    }
-    snprintf(dst, dst_len, "%.*s***%s", (int)(start - url), url, at);
+    else
+        snprintf(dst, dst_len, "%.*s***%s", (int)(start - url), url, at);
+    redact_options(dst, dst_len);
 }
 
 /* The name of query option i, for the tests: the table in options.c. */
@@ -105,8 +135,9 @@ static sluice_status apply_option(const char *url, const char *kv, size_t n,
         return bad(err, err_len, url, msg);
     }
     *seen |= UINT32_C(1) << i;
-    if (!sl_option_apply((size_t)i, v, vlen, in_secret(url, v), u, msg,
-                         sizeof(msg)))
+    if (!sl_option_apply((size_t)i, v, vlen,
+                         in_secret(url, v) || sl_option_secret((size_t)i), u,
+                         msg, sizeof(msg)))
         return bad(err, err_len, url, msg);
     return SLUICE_OK;
 }
@@ -230,7 +261,8 @@ static sluice_status parse_redis(const char *url, const char *rest, size_t n,
 /* "[user:password@]host:port,host:port,...": every seed is checked; the
  * first also fills host and port. No database: clusters have only 0. */
 static sluice_status parse_cluster(const char *url, const char *rest, size_t n,
-                                   sl_url *u, char *err, size_t err_len)
+                                   int port, sl_url *u, char *err,
+                                   size_t err_len)
 {
     const char *at = NULL, *p, *end = rest + n;
     size_t creds, i, first;
@@ -261,7 +293,16 @@ static sluice_status parse_cluster(const char *url, const char *rest, size_t n,
                        "a cluster has no databases: drop the /db");
         snprintf(u->seeds[u->nseeds].host, sizeof(u->seeds[0].host), "%s",
                  tmp.ep.host);
-        u->seeds[u->nseeds++].port = tmp.ep.port;
+        /* A seed without a port has the scheme's: after a bracketed
+         * IPv6 address, or anywhere in a name or IPv4 address. */
+        {
+            const char *close = p[0] == '[' ? memchr(p, ']', len) : p;
+            size_t after = close != NULL ? (size_t)(close - p) : 0;
+
+            u->seeds[u->nseeds++].port =
+                memchr(p + after, ':', len - after) != NULL ? tmp.ep.port
+                                                            : port;
+        }
         p += len + (comma != NULL ? 1 : 0);
         if (comma != NULL && p == end)
             return bad(err, err_len, url, "empty seed after a comma");
@@ -273,6 +314,52 @@ static sluice_status parse_cluster(const char *url, const char *rest, size_t n,
     for (first = creds; first < n && rest[first] != ','; first++)
         ;
     return parse_redis(url, rest, first, u, err, err_len);
+}
+
+/* "[user:password@]host[:port][,host[:port]...]/MASTER[/db]": the
+ * sentinels as a cluster's seeds are (port 26379 when none is given),
+ * then the master's name (1 to 127 bytes,
+ * percent-escaped where needed) and the data nodes' database. */
+static sluice_status parse_sentinel(const char *url, const char *rest, size_t n,
+                                    sl_url *u, char *err, size_t err_len)
+{
+    const char *at = NULL, *end = rest + n, *path, *name, *db;
+    long long num;
+    size_t i;
+    sluice_status st;
+
+    for (i = 0; i < n; i++)
+        if (rest[i] == '@')
+            at = rest + i;
+    path = memchr(at != NULL ? at : rest, '/',
+                  (size_t)(end - (at != NULL ? at : rest)));
+    if (path == NULL || path + 1 == end)
+        return bad(err, err_len, url,
+                   "missing the master's name: redis+sentinel://"
+                   "host:port[,host:port...]/MASTERNAME");
+    if ((st = parse_cluster(url, rest, (size_t)(path - rest), 26379, u, err,
+                            err_len)) != SLUICE_OK)
+        return st;
+    name = path + 1;
+    db = memchr(name, '/', (size_t)(end - name));
+    if (db == NULL)
+        db = end;
+    if (db == name ||
+        !sl_decode(u->master, sizeof(u->master), name, (size_t)(db - name)) ||
+        u->master[0] == '\0')
+        return bad(err, err_len, url,
+                   "bad master name: 1 to 127 bytes, escaped where needed");
+    if (db < end && db + 1 < end) {
+        if (!sl_read_uint(db + 1, (size_t)(end - db - 1), 0, 1000000, &num))
+            return bad(err, err_len, url,
+                       "bad database number after the master's name; "
+                       "expected 0, 1, ...");
+        u->ep.db = (int)num;
+    }
+    /* The data nodes' address is the one the sentinels name. */
+    u->ep.host[0] = '\0';
+    u->ep.port = 0;
+    return SLUICE_OK;
 }
 
 /* Reads the caller's options as far as the caller's header made them
@@ -364,6 +451,35 @@ static sluice_status credentials_from_options(const char *url,
     return SLUICE_OK;
 }
 
+/* The sentinels' options only with a sentinel scheme; then the
+ * sentinels' endpoint: TLS as the data nodes unless sentinel_tls= says,
+ * with the same CA and client certificate. */
+static sluice_status check_sentinel(const char *url, sl_url *u, char *err,
+                                    size_t err_len)
+{
+    sl_endpoint *s = &u->sentinel_ep;
+
+    if (!u->sentinel) {
+        if (s->user[0] || s->password[0] || u->sentinel_tls >= 0)
+            return bad(err, err_len, url,
+                       "sentinel_* options need a sentinel scheme "
+                       "(redis+sentinel://, redis+multi+sentinel://)");
+        return SLUICE_OK;
+    }
+    if (u->ep.socket[0] != '\0')
+        return bad(err, err_len, url,
+                   "option socket: with sentinels, the master is reached at "
+                   "the address they name");
+    s->tls = u->sentinel_tls < 0 ? u->ep.tls : u->sentinel_tls == 1;
+    s->tls_insecure = u->ep.tls_insecure;
+    s->reply_max_bytes = u->ep.reply_max_bytes;
+    memcpy(s->tls_ca_file, u->ep.tls_ca_file, sizeof(s->tls_ca_file));
+    memcpy(s->tls_ca_dir, u->ep.tls_ca_dir, sizeof(s->tls_ca_dir));
+    memcpy(s->tls_cert, u->ep.tls_cert, sizeof(s->tls_cert));
+    memcpy(s->tls_key, u->ep.tls_key, sizeof(s->tls_key));
+    return SLUICE_OK;
+}
+
 sluice_status sl_url_parse(const char *url, const sluice_options *opts,
                            sl_url *out, char *err, size_t err_len)
 {
@@ -375,7 +491,10 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
                    {"rediss://", SL_SCHEME_REDIS},
                    {"redis+multi://", SL_SCHEME_MULTI},
                    {"twemproxy://", SL_SCHEME_TWEMPROXY},
-                   {"redis-cluster://", SL_SCHEME_CLUSTER}};
+                   {"redis-cluster://", SL_SCHEME_CLUSTER},
+                   {"redis+sentinel://", SL_SCHEME_REDIS},
+                   {"rediss+sentinel://", SL_SCHEME_REDIS},
+                   {"redis+multi+sentinel://", SL_SCHEME_MULTI}};
     const char *rest = NULL, *q;
     sluice_options given;
     size_t i, n;
@@ -397,7 +516,8 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
         /* Schemes are case-insensitive (RFC 3986, 3.1). */
         if (strncasecmp(url, schemes[i].prefix, plen) == 0) {
             out->scheme = schemes[i].scheme;
-            out->ep.tls = strcmp(schemes[i].prefix, "rediss://") == 0;
+            out->ep.tls = strncmp(schemes[i].prefix, "rediss", 6) == 0;
+            out->sentinel = strstr(schemes[i].prefix, "sentinel") != NULL;
             rest = url + plen;
         }
     }
@@ -407,14 +527,19 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
                    "redis://[user:password@]host:port[/db] (rediss:// with "
                    "TLS), redis+multi://"
                    "[user:password@]host:port[/db], "
-                   "twemproxy://[password@]host:port or "
-                   "redis-cluster://[user:password@]host:port[,host:port]");
+                   "twemproxy://[password@]host:port, "
+                   "redis-cluster://[user:password@]host:port[,host:port] or "
+                   "redis+sentinel://[user:password@]host:port[,host:port]/"
+                   "MASTER (redis+multi+sentinel://, rediss+sentinel://)");
     q = strchr(rest, '?');
     n = q ? (size_t)(q - rest) : strlen(rest);
+    out->sentinel_tls = -1;
     if (out->scheme == SL_SCHEME_MEM)
         st = parse_mem(url, rest, n, out, err, err_len);
+    else if (out->sentinel)
+        st = parse_sentinel(url, rest, n, out, err, err_len);
     else if (out->scheme == SL_SCHEME_CLUSTER)
-        st = parse_cluster(url, rest, n, out, err, err_len);
+        st = parse_cluster(url, rest, n, 6379, out, err, err_len);
     else
         st = parse_redis(url, rest, n, out, err, err_len);
     if (st != SLUICE_OK)
@@ -454,6 +579,8 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
                          out->ep.tls_server_name[0] || out->ep.tls_insecure))
         return bad(err, err_len, url,
                    "tls_* options without TLS: use rediss:// or tls=1");
+    if ((st = check_sentinel(url, out, err, err_len)) != SLUICE_OK)
+        return st;
     if (out->ep.socket[0] != '\0' && out->ep.socket[0] != '/')
         return bad(err, err_len, url,
                    "option socket: expected an absolute path");

@@ -44,6 +44,15 @@ MODES = {
     "reset": "a TCP reset on the first bytes (as a TLS port does to text)",
     "unwatch_int": "UNWATCH is answered :1",
     "ask_self": "ASK to itself for every script, and :1 to ASKING",
+    # Sentinels (redis+sentinel://: the sentinels' password picks these):
+    "sentinel_self": "SENTINEL GET-MASTER-ADDR-BY-NAME names this server",
+    "sentinel_replica": "names this server, whose ROLE is then slave "
+                        "(the data nodes' password: replica)",
+    "replica": "ROLE answers slave",
+    "sentinel_outside": "names 192.0.2.1:6379, an address no test reaches",
+    "sentinel_short": "names [host] without a port",
+    "sentinel_port": "names a port of 99999",
+    "sentinel_unknown": "does not know the master (nil)",
 }
 
 CONNS = 0
@@ -123,6 +132,11 @@ def run(cmd, port):
     a = cmd[1:]
     if name in (b"PING",):
         return Status("PONG")
+    if name == b"ROLE":
+        return [b"master", 0, []]
+    if name == b"SENTINEL" and len(a) == 2 and \
+            a[0].upper() == b"GET-MASTER-ADDR-BY-NAME":
+        return [b"127.0.0.1", b"%d" % port]
     if name in (b"AUTH", b"SELECT", b"WATCH", b"UNWATCH"):
         return Status("OK")
     if name == b"GET":
@@ -191,6 +205,17 @@ def misbehave(mode, cmd, port, reply):
     name = cmd[0].upper()
     if mode == "nil":
         return b"$-1\r\n"
+    if name == b"ROLE" and mode == "replica":
+        return enc([b"slave", b"127.0.0.1", 1, b"connected", 0], "ok")
+    if name == b"SENTINEL":
+        if mode == "sentinel_outside":
+            return enc([b"192.0.2.1", b"6379"], "ok")
+        if mode == "sentinel_short":
+            return enc([b"127.0.0.1"], "ok")
+        if mode == "sentinel_port":
+            return enc([b"127.0.0.1", b"99999"], "ok")
+        if mode == "sentinel_unknown":
+            return b"$-1\r\n"
     if mode == "escapes":
         return b"-ERR \x1b[31mred\x1b[0m \x07\x08\x7f\r\n"
     if mode == "long_error":

@@ -275,6 +275,69 @@ static void the_fake_server_acts_as_redis_when_asked(void **state)
         }
 }
 
+/* Sentinels that misbehave (redis+sentinel://, the sentinels' password
+ * picks the mode): a name a sentinel does not know, an answer without a
+ * port or with one out of range, an address no test reaches (used as
+ * given: documented), and sentinels that all name a replica; each a clear
+ * ECONNECT within the budget, never a decision. The fake server (which
+ * runs no scripts: redis+multi+sentinel://) names
+ * itself in "sentinel_self" mode: a decision then. */
+static void sentinels_that_misbehave(void **state)
+{
+    static const struct {
+        const char *mode, *data, *says;
+    } cases[] = {
+        {"sentinel_unknown", "ok", "does not know a master \"m\""},
+        {"sentinel_short", "ok", "not a master's [host, port]"},
+        {"sentinel_port", "ok", "not a master's [host, port]"},
+        {"sentinel_outside", "ok", "192.0.2.1:6379"},
+        {"sentinel_replica", "replica",
+         "is not the master: ROLE answered slave"},
+        {"sentinel_self", "ok", NULL},
+    };
+    sluice_ruleset rs;
+    size_t i;
+
+    (void)state;
+    assert_int_equal(sluice_ruleset_parse("fixed:5/1m", &rs, NULL, 0),
+                     SLUICE_OK);
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char url[512], err[512];
+        sluice *sl = NULL;
+        sluice_result r;
+        sluice_status st;
+        int64_t t0 = tu_clock_ms(CLOCK_MONOTONIC), took;
+
+        /* The same server listed twice: both asked, both say the same. */
+        snprintf(url, sizeof(url),
+                 "redis+multi+sentinel://:%s@127.0.0.1:%d,127.0.0.1:%d/m?"
+                 "sentinel_password=%s&connect_timeout_ms=%u&timeout_ms=%u",
+                 cases[i].data, port, port, cases[i].mode,
+                 300 * tu_time_scale(), 1000 * tu_time_scale());
+        if (sluice_open(url, NULL, &sl, err, sizeof(err)) != SLUICE_OK)
+            fail_msg("open %s: %s", cases[i].mode, err);
+        memset(&r, 0, sizeof(r));
+        st = sluice_acquire(sl, "k", 1, &rs, 1, &r);
+        took = tu_clock_ms(CLOCK_MONOTONIC) - t0;
+        if (cases[i].says == NULL) {
+            if (st != SLUICE_OK || !r.allowed)
+                fail_msg("%s: %s", cases[i].mode, sluice_errmsg(sl));
+        } else {
+            if (st != SLUICE_ECONNECT ||
+                strstr(sluice_errmsg(sl), cases[i].says) == NULL)
+                fail_msg("%s: %s, \"%s\" (should say \"%s\")", cases[i].mode,
+                         sluice_strerror(st), sluice_errmsg(sl), cases[i].says);
+            if (strstr(sluice_errmsg(sl), cases[i].mode) != NULL)
+                fail_msg("%s: the sentinels' password shows: %s", cases[i].mode,
+                         sluice_errmsg(sl));
+        }
+        print_message("%-17s %lld ms: %.140s\n", cases[i].mode, (long long)took,
+                      sluice_errmsg(sl));
+        assert_true(took < 2500 * (int64_t)tu_time_scale());
+        sluice_close(sl);
+    }
+}
+
 static void a_reply_no_redis_sends_is_never_an_admission(void **state)
 {
     static const char *const modes[] = {
@@ -727,6 +790,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(a_reset_before_any_reply_asks_about_tls),
         cmocka_unit_test(a_wrong_reply_to_asking_ends_the_connection),
         cmocka_unit_test(a_redirect_goes_only_where_a_slot_map_points),
+        cmocka_unit_test(sentinels_that_misbehave),
     };
 
     if (argc != 2) {

@@ -171,7 +171,7 @@ static void the_option_table_drives_the_parser_and_its_message(void **state)
         if (strstr(err, want) == NULL)
             fail_msg("the message does not name %s: %s", sl_url_option(i), err);
     }
-    assert_int_equal(i, 22);
+    assert_int_equal(i, 25);
 }
 
 /* Every form, with and without a query: the query never leaks into the
@@ -294,6 +294,95 @@ static void messages_hide_passwords(void **state)
     assert_string_equal(shown, "redis://***@b");
     sl_url_redact("redis://h:1", shown, sizeof(shown));
     assert_string_equal(shown, "redis://h:1");
+}
+
+/* redis+sentinel:// (issue 24): the sentinels as seeds, the master's name
+ * in the path, the data nodes' credentials in the authority and the
+ * sentinels' in the query, never shown. */
+static void sentinel_urls(void **state)
+{
+    sl_url u = parse_ok("redis+sentinel://:data@127.0.0.1:26379,"
+                        "[::1]:26380,s3/mymaster/2?sentinel_password=sp&"
+                        "sentinel_user=watcher&timeout_ms=50");
+    char err[512], shown[256];
+
+    (void)state;
+    assert_int_equal(u.scheme, SL_SCHEME_REDIS);
+    assert_true(u.sentinel);
+    assert_string_equal(u.master, "mymaster");
+    assert_int_equal(u.ep.db, 2);
+    assert_string_equal(u.ep.password, "data");
+    assert_string_equal(u.ep.host, ""); /* named by the sentinels */
+    assert_int_equal(u.nseeds, 3);
+    assert_string_equal(u.seeds[0].host, "127.0.0.1");
+    assert_int_equal(u.seeds[0].port, 26379);
+    assert_string_equal(u.seeds[1].host, "::1");
+    assert_int_equal(u.seeds[1].port, 26380);
+    assert_int_equal(u.seeds[2].port, 26379); /* Sentinel's own port */
+    assert_string_equal(u.sentinel_ep.user, "watcher");
+    assert_string_equal(u.sentinel_ep.password, "sp");
+    assert_false(u.sentinel_ep.tls);
+    assert_int_equal(u.cfg.command_timeout_ms, 50);
+    u = parse_ok("redis+sentinel://[::1],h/m");
+    assert_int_equal(u.seeds[0].port, 26379);
+    assert_int_equal(u.seeds[1].port, 26379);
+    u = parse_ok("redis-cluster://h");
+    assert_int_equal(u.seeds[0].port, 6379);
+    u = parse_ok("redis+multi+sentinel://h:1/m%2Fx");
+    assert_int_equal(u.scheme, SL_SCHEME_MULTI);
+    assert_string_equal(u.master, "m/x");
+    u = parse_ok("rediss+sentinel://h:1/m?tls_verify=0");
+    assert_true(u.ep.tls);
+    assert_true(u.sentinel_ep.tls);
+    assert_true(u.sentinel_ep.tls_insecure);
+    u = parse_ok("rediss+sentinel://h:1/m?sentinel_tls=0");
+    assert_true(u.ep.tls);
+    assert_false(u.sentinel_ep.tls);
+    u = parse_ok("redis+sentinel://h:1/m?sentinel_tls=1");
+    assert_false(u.ep.tls);
+    assert_true(u.sentinel_ep.tls);
+    u = parse_ok("redis://h:1");
+    assert_false(u.sentinel);
+
+    parse_bad("redis+sentinel://h:1", "missing the master's name");
+    parse_bad("redis+sentinel://h:1/", "missing the master's name");
+    parse_bad("redis+sentinel://h:1//2", "bad master name");
+    parse_bad("redis+sentinel://h:1/m/x", "bad database number");
+    parse_bad("redis+sentinel:///m", "missing host");
+    parse_bad("redis+sentinel://h:1,,h:2/m", "empty seed");
+    parse_bad("redis+sentinel://h:1/m?socket=/tmp/s", "address they name");
+    parse_bad("redis://h:1?sentinel_password=x", "need a sentinel scheme");
+    parse_bad("redis://h:1?sentinel_tls=1", "need a sentinel scheme");
+
+    /* The sentinels' password never shows, in the query either. */
+    err[0] = '\0';
+    assert_int_equal(sl_url_parse("redis+sentinel://h:1/m?sentinel_password="
+                                  "TopSecret1&fail=x",
+                                  NULL, &u, err, sizeof(err)),
+                     SLUICE_EURL);
+    assert_null(strstr(err, "Secret"));
+    assert_non_null(strstr(err, "sentinel_password=***"));
+    err[0] = '\0';
+    assert_int_equal(sl_url_parse("redis+sentinel://h:1/m?sentinel_password="
+                                  "%zzSecret1",
+                                  NULL, &u, err, sizeof(err)),
+                     SLUICE_EURL);
+    assert_null(strstr(err, "Secret"));
+    sl_url_redact("redis+sentinel://u:p@h:1/m?sentinel_password=s&x=1#f", shown,
+                  sizeof(shown));
+    assert_string_equal(
+        shown, "redis+sentinel://***@h:1/m?sentinel_password=***&x=1#f");
+    sl_url_redact("redis+sentinel://h:1/m?a=1&sentinel_password=longer-secret",
+                  shown, sizeof(shown));
+    assert_string_equal(shown,
+                        "redis+sentinel://h:1/m?a=1&sentinel_password=***");
+    sl_url_redact("redis+sentinel://h:1/m?xsentinel_password=v", shown,
+                  sizeof(shown));
+    assert_string_equal(shown, "redis+sentinel://h:1/m?xsentinel_password=v");
+    sl_url_redact("r://h?sentinel_password=secret", shown, 30);
+    assert_string_equal(shown, "r://h?sentinel_password=***");
+    sl_url_redact("r://h?sentinel_password=secret", shown, 25);
+    assert_null(strstr(shown, "sec"));
 }
 
 /* Credentials can stay out of the URL; the URL's own win. */
@@ -534,6 +623,7 @@ int main(void)
         cmocka_unit_test(connects_back_off_after_failures),
         cmocka_unit_test(every_url_form_parses_alike_with_and_without_a_query),
         cmocka_unit_test(messages_hide_passwords),
+        cmocka_unit_test(sentinel_urls),
         cmocka_unit_test(percent_escapes_are_two_hex_digits_and_never_nul),
         cmocka_unit_test(credentials_come_from_options_when_the_url_has_none),
         cmocka_unit_test(options_are_read_as_far_as_their_struct_size_says),

@@ -6,6 +6,7 @@
 
 #include "algo.h"
 #include "backend.h"
+#include "net/sentinel.h"
 #include "store.h"
 
 #include <hiredis/hiredis.h>
@@ -43,6 +44,12 @@ static sluice_status evalsha_open(const sl_url *url, sl_engine *eng, void **out,
     s->url = url;
     s->eng = eng;
     sl_conn_init(&s->conn, &url->ep, &url->cfg, "evalsha", eng);
+    if (url->sentinel && sl_conn_init_sentinels(&s->conn, url, eng)) {
+        sl_conn_close(&s->conn);
+        sl_free(s);
+        sl_errf(err, err_len, "evalsha: out of memory");
+        return SLUICE_ENOMEM;
+    }
     /* One connect, within connect_timeout_ms, so that the first call
      * finds it ready; a server that is down or refuses the client never
      * fails the open: the calls answer by the fail policy, and connect
@@ -764,6 +771,11 @@ static void evalsha_resume(void *p, sl_job *job)
 
 /* The job's deadline passed: the connection carrying it is stuck (Redis
  * answers in order), so it closes, failing what it carried. */
+static uint64_t evalsha_failovers(void *p)
+{
+    return sl_sentinel_failovers(&((state *)p)->conn);
+}
+
 static uint64_t evalsha_round_trips(void *p)
 {
     return ((state *)p)->conn.round_trips;
@@ -775,5 +787,6 @@ const sl_backend sl_backend_evalsha = {
     .open = evalsha_open,
     .close = evalsha_close,
     .round_trips = evalsha_round_trips,
+    .failovers = evalsha_failovers,
     .ops = {.start = evalsha_start, .resume = evalsha_resume},
 };

@@ -3,11 +3,19 @@
  * decision is one MULTI/EXEC round trip, with a compensating round trip
  * only on a denial; token and gcra go through WATCH. */
 #include "backends/plain.h"
+#include "backends/plain_reply.h"
+#include "net/sentinel.h"
 
 static sluice_status multi_open(const sl_url *url, sl_engine *eng, void **state,
                                 char *err, size_t err_len)
 {
     return sl_plain_open(url, true, eng, state, err, err_len);
+}
+
+/* Moves to another master (redis+multi+sentinel://). */
+static uint64_t multi_failovers(void *state)
+{
+    return sl_sentinel_failovers(&((sl_plain *)state)->conn);
 }
 
 const sl_backend sl_backend_multi = {
@@ -16,6 +24,7 @@ const sl_backend sl_backend_multi = {
     .open = multi_open,
     .close = sl_plain_close,
     .round_trips = sl_plain_round_trips,
+    .failovers = multi_failovers,
     .ops = {.start = sl_plain_start,
             .resume = sl_plain_resume,
             .answered = sl_plain_answered},

@@ -762,6 +762,12 @@ sluice_status sl_plain_open(const sl_url *url, bool multi, sl_engine *eng,
     p->multi = multi;
     p->nonce = sl_plain_ops_seed(p);
     sl_conn_init(&p->conn, &url->ep, &url->cfg, name, eng);
+    if (url->sentinel && sl_conn_init_sentinels(&p->conn, url, eng)) {
+        sl_conn_close(&p->conn);
+        sl_free(p);
+        sl_errf(err, err_len, "%s: out of memory", name);
+        return SLUICE_ENOMEM;
+    }
     p->on_reply = on_reply;
     /* A server that is down never fails the open (as evalsha_open). */
     st = sl_conn_ensure(&p->conn, err, err_len);

@@ -6,11 +6,22 @@
 #include "backends/redis.h"
 
 #include "algo.h"
+#include "net/sentinel.h"
 
 #include <stdio.h>
 #include <string.h>
 
 /* ------------------------------------------------------- connections */
+
+sluice_status sl_conn_init_sentinels(sl_conn *cn, const sl_url *url,
+                                     sl_engine *eng)
+{
+    if (sl_conn_use_sentinels(cn, url) != SLUICE_OK)
+        return SLUICE_ENOMEM;
+    if (eng != NULL && sl_engine_add_conn(eng, sl_sentinel_sub(cn)))
+        sl_sentinel_subscribe(cn);
+    return SLUICE_OK;
+}
 
 void sl_conn_init(sl_conn *cn, const sl_endpoint *ep, const sl_config *cfg,
                   const char *who, sl_engine *eng)

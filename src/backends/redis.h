@@ -14,6 +14,11 @@
  * (its loop drives it); eng NULL: used on its own, blocking. */
 void sl_conn_init(sl_conn *cn, const sl_endpoint *ep, const sl_config *cfg,
                   const char *who, sl_engine *eng);
+/* For a sentinel URL: cn (sl_conn_init on url->ep) asks url's sentinels
+ * where the master is, and its subscription to their failovers goes on
+ * eng. SLUICE_ENOMEM or OK. */
+sluice_status sl_conn_init_sentinels(sl_conn *cn, const sl_url *url,
+                                     sl_engine *eng);
 
 /* SLUICE_OK unless rep is an error reply: then the status it means, with
  * the message. A proxy's "cannot reach the server" errors mean the backend

@@ -256,6 +256,9 @@ size_t sluice_stats_prometheus(const sluice_stats *in, size_t size,
             st.reserve_refunded, false);
     counter(&t, "sluice_reserve_units_total", NULL, name, "kind=\"lapsed\"",
             st.reserve_lapsed, false);
+    counter(&t, "sluice_failovers_total",
+            "Moves to another master that the sentinels named.", name, NULL,
+            st.failovers, true);
     head = true;
     for (i = 0; i < SLUICE_STATS_STATUSES; i++) {
         const char *label = sluice_status_name((sluice_status)i);

@@ -40,6 +40,8 @@ static const char *endpoint(const sl_conn *cn, char *buf, size_t len)
 
     if (u->socket[0] != '\0')
         snprintf(buf, len, "%s", u->socket);
+    else if (cn->disc != NULL && cn->disc->describe(cn, buf, len))
+        return buf;
     else
         snprintf(buf, len, "%s:%d", u->host, u->port);
     return buf;
@@ -68,6 +70,8 @@ bool sl_conn_is_ready(const sl_conn *cn)
 /* Closes the socket and forgets what was queued and read. */
 static void drop_socket(sl_conn *cn)
 {
+    if (cn->phase == SL_PHASE_DISCOVER)
+        cn->disc->drop(cn); /* fd is the one asked's */
     sl_conn_unwatch(cn);
     if (cn->ssl != NULL) {
         sl_tls_free(cn->ssl);
@@ -295,7 +299,7 @@ bool sl_conn_serves(const sl_conn *cn, const struct sl_job *job)
 const char *sl_conn_setup_name(const sl_conn *cn, unsigned k)
 {
     const sl_endpoint *u = cn->ep;
-    const char *names[3];
+    const char *names[4];
     unsigned n = 0;
 
     if (u->tls && u->password[0] == '\0' && u->db == 0)
@@ -304,6 +308,8 @@ const char *sl_conn_setup_name(const sl_conn *cn, unsigned k)
         names[n++] = "AUTH";
     if (u->db != 0)
         names[n++] = "SELECT";
+    if (cn->disc != NULL)
+        names[n++] = "ROLE";
     return k < n ? names[k] : "setup";
 }
 
@@ -348,6 +354,13 @@ void sl_conn_begin_setup(sl_conn *cn)
 
         snprintf(db, sizeof(db), "%d", u->db);
         cn->slen += sl_resp_format(cn->sbuf + cn->slen, 2, argv, NULL);
+        cn->setup_left++;
+    }
+    if (cn->disc != NULL) {
+        /* Is the address the sentinels named the master still? */
+        const char *argv[1] = {"ROLE"};
+
+        cn->slen += sl_resp_format(cn->sbuf + cn->slen, 1, argv, NULL);
         cn->setup_left++;
     }
     if (cn->setup_left == 0)
@@ -586,9 +599,23 @@ static void setup_reply(sl_conn *cn, redisReply *r)
         const sl_endpoint *u = cn->ep;
         unsigned n =
             (unsigned)(u->tls && u->password[0] == '\0' && u->db == 0) +
-            (unsigned)(u->password[0] != '\0') + (unsigned)(u->db != 0);
+            (unsigned)(u->password[0] != '\0') + (unsigned)(u->db != 0) +
+            (unsigned)(cn->disc != NULL);
 
         k = n - cn->setup_left;
+    }
+    if (cn->disc != NULL && cn->setup_left == 1 &&
+        r->type != REDIS_REPLY_ERROR) {
+        char role[200];
+
+        if (!cn->disc->role(cn, r, role, sizeof(role))) {
+            sl_conn_fail(cn, SLUICE_ECONNECT,
+                         "is not the master: ROLE answered %s (a failover "
+                         "under way, or a sentinel that names a replica); "
+                         "the sentinels are asked again",
+                         role);
+            return;
+        }
     }
     if (r->type == REDIS_REPLY_ERROR) {
         char said[SL_ESCAPE_SHOWN * 4 + 32];
@@ -624,9 +651,27 @@ static void dispatch(sl_conn *cn)
                          "dropped");
             return;
         }
+        if (cn->push) {
+            /* A subscription's replies, the first its confirmation. */
+            e = cn->q[cn->qhead];
+            cn->answered = true;
+            cn->failures = 0;
+            cn->kept = false;
+            e.fn(cn, e.job, e.i, r, SLUICE_OK, true, NULL);
+            if (!cn->kept)
+                freeReplyObject(r);
+            cn->kept = false;
+            continue;
+        }
         if (r->type != REDIS_REPLY_ERROR) {
             cn->answered = true;
             cn->failures = 0;
+        } else if (cn->disc != NULL && r->len >= 8 &&
+                   memcmp(r->str, "READONLY", 8) == 0 && !cn->doomed) {
+            /* A demoted master: what was written is answered here, the
+             * rest goes to the master the sentinels name next. */
+            cn->disc->readonly(cn);
+            sl_conn_doom(cn);
         }
         e = cn->q[cn->qhead];
         cn->qhead = (cn->qhead + 1) % cn->qcap;
@@ -682,6 +727,8 @@ short sl_conn_wants(const sl_conn *cn)
     switch (cn->phase) {
     case SL_PHASE_CLOSED:
         return 0;
+    case SL_PHASE_DISCOVER:
+        return cn->disc->wants(cn);
     case SL_PHASE_RESOLVING:
         return POLLIN;
     case SL_PHASE_CONNECTING:
@@ -729,6 +776,10 @@ void sl_conn_close(sl_conn *cn)
     sl_free(cn->q);
     cn->q = NULL;
     cn->qcap = cn->qhead = cn->qlen = 0;
+    if (cn->disc != NULL)
+        cn->disc->free(cn);
+    cn->disc = NULL;
+    cn->disc_state = NULL;
 }
 
 const char *sl_conn_endpoint(const sl_conn *cn, char *buf, size_t len)

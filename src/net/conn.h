@@ -53,6 +53,7 @@ typedef struct sl_conn_events {
 
 typedef enum sl_phase {
     SL_PHASE_CLOSED = 0,
+    SL_PHASE_DISCOVER,   /* the sentinels asked where the master is */
     SL_PHASE_RESOLVING,  /* the host name looked up on a thread */
     SL_PHASE_CONNECTING, /* connect() under way */
     SL_PHASE_TLS,        /* the TLS handshake */
@@ -60,8 +61,37 @@ typedef enum sl_phase {
     SL_PHASE_READY
 } sl_phase;
 
+struct sl_conn;
+
+/* Where a connection connects to, asked before every connect (Redis
+ * Sentinel: net/sentinel.c sets these; the connection knows nothing of
+ * it but this table, as an owner reaches it through sl_conn_events). In
+ * the discovery phase fd is the socket of the one asked. */
+typedef struct sl_conn_discovery {
+    /* A connect begins: ask (the phase is SL_PHASE_DISCOVER until the
+     * answer, then sl_conn_connect_found, or sl_conn_fail). */
+    void (*start)(struct sl_conn *cn);
+    void (*io)(struct sl_conn *cn, short revents);
+    short (*wants)(const struct sl_conn *cn);
+    void (*check_deadline)(struct sl_conn *cn, int64_t now);
+    void (*drop)(struct sl_conn *cn); /* the connection closes */
+    void (*free)(struct sl_conn *cn); /* for good */
+    /* ROLE's reply in the setup (sent last): whether the server is the
+     * master; else role says what it is, for the message. */
+    bool (*role)(struct sl_conn *cn, const redisReply *r, char *role,
+                 size_t role_len);
+    void (*readonly)(struct sl_conn *cn); /* a READONLY reply came */
+    /* The endpoint for messages, when discovery has something to say
+     * about it (no address yet, a failover awaited); else false. */
+    bool (*describe)(const struct sl_conn *cn, char *buf, size_t len);
+} sl_conn_discovery;
+
 typedef struct sl_conn {
-    int fd;       /* -1 when closed */
+    int fd; /* -1 when closed */
+    /* With a discovery (sentinels), every connect asks it first. NULL:
+     * none. */
+    const sl_conn_discovery *disc;
+    void *disc_state;
     void *ssl;    /* SSL *, when the URL asks for TLS */
     sl_resp resp; /* replies read and not yet taken */
     sl_phase phase;
@@ -83,6 +113,8 @@ typedef struct sl_conn {
     int64_t connect_deadline; /* monotonic ms, while not ready */
     short watched;            /* events the loop was last told to watch */
     bool doomed;              /* closes once what was written is answered */
+    bool push;                /* a subscriber: every reply goes to the
+                               * oldest expectation, which stays */
     bool kept;                /* the callback keeps the reply it got */
     bool answered;            /* a reply other than an error came */
     sl_conn_events ev;        /* the owner's loop; zero: none */
@@ -167,6 +199,9 @@ void sl_conn_io(sl_conn *cn, short revents);
 /* Starts a connect when replies are awaited on a closed connection; fails
  * them in a backoff. Called by the engine before it waits. */
 void sl_conn_kick(sl_conn *cn);
+/* For net/sentinel.c: the sentinels named the master (cn->ep's address):
+ * connect to it. */
+void sl_conn_connect_found(sl_conn *cn);
 /* Starts a connect on a closed connection with nothing queued, unless a
  * backoff holds: the engine drives it, so that the first command finds it
  * ready (a cluster's masters, once a slot map names them). */

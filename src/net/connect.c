@@ -164,6 +164,19 @@ static void start_connect(sl_conn *cn)
     }
     cn->connect_deadline = now + cn->cfg->connect_timeout_ms;
     cn->addr_at = 0;
+    if (cn->disc != NULL) {
+        cn->disc->start(cn); /* then sl_conn_connect_found */
+        return;
+    }
+    if (resolve(cn))
+        try_address(cn);
+}
+
+void sl_conn_connect_found(sl_conn *cn)
+{
+    cn->connect_deadline = sl_mono_ms() + cn->cfg->connect_timeout_ms;
+    cn->addr_at = 0;
+    cn->addrs.n = 0; /* the master may have moved */
     if (resolve(cn))
         try_address(cn);
 }
@@ -211,7 +224,9 @@ void sl_conn_check_deadline(sl_conn *cn, int64_t now)
     if (cn->phase == SL_PHASE_CLOSED || cn->phase == SL_PHASE_READY ||
         now < cn->connect_deadline)
         return;
-    if (cn->phase == SL_PHASE_RESOLVING)
+    if (cn->phase == SL_PHASE_DISCOVER)
+        cn->disc->check_deadline(cn, now);
+    else if (cn->phase == SL_PHASE_RESOLVING)
         sl_conn_fail(cn, SLUICE_ECONNECT,
                      "cannot be looked up in connect_timeout_ms=%u",
                      cn->cfg->connect_timeout_ms);
@@ -233,6 +248,9 @@ void sl_conn_io(sl_conn *cn, short revents)
 {
     switch (cn->phase) {
     case SL_PHASE_CLOSED:
+        return;
+    case SL_PHASE_DISCOVER:
+        cn->disc->io(cn, revents);
         return;
     case SL_PHASE_RESOLVING:
         lookup_done(cn);

@@ -66,6 +66,24 @@ static void check_accepted(const char *url, const sl_url *u,
         (u->ep.tls_ca_file[0] != '\0' || u->ep.tls_cert[0] != '\0' ||
          u->ep.tls_key[0] != '\0' || u->ep.tls_insecure))
         broken("TLS settings without TLS", url, "");
+    if (u->sentinel) {
+        /* The master's address is the sentinels' to name: none yet; the
+         * seeds are the sentinels, the name the master's. */
+        if (u->ep.host[0] != '\0' || u->ep.port != 0 ||
+            !terminated(u->master, sizeof(u->master)) || u->master[0] == '\0' ||
+            (u->scheme != SL_SCHEME_REDIS && u->scheme != SL_SCHEME_MULTI))
+            broken("a sentinel URL with an address or without a name", url, "");
+        if (u->nseeds < 1 || u->nseeds > SL_MAX_SEEDS)
+            broken("a sentinel URL with a bad number of sentinels", url, "");
+        for (i = 0; i < u->nseeds; i++)
+            check_endpoint(url, u->seeds[i].host, sizeof(u->seeds[i].host),
+                           u->seeds[i].port);
+        if (!terminated(u->sentinel_ep.user, sizeof(u->sentinel_ep.user)) ||
+            !terminated(u->sentinel_ep.password,
+                        sizeof(u->sentinel_ep.password)))
+            broken("a sentinel field is not terminated", url, "");
+        return;
+    }
     if (u->scheme != SL_SCHEME_MEM)
         check_endpoint(url, u->ep.host, sizeof(u->ep.host), u->ep.port);
     if (u->scheme == SL_SCHEME_CLUSTER) {
@@ -128,7 +146,10 @@ static void check_redacted(const char *url)
         broken("a redacted URL is not terminated", url, "");
     if (canary_is_secret(url) && strstr(shown, CANARY) != NULL)
         broken("the redacted URL shows what may be a password", url, shown);
+    /* A sentinel_password= value hidden whole may take the "***@" with
+     * it: hiding more is allowed. */
     if (strchr(url, '@') != NULL && strstr(shown, "***@") == NULL &&
+        strstr(shown, "sentinel_password=***") == NULL &&
         strlen(url) < sizeof(shown) - 8)
         broken("a URL with '@' redacted without \"***@\"", url, shown);
 }
