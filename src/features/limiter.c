@@ -53,14 +53,14 @@ static sl_ext *limiters_make(const sluice *sl)
     return &l->ext;
 }
 
-/* The handle's limiters; NULL only before sl_limiter_ready() succeeded. */
+/* The handle's limiters; NULL only before limiter_ready() succeeded. */
 sl_limiters *sl_limiters_of(sluice *sl)
 {
     return (sl_limiters *)sl_handle_ext(sl, limiters_make);
 }
 
 /* Every call by name begins here: the limiters made, or ENOMEM. */
-sluice_status sl_limiter_ready(sluice *sl, char *err)
+static sluice_status limiter_ready(sluice *sl, char *err)
 {
     if (sl_limiters_of(sl) != NULL)
         return SLUICE_OK;
@@ -92,9 +92,10 @@ size_t sl_limiter_compose(char *dst, const void *name, size_t name_len,
     return n + name_len + client_len;
 }
 
-sluice_status sl_limiter_check_name(const void *name, size_t name_len,
-                                    const void *client, size_t client_len,
-                                    char *err)
+/* A name and client id within the caps, or EKEY/EINVAL with the message. */
+static sluice_status check_name(const void *name, size_t name_len,
+                                const void *client, size_t client_len,
+                                char *err)
 {
     if (name == NULL || name_len == 0) {
         sl_errf(err, SL_ERR_LEN, "limiter: the name is empty");
@@ -113,6 +114,20 @@ sluice_status sl_limiter_check_name(const void *name, size_t name_len,
         return SLUICE_EKEY;
     }
     return SLUICE_OK;
+}
+
+sluice_status sl_limiter_enter(sluice *sl, const void *name, size_t name_len,
+                               const void *client, size_t client_len,
+                               char **err)
+{
+    sluice_status st;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    *err = sl_share_err(sl);
+    if ((st = limiter_ready(sl, *err)) != SLUICE_OK)
+        return st;
+    return check_name(name, name_len, client, client_len, *err);
 }
 
 /* What a read of the rules asks of the overrides: the override of
@@ -307,12 +322,7 @@ static sluice_status store(sluice *sl, const void *name, size_t name_len,
     sluice_status st;
     size_t len;
 
-    if (sl == NULL)
-        return SLUICE_EINVAL;
-    err = sl_share_err(sl);
-    if ((st = sl_limiter_ready(sl, err)) != SLUICE_OK)
-        return st;
-    if ((st = sl_limiter_check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
+    if ((st = sl_limiter_enter(sl, name, name_len, NULL, 0, &err)) != SLUICE_OK)
         return st;
     if ((st = sluice_ruleset_check(rules, err, SL_ERR_LEN)) != SLUICE_OK)
         return st;
@@ -367,17 +377,12 @@ sluice_status sluice_limiter_get(sluice *sl, const void *name, size_t name_len,
     int64_t ka;
     sluice_status st;
 
-    if (sl == NULL)
-        return SLUICE_EINVAL;
-    err = sl_share_err(sl);
-    if ((st = sl_limiter_ready(sl, err)) != SLUICE_OK)
+    if ((st = sl_limiter_enter(sl, name, name_len, NULL, 0, &err)) != SLUICE_OK)
         return st;
     if (rules == NULL) {
         sl_errf(err, SL_ERR_LEN, "limiter: rules is NULL");
         return SLUICE_EINVAL;
     }
-    if ((st = sl_limiter_check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
-        return st;
     if ((st = sl_limiter_rules_of(sl, name, name_len, true, &got, &ka, err)) !=
         SLUICE_OK)
         return st;
@@ -394,12 +399,7 @@ sluice_status sluice_limiter_delete(sluice *sl, const void *name,
     sl_value v;
     sluice_status st;
 
-    if (sl == NULL)
-        return SLUICE_EINVAL;
-    err = sl_share_err(sl);
-    if ((st = sl_limiter_ready(sl, err)) != SLUICE_OK)
-        return st;
-    if ((st = sl_limiter_check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
+    if ((st = sl_limiter_enter(sl, name, name_len, NULL, 0, &err)) != SLUICE_OK)
         return st;
     st = rules_op(sl, SL_OP_RULES_DEL, name, name_len, NULL, 0, 0, false, &v,
                   NULL, err);
@@ -446,20 +446,15 @@ static sluice_status by_name(sluice *sl, sl_op op, const void *name,
     sluice_status st;
     int64_t keepalive;
 
-    if (sl == NULL)
-        return SLUICE_EINVAL;
-    err = sl_share_err(sl);
-    if ((st = sl_limiter_ready(sl, err)) != SLUICE_OK)
+    if (client == NULL)
+        client_len = 0;
+    if ((st = sl_limiter_enter(sl, name, name_len, client, client_len, &err)) !=
+        SLUICE_OK)
         return st;
     if (out == NULL && op != SL_OP_RESET) {
         sl_errf(err, SL_ERR_LEN, "out is NULL");
         return SLUICE_EINVAL;
     }
-    if (client == NULL)
-        client_len = 0;
-    if ((st = sl_limiter_check_name(name, name_len, client, client_len, err)) !=
-        SLUICE_OK)
-        return st;
     st = sl_limiter_rules_and_over(sl, name, name_len, client, client_len,
                                    false, &rs, &keepalive, &ov, err);
     if (st != SLUICE_OK)
@@ -627,20 +622,15 @@ static sluice_status by_name_async(sluice *sl, sl_op op, const void *name,
     size_t kl;
     int64_t known, overs = -1;
 
-    if (sl == NULL)
-        return SLUICE_EINVAL;
-    err = sl_share_err(sl);
-    if ((st = sl_limiter_ready(sl, err)) != SLUICE_OK)
+    if (client == NULL)
+        client_len = 0;
+    if ((st = sl_limiter_enter(sl, name, name_len, client, client_len, &err)) !=
+        SLUICE_OK)
         return st;
     if (done == NULL) {
         sl_errf(err, SL_ERR_LEN, "done is NULL");
         return SLUICE_EINVAL;
     }
-    if (client == NULL)
-        client_len = 0;
-    if ((st = sl_limiter_check_name(name, name_len, client, client_len, err)) !=
-        SLUICE_OK)
-        return st;
     kl = sl_limiter_compose(key, name, name_len, client, client_len);
     /* Cached: decided at once. An allow- or deny-listed client is
      * answered on the loop after a read (the loop answers only from the

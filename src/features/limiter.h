@@ -10,17 +10,19 @@
 
 /* limiter.c, for override.c. */
 /* The handle's limiters (made on the first call by name; NULL only
- * before sl_limiter_ready succeeded), and that first call. */
+ * before a first sl_limiter_enter succeeded). */
 sl_limiters *sl_limiters_of(sluice *sl);
-sluice_status sl_limiter_ready(sluice *sl, char *err);
+/* The head of every public call by name: sl not NULL (else EINVAL, no
+ * message), *err its error buffer, the handle's limiters made, and the
+ * name and client id (client_len 0: none) within the caps (EKEY/EINVAL
+ * with the message). */
+sluice_status sl_limiter_enter(sluice *sl, const void *name, size_t name_len,
+                               const void *client, size_t client_len,
+                               char **err);
 /* K: "<name length>:<name><client>" into dst (32 + SL_LIMITER_KEY_MAX
  * bytes); its length. */
 size_t sl_limiter_compose(char *dst, const void *name, size_t name_len,
                           const void *client, size_t client_len);
-/* A name and client id within the caps, or EKEY/EINVAL with the message. */
-sluice_status sl_limiter_check_name(const void *name, size_t name_len,
-                                    const void *client, size_t client_len,
-                                    char *err);
 /* One stored op on name (so: its operands, so->read its result). */
 sluice_status sl_limiter_stored_op(sluice *sl, sl_op op, const void *name,
                                    size_t name_len, sl_stored *so, char *err);

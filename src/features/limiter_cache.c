@@ -6,53 +6,101 @@
  * since any thread may decide by name on a handle it holds. */
 #include "features/limiter_cache.h"
 
+#include <stddef.h>
 #include <string.h>
+
+/* A table of n entries of size bytes, each beginning with its
+ * sl_cache_entry and holding its key at key_at: the entry of the key, or
+ * NULL. One search for both tables (rules by name, overrides by K). */
+static sl_cache_entry *entry_find(void *table, size_t n, size_t size,
+                                  size_t key_at, const void *key, size_t kl)
+{
+    char *at = table;
+    size_t i;
+
+    for (i = 0; table != NULL && i < n; i++, at += size) {
+        sl_cache_entry *e = (sl_cache_entry *)(void *)at;
+
+        if (e->used && e->key_len == kl && memcmp(at + key_at, key, kl) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+/* The entry of table (as for entry_find) to keep the key in: its own,
+ * else a free one, else the least used; marked used, read now, and
+ * holding the key. NULL when table is NULL (it could not be made). */
+static sl_cache_entry *entry_take(sl_limiters *l, void *table, size_t n,
+                                  size_t size, size_t key_at, const void *key,
+                                  size_t kl)
+{
+    sl_cache_entry *c = entry_find(table, n, size, key_at, key, kl);
+    char *at = table;
+    size_t i;
+
+    if (table == NULL)
+        return NULL;
+    for (i = 0; c == NULL && i < n; i++, at += size) {
+        sl_cache_entry *e = (sl_cache_entry *)(void *)at;
+
+        if (!e->used)
+            c = e;
+    }
+    if (c == NULL) {
+        c = table;
+        for (i = 1, at = (char *)table + size; i < n; i++, at += size) {
+            sl_cache_entry *e = (sl_cache_entry *)(void *)at;
+
+            if (e->last_use < c->last_use)
+                c = e;
+        }
+    }
+    c->used = true;
+    c->key_len = kl;
+    memcpy((char *)c + key_at, key, kl);
+    c->read_at = sl_mono_ms();
+    c->last_use = ++l->uses;
+    return c;
+}
+
+/* Whether c was read within cache_ms; if so it counts as used now. */
+static bool entry_fresh(sl_limiters *l, sl_cache_entry *c)
+{
+    if (c == NULL || l->cache_ms < 0 ||
+        sl_mono_ms() - c->read_at >= l->cache_ms)
+        return false;
+    c->last_use = ++l->uses;
+    return true;
+}
 
 /* The cached override of K (the name's K and the client), or NULL. */
 static sl_cached_over *over_find(sl_limiters *l, const char *key, size_t kl)
 {
-    size_t i;
-
-    if (l->over == NULL)
-        return NULL;
-    for (i = 0; i < SL_OVER_CACHE; i++)
-        if (l->over[i].used && l->over[i].key_len == kl &&
-            memcmp(l->over[i].key, key, kl) == 0)
-            return &l->over[i];
-    return NULL;
+    return (sl_cached_over *)entry_find(l->over, SL_OVER_CACHE,
+                                        sizeof(sl_cached_over),
+                                        offsetof(sl_cached_over, key), key, kl);
 }
 
 /* Keeps ov for K (ov NULL: forgets it); the least used goes. */
 void sl_lcache_over_put(sl_limiters *l, size_t name_len, const char *key,
                         size_t kl, const sluice_limiter_override *ov)
 {
-    sl_cached_over *c;
-    size_t i;
+    sl_cached_over *o;
 
     pthread_mutex_lock(&l->mu);
-    c = over_find(l, key, kl);
     if (ov == NULL) {
-        if (c != NULL)
-            c->used = false;
-        pthread_mutex_unlock(&l->mu);
-        return;
-    }
-    if (c == NULL && l->over == NULL)
-        l->over = sl_calloc(SL_OVER_CACHE, sizeof(*l->over));
-    if (c == NULL && l->over != NULL) {
-        c = &l->over[0];
-        for (i = 0; i < SL_OVER_CACHE && c->used; i++)
-            if (!l->over[i].used || l->over[i].last_use < c->last_use)
-                c = &l->over[i];
-    }
-    if (c != NULL) {
-        c->used = true;
-        c->name_len = name_len;
-        c->key_len = kl;
-        memcpy(c->key, key, kl);
-        c->ov = *ov;
-        c->read_at = sl_mono_ms();
-        c->last_use = ++l->uses;
+        if ((o = over_find(l, key, kl)) != NULL)
+            o->e.used = false;
+    } else {
+        if (l->over == NULL)
+            l->over = sl_calloc(SL_OVER_CACHE, sizeof(*l->over));
+        o = (sl_cached_over *)entry_take(
+            l, l->over, SL_OVER_CACHE, sizeof(*l->over),
+            offsetof(sl_cached_over, key), key, kl);
+        if (o != NULL) {
+            o->name_len = name_len;
+            o->ov = *ov;
+        }
     }
     pthread_mutex_unlock(&l->mu);
 }
@@ -65,9 +113,9 @@ void sl_lcache_over_forget(sl_limiters *l, const char *key, size_t kl,
 
     pthread_mutex_lock(&l->mu);
     for (i = 0; l->over != NULL && i < SL_OVER_CACHE; i++)
-        if (l->over[i].used && l->over[i].name_len == name_len &&
-            l->over[i].key_len >= kl && memcmp(l->over[i].key, key, kl) == 0)
-            l->over[i].used = false;
+        if (l->over[i].e.used && l->over[i].name_len == name_len &&
+            l->over[i].e.key_len >= kl && memcmp(l->over[i].key, key, kl) == 0)
+            l->over[i].e.used = false;
     pthread_mutex_unlock(&l->mu);
 }
 
@@ -80,12 +128,9 @@ bool sl_lcache_over(sl_limiters *l, const char *key, size_t kl,
 
     pthread_mutex_lock(&l->mu);
     c = over_find(l, key, kl);
-    fresh = c != NULL && l->cache_ms >= 0 &&
-            sl_mono_ms() - c->read_at < l->cache_ms;
-    if (fresh) {
+    fresh = entry_fresh(l, c != NULL ? &c->e : NULL);
+    if (fresh)
         *ov = c->ov;
-        c->last_use = ++l->uses;
-    }
     pthread_mutex_unlock(&l->mu);
     return fresh;
 }
@@ -93,15 +138,9 @@ bool sl_lcache_over(sl_limiters *l, const char *key, size_t kl,
 static sl_cached_rules *cache_find(sl_limiters *l, const void *name,
                                    size_t name_len)
 {
-    size_t i;
-
-    if (l->slot == NULL)
-        return NULL;
-    for (i = 0; i < SL_LIMITER_CACHE; i++)
-        if (l->slot[i].used && l->slot[i].name_len == name_len &&
-            memcmp(l->slot[i].name, name, name_len) == 0)
-            return &l->slot[i];
-    return NULL;
+    return (sl_cached_rules *)entry_find(
+        l->slot, SL_LIMITER_CACHE, sizeof(sl_cached_rules),
+        offsetof(sl_cached_rules, name), name, name_len);
 }
 
 /* Keeps rs for name (rs NULL: forgets it); the least used goes. */
@@ -109,36 +148,25 @@ void sl_lcache_put(sl_limiters *l, const void *name, size_t name_len,
                    const sluice_ruleset *rs, int64_t keepalive, int64_t overs)
 {
     sl_cached_rules *c;
-    size_t i;
 
     pthread_mutex_lock(&l->mu);
-    c = cache_find(l, name, name_len);
     /* Kept even when never used for decisions (rules_cache_ms=0): the
      * keep-alive it read is what backends that cannot read it first send
      * to start it again. */
     if (rs == NULL) {
-        if (c != NULL)
-            c->used = false;
-        pthread_mutex_unlock(&l->mu);
-        return;
-    }
-    if (c == NULL && l->slot == NULL)
-        l->slot = sl_calloc(SL_LIMITER_CACHE, sizeof(*l->slot));
-    if (c == NULL && l->slot != NULL) {
-        c = &l->slot[0];
-        for (i = 0; i < SL_LIMITER_CACHE && c->used; i++)
-            if (!l->slot[i].used || l->slot[i].last_use < c->last_use)
-                c = &l->slot[i];
-    }
-    if (c != NULL) {
-        c->used = true;
-        c->name_len = name_len;
-        memcpy(c->name, name, name_len);
-        c->rules = *rs;
-        c->keepalive_ms = keepalive;
-        c->overs = overs;
-        c->read_at = sl_mono_ms();
-        c->last_use = ++l->uses;
+        if ((c = cache_find(l, name, name_len)) != NULL)
+            c->e.used = false;
+    } else {
+        if (l->slot == NULL)
+            l->slot = sl_calloc(SL_LIMITER_CACHE, sizeof(*l->slot));
+        c = (sl_cached_rules *)entry_take(
+            l, l->slot, SL_LIMITER_CACHE, sizeof(*l->slot),
+            offsetof(sl_cached_rules, name), name, name_len);
+        if (c != NULL) {
+            c->rules = *rs;
+            c->keepalive_ms = keepalive;
+            c->overs = overs;
+        }
     }
     pthread_mutex_unlock(&l->mu);
 }
@@ -166,13 +194,11 @@ bool sl_lcache_rules(sl_limiters *l, const void *name, size_t name_len,
 
     pthread_mutex_lock(&l->mu);
     c = cache_find(l, name, name_len);
-    fresh = c != NULL && l->cache_ms >= 0 &&
-            sl_mono_ms() - c->read_at < l->cache_ms;
     *known = c != NULL ? c->keepalive_ms : -1;
+    fresh = entry_fresh(l, c != NULL ? &c->e : NULL);
     if (fresh) {
         *rs = c->rules;
         *overs = c->overs;
-        c->last_use = ++l->uses;
     }
     pthread_mutex_unlock(&l->mu);
     return fresh;

@@ -11,29 +11,35 @@
 #define SL_LIMITER_CACHE   64   /* names a handle keeps rules for */
 #define SL_LIMITER_KEY_MAX 1000 /* name and client id together */
 
-/* Rules read for one name, and when (monotonic ms). */
-typedef struct sl_cached_rules {
+/* What every cached entry begins with: its key's length (the key is the
+ * entry's own array), when it was read (monotonic ms), and its last use,
+ * by which the least used goes when a table is full. */
+typedef struct sl_cache_entry {
     bool used;
-    size_t name_len;
+    size_t key_len;
+    int64_t read_at;
+    uint64_t last_use;
+} sl_cache_entry;
+
+/* Rules read for one name (the key). */
+typedef struct sl_cached_rules {
+    sl_cache_entry e;
     char name[SLUICE_MAX_KEY_LEN];
     sluice_ruleset rules;
     int64_t keepalive_ms;
     int64_t overs; /* overrides the name had then: 0, none for any client */
-    int64_t read_at;
-    uint64_t last_use;
 } sl_cached_rules;
 
 #define SL_OVER_CACHE 256 /* clients a handle keeps overrides for */
 
-/* The override read for one client of a name (kind NONE: none), and when
- * (monotonic ms). key: K, "<name length>:<name><client>". */
+/* The override read for one client of a name (kind NONE: none). key: K,
+ * "<name length>:<name><client>", its first name_len bytes after the
+ * colon the name's. */
 typedef struct sl_cached_over {
-    bool used;
-    size_t name_len, key_len;
+    sl_cache_entry e;
+    size_t name_len;
     char key[24 + SL_LIMITER_KEY_MAX];
     sluice_limiter_override ov;
-    int64_t read_at;
-    uint64_t last_use;
 } sl_cached_over;
 
 /* A handle's limiters: its state for them (sl_handle_ext), made on the

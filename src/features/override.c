@@ -9,21 +9,23 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Checks the name and a client id of 1 byte or more. */
-static sluice_status check_client(sluice *sl, const void *name, size_t name_len,
+/* The head of a call on a client's override: a client id of 1 byte or
+ * more, besides what sl_limiter_enter checks. */
+static sluice_status enter_client(sluice *sl, const void *name, size_t name_len,
                                   const void *client, size_t client_len,
-                                  char *err)
+                                  char **err)
 {
-    sluice_status st = sl_limiter_ready(sl, err);
+    sluice_status st;
 
-    if (st != SLUICE_OK)
+    if ((st = sl_limiter_enter(sl, name, name_len, client, client_len, err)) !=
+        SLUICE_OK)
         return st;
     if (client == NULL || client_len == 0) {
-        sl_errf(err, SL_ERR_LEN,
+        sl_errf(*err, SL_ERR_LEN,
                 "limiter: an override needs a client id of 1 byte or more");
         return SLUICE_EKEY;
     }
-    return sl_limiter_check_name(name, name_len, client, client_len, err);
+    return SLUICE_OK;
 }
 
 sluice_status sluice_limiter_override_set(sluice *sl, const void *name,
@@ -38,10 +40,7 @@ sluice_status sluice_limiter_override_set(sluice *sl, const void *name,
     sl_value v;
     sluice_status st;
 
-    if (sl == NULL)
-        return SLUICE_EINVAL;
-    err = sl_share_err(sl);
-    st = check_client(sl, name, name_len, client, client_len, err);
+    st = enter_client(sl, name, name_len, client, client_len, &err);
     if (st != SLUICE_OK)
         return st;
     if (ov == NULL) {
@@ -93,10 +92,7 @@ sluice_status sluice_limiter_override_get(sluice *sl, const void *name,
     int64_t ka;
     sluice_status st;
 
-    if (sl == NULL)
-        return SLUICE_EINVAL;
-    err = sl_share_err(sl);
-    st = check_client(sl, name, name_len, client, client_len, err);
+    st = enter_client(sl, name, name_len, client, client_len, &err);
     if (st != SLUICE_OK)
         return st;
     if (ov == NULL) {
@@ -120,10 +116,7 @@ sluice_status sluice_limiter_override_delete(sluice *sl, const void *name,
     sl_value v;
     sluice_status st;
 
-    if (sl == NULL)
-        return SLUICE_EINVAL;
-    err = sl_share_err(sl);
-    st = check_client(sl, name, name_len, client, client_len, err);
+    st = enter_client(sl, name, name_len, client, client_len, &err);
     if (st != SLUICE_OK)
         return st;
     memset(&so, 0, sizeof(so));
@@ -197,12 +190,7 @@ sluice_status sluice_limiter_override_list(sluice *sl, const void *name,
     sl_value v;
     sluice_status st;
 
-    if (sl == NULL)
-        return SLUICE_EINVAL;
-    err = sl_share_err(sl);
-    if ((st = sl_limiter_ready(sl, err)) != SLUICE_OK)
-        return st;
-    if ((st = sl_limiter_check_name(name, name_len, NULL, 0, err)) != SLUICE_OK)
+    if ((st = sl_limiter_enter(sl, name, name_len, NULL, 0, &err)) != SLUICE_OK)
         return st;
     if (fn == NULL) {
         sl_errf(err, SL_ERR_LEN, "limiter: fn is NULL");
