@@ -562,8 +562,8 @@ class ReserveSchedule(Schedule):
     (URL) has its own clock skew, a constant offset; some events are
     late (earlier than the client's clock); limit changes keep the
     algorithm and period (state carries over); composites of two or
-    three rules; peeks, acquires at most, refunds and resets from any
-    client."""
+    three rules; peeks, acquires at most, refunds, settles and resets
+    from any client."""
 
     def __init__(self, rng, model, events, clients):
         Schedule.__init__(self, rng, model, events)
@@ -672,10 +672,14 @@ class ReserveSchedule(Schedule):
         cost = self.pick_cost(min(v[1] for _, v in used))
         r = rng.random()
         op = ("acquire" if r < 0.84 else "peek" if r < 0.9 else
-              "acquire_at_most" if r < 0.94 else "refund" if r < 0.985
-              else "reset")
-        return self.event(prof.key, used, t, cost, op), \
-            [(s.ident, v) for s, v in used]
+              "acquire_at_most" if r < 0.94 else "refund" if r < 0.97
+              else "settle" if r < 0.985 else "reset")
+        ev = self.event(prof.key, used, t, cost, op)
+        if op == "settle":
+            # Beside a handle's lots, as a refund: the settle goes to the
+            # backend and leaves them (SEMANTICS, "settle").
+            self.settle_amounts(ev, cost, min(v[1] for _, v in used))
+        return ev, [(s.ident, v) for s, v in used]
 
     def variant_of(self, slot):
         """Mostly the slot's first (limit, burst): limit changes are
