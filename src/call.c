@@ -327,13 +327,13 @@ sluice_status sluice_refund(sluice *sl, const void *key, size_t key_len,
 sluice_status sl_call_settle(int64_t reserved, int64_t actual, sl_op *op,
                              int64_t *amount, char *err)
 {
-    const char *what = reserved < 0 || reserved > SL_MAX_LIMIT ? "reserved"
-                       : actual < 0 || actual > SL_MAX_LIMIT   ? "actual"
-                                                               : NULL;
+    bool bad_reserved = reserved < 0 || reserved > SL_MAX_LIMIT;
 
-    if (what != NULL) {
-        sl_errf(err, SL_ERR_LEN, "%s %lld is out of range 0..1000000000", what,
-                (long long)(what[0] == 'r' ? reserved : actual));
+    if (bad_reserved || actual < 0 || actual > SL_MAX_LIMIT) {
+        sl_errf(err, SL_ERR_LEN, "%s %lld is out of range 0..%lld",
+                bad_reserved ? "reserved" : "actual",
+                (long long)(bad_reserved ? reserved : actual),
+                (long long)SL_MAX_LIMIT);
         return SLUICE_ECOST;
     }
     *op = actual > reserved ? SL_OP_FORCE : SL_OP_REFUND;

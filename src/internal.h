@@ -120,8 +120,22 @@ sluice_status sl_time_check(int64_t t, char *err, size_t err_len);
 
 /* slot.c: the Redis Cluster slot (0..16383) of a key, by its hash tag. */
 unsigned sl_slot_of_key(const void *key, size_t len);
-/* slot.c: FNV-1a (64 bits) of n bytes, for in-process hash tables. */
-uint64_t sl_hash64(const void *p, size_t n);
+/* FNV-1a (64 bits), for in-process hash tables: h with n more bytes
+ * (from SL_HASH64_SEED), and n bytes on their own. */
+#define SL_HASH64_SEED 14695981039346656037u
+static inline uint64_t sl_hash64_add(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211u;
+    return h;
+}
+static inline uint64_t sl_hash64(const void *p, size_t n)
+{
+    return sl_hash64_add(SL_HASH64_SEED, p, n);
+}
 
 /* url.c */
 typedef enum sl_scheme {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* slot.c - hashes of keys: Redis Cluster's key slot, CRC16 (XMODEM) of
- * the key's hash tag modulo 16384, and FNV-1a for in-process tables. */
+/* slot.c - Redis Cluster's key slot: CRC16 (XMODEM) of the key's hash tag,
+ * modulo 16384. */
 #include "internal.h"
 
 /* CRC16-CCITT, polynomial 0x1021, initial value 0, as Redis Cluster uses. */
@@ -34,17 +34,4 @@ unsigned sl_slot_of_key(const void *key, size_t len)
             return crc16(k + open + 1, close - open - 1) & 16383;
     }
     return crc16(k, len) & 16383;
-}
-
-uint64_t sl_hash64(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint64_t h = 14695981039346656037u; /* FNV-1a */
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211u;
-    }
-    return h;
 }

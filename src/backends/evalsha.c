@@ -769,8 +769,7 @@ static void evalsha_resume(void *p, sl_job *job)
     (void)job;
 }
 
-/* The job's deadline passed: the connection carrying it is stuck (Redis
- * answers in order), so it closes, failing what it carried. */
+/* Moves to another master (redis+sentinel://). */
 static uint64_t evalsha_failovers(void *p)
 {
     return sl_sentinel_failovers(&((state *)p)->conn);

@@ -669,12 +669,13 @@ sluice_status sl_plain_decode(const sl_request *rq, bool read_mode,
 
 /* ------------------------------------------------------ forced charges */
 
-bool sl_plain_ops_force_views(unit *u)
+/* The views become the state after the forced charge planned in u->ch
+ * (false: out of memory for a log's entry, the views as read). */
+static bool force_apply(unit *u)
 {
     const sluice_ruleset *rs = u->rq->decide.rules;
     size_t i;
 
-    sl_force_plan(rs, u->views, u->rq->now_ms, u->rq->decide.cost, u->v, u->ch);
     /* Room for a log's entry first: on failure, the views are as read. */
     for (i = 0; i < rs->count; i++) {
         rule_io *io = &u->io[i];
@@ -709,6 +710,13 @@ bool sl_plain_ops_force_views(unit *u)
         }
     }
     return true;
+}
+
+bool sl_plain_ops_force_views(unit *u)
+{
+    sl_force_plan(u->rq->decide.rules, u->views, u->rq->now_ms,
+                  u->rq->decide.cost, u->v, u->ch);
+    return force_apply(u);
 }
 
 size_t sl_plain_ops_force_writes(sl_plain *p, unit *u)
@@ -756,5 +764,5 @@ sluice_status sl_plain_ops_force_judge(unit *u)
     for (i = 0; i < rs->count; i++)
         if (u->ch[i].n != u->rq->decide.cost)
             return SLUICE_EUNSUPPORTED;
-    return sl_plain_ops_force_views(u) ? SLUICE_OK : SLUICE_ENOMEM;
+    return force_apply(u) ? SLUICE_OK : SLUICE_ENOMEM;
 }

@@ -46,13 +46,7 @@ void sl_deny_free(sl_deny_cache *c)
 static sl_deny_entry *set_of(const sl_deny_cache *c, const void *key,
                              size_t len)
 {
-    const unsigned char *k = key;
-    uint64_t h = 14695981039346656037u; /* FNV-1a */
-    size_t i;
-
-    for (i = 0; i < len; i++)
-        h = (h ^ k[i]) * 1099511628211u;
-    return &c->slots[(h % c->nsets) * SL_DENY_WAYS];
+    return &c->slots[(sl_hash64(key, len) % c->nsets) * SL_DENY_WAYS];
 }
 
 static bool same_key(const sl_deny_entry *e, const void *key, size_t len)

@@ -160,14 +160,10 @@ static const char *prefix_of(const sl_rsv_entry *e)
 /* The set of the key (and its prefix, when it has its own). */
 static sl_rsv_set *set_of(const sl_reserve *rv, const sl_request *r)
 {
-    const unsigned char *k = r->key;
-    uint64_t h = 14695981039346656037u; /* FNV-1a */
-    size_t i;
+    uint64_t h = sl_hash64(r->key, r->key_len);
 
-    for (i = 0; i < r->key_len; i++)
-        h = (h ^ k[i]) * 1099511628211u;
-    for (k = (const unsigned char *)r->prefix; k != NULL && *k != 0; k++)
-        h = (h ^ *k) * 1099511628211u;
+    if (r->prefix != NULL)
+        h = sl_hash64_add(h, r->prefix, strlen(r->prefix));
     return &rv->sets[h % SL_RSV_SETS];
 }
 
