@@ -292,6 +292,7 @@ SLUICE_API sluice_status sluice_ruleset_check(const sluice_ruleset *rs,
  *   ?timeout_ms=&connect_timeout_ms=&clock=local|server
  *   &fail=error|open|closed|fallback&prefix=&ttl_floor_ms=
  *   &deny_cache=&metrics=&shadow=&fallback_instances=&rules_cache_ms=
+ *   &rules_stale_ms=&reserve_ms=&reserve_share=
  *   &max_reply_bytes=&socket=&tls=&tls_verify=&tls_ca_file=&tls_ca_dir=
  *   &tls_cert=&tls_key=&tls_server_name=&sentinel_user=&sentinel_password=
  *   &sentinel_tls=   (`sluice --help` says each)
@@ -383,6 +384,25 @@ SLUICE_API sluice_status sluice_settle(sluice *sl, const void *key,
                                        const sluice_ruleset *rules,
                                        int64_t reserved, int64_t actual,
                                        sluice_result *out);
+
+/* sluice_settle for a budget whose acquire answered *acquired (added after
+ * 0.1.0): settled where it was charged, never by a refund on the backend
+ * of what others spent there. An acquire the backend admitted (status
+ * SLUICE_OK or SLUICE_RESERVED) is settled there, exactly as
+ * sluice_settle. One the fail policy admitted was not charged on the
+ * backend: with SLUICE_FAIL_FALLBACK it is settled on the fallback store,
+ * which charged it (out->status: the acquire's failure); any other (the
+ * open policy's admission, a denial, shadow mode, an allow-listed client)
+ * charged nothing, and nothing is settled: SLUICE_OK, *out the acquire's
+ * answer (its status says so; retry_after_ms -1), nothing counted. A
+ * settle that failed (a timeout) may have been applied: see
+ * docs/SEMANTICS.md ("settle") before sending it again. */
+SLUICE_API sluice_status sluice_settle_after(sluice *sl, const void *key,
+                                             size_t key_len,
+                                             const sluice_ruleset *rules,
+                                             const sluice_result *acquired,
+                                             int64_t reserved, int64_t actual,
+                                             sluice_result *out);
 
 /* Forgets the key's state under every rule of the set. */
 SLUICE_API sluice_status sluice_reset(sluice *sl, const void *key,
@@ -505,6 +525,12 @@ SLUICE_API sluice_status sluice_settle_async(sluice *sl, const void *key,
                                              const sluice_ruleset *rules,
                                              int64_t reserved, int64_t actual,
                                              sluice_done_fn done, void *arg);
+
+/* sluice_settle_after on the loop; *acquired is copied. */
+SLUICE_API sluice_status sluice_settle_after_async(
+    sluice *sl, const void *key, size_t key_len, const sluice_ruleset *rules,
+    const sluice_result *acquired, int64_t reserved, int64_t actual,
+    sluice_done_fn done, void *arg);
 
 /* Decisions started on the loop and not yet ended. */
 SLUICE_API size_t sluice_pending(const sluice *sl);

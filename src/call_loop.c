@@ -1,68 +1,50 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* call_loop.c - the request pipeline on the caller's event loop: the same
- * stages as a blocking call (call.c), with the backend's part a job on the
- * engine whose done callback runs the stages after it and then the
- * caller's callback. */
+/* call_loop.c - the calls on the caller's event loop: the pipeline's
+ * driver (pipeline.h) that does what a call needs without blocking: its
+ * round trips as jobs on the engine, whose done callback runs the
+ * pipeline on; its sleeps, and its waits behind a key's batch in flight,
+ * on the engine's timers. At the end, the caller's callback. */
 #include "call.h"
-#include "handle.h"
+#include "pipeline.h"
 
 #include <string.h>
 
-/* ------------------------------------------------- on the caller's loop */
-
-/* A call started on the loop: the engine's job first, then copies of
- * everything the caller passed, which it may free once the call returns. */
+/* A call started on the loop: the engine's job first, the pipeline's
+ * state, then copies of everything the caller passed, which it may free
+ * once the call returns. */
 typedef struct async_call {
     sl_job job;
-    sluice *sl;
+    sl_pipe p;
     sl_call_to to;
-    int64_t granted;
-    char lease_id[24];
-    sl_op op;
-    bool many;
-    bool cached;           /* a single call answered before it was sent: by
-                              its reservation or the deny cache */
-    int64_t t0;            /* its start, for the latency */
-    int64_t wait_until;    /* a waiting acquire: monotonic ms, else 0 */
-    size_t n;              /* the caller's requests; job.n of them were sent */
-    sl_request *reqs;      /* job.n, pointing into keys and rules */
-    sluice_result *res;    /* job.n: the backend's answers */
-    sluice_result *out;    /* n: what the callback gets */
-    size_t *map;           /* job.n: their places in out */
-    sluice_ruleset *rules; /* job.n copies */
-    unsigned char *marks;  /* job.n */
-    char *keys;            /* the keys, end to end */
-    sluice_status first;   /* the first request refused, for a batch */
+    bool submitted;       /* its job went to the engine once */
+    int64_t granted;      /* an acquire at most's */
+    char lease_id[24];    /* a lease op's id */
+    sluice_result after;  /* a settle's: the acquire's answer */
+    char err[SL_ERR_LEN]; /* the call's message */
     char first_msg[SL_ERR_LEN];
-    sl_rsv_plan plan; /* a single acquire: what went with it (reserve.h);
-                         the request is reqs[plan.main] */
-    int64_t began;    /* the call's start, monotonic ms: its budget's */
-    bool parked;      /* asleep behind its key's batch in flight */
+    sl_request *reqs;      /* a single call: its request */
+    sl_request *send;      /* 3, or n for a batch */
+    sluice_result *res;    /* as many */
+    sluice_result *out;    /* n: what the callback gets */
+    size_t *map;           /* n */
+    sluice_ruleset *rules; /* a copy of each request's rules */
+    unsigned char *marks;  /* the job's, as many as send */
+    char *keys;            /* the keys, end to end */
+    sl_pipe_name *name;    /* a decision by name's */
     struct async_call *next_parked;
 } async_call;
 
-static void route(async_call *a, bool from_call);
+static void drive(async_call *a);
 
 /* The handle's parked calls without a. */
 static void unpark(async_call *a)
 {
-    async_call **p = &a->sl->parked;
+    async_call **p = &a->p.sl->parked;
 
     while (*p != NULL && *p != a)
         p = &(*p)->next_parked;
     if (*p == a)
         *p = a->next_parked;
-    a->parked = false;
-}
-
-/* A parked call wakes: a batch was answered, or its wait is over. */
-static void parked_woken(sl_job *job)
-{
-    async_call *a = (async_call *)job;
-
-    unpark(a);
-    a->reqs[0].now_ms = sl_call_now(a->sl); /* decided now */
-    route(a, false);
 }
 
 /* A batch of some key was answered: every parked call asks again. */
@@ -75,98 +57,118 @@ static void wake_parked(sluice *sl)
         sl_engine_wake_now(&sl->eng, &a->job);
 }
 
-/* A waiting acquire wakes: the same request, at the time now. */
-static void async_woken(sl_job *job)
+/* A sleeping or parked call wakes: the pipeline goes on from the loop. */
+static void woken(sl_job *job)
 {
     async_call *a = (async_call *)job;
 
-    /* Alone this time: its reservation's part was settled. */
-    if (a->plan.main != 0)
-        a->reqs[0] = a->reqs[a->plan.main];
-    memset(&a->plan, 0, sizeof(a->plan));
-    a->job.reqs = a->reqs;
-    a->job.out = a->res;
-    a->reqs[0].now_ms = sl_call_now(a->sl);
-    a->cached = false;
-    a->job.n = 1;
-    sl_engine_restart(&a->sl->eng, &a->job);
-}
-
-/* A waiting acquire was denied: it sleeps until the request fits, if that
- * comes before its deadline (true). */
-static bool async_sleeps(async_call *a)
-{
-    const sluice_result *r = a->cached ? &a->out[0] : &a->res[a->plan.main];
-    int64_t now = sl_mono_ms(), sleep;
-
-    if (a->wait_until == 0 || a->sl->eng.closing || a->job.err[0] != '\0' ||
-        a->sl->url.cfg.shadow ||
-        (sleep = sl_call_wait_more(r, now, a->wait_until)) == 0)
-        return false;
-    sl_engine_sleep(&a->sl->eng, &a->job, now + sleep, async_woken);
-    return true;
-}
-
-/* The job ended: the stages after the backend, then the caller's
- * callback. */
-static void async_done(sl_job *job)
-{
-    async_call *a = (async_call *)job;
-    sluice *sl = a->sl;
-    char *err = sl_share_err(sl);
-    sluice_status st;
-
-    if (job->err[0] != '\0')
-        memcpy(err, job->err, SL_ERR_LEN);
-    sl_stats_backend(&sl->stats, job->n, 0);
-    if (a->to.then != NULL) { /* a rules op for limiter.c */
-        a->to.then(sl, a->to.arg, a->res[0].status);
-        sl_free(a);
-        return;
-    }
-    if (a->many) {
-        sl_deny_after(&sl->deny, &sl->url.cfg, a->reqs, job->out, job->n);
-    } else if (a->parked) { /* the handle closed while it waited */
+    if (a->p.parked)
         unpark(a);
-        a->cached = false;
-        a->res[0].status = SLUICE_EIO;
-        sl_errf(err, SL_ERR_LEN,
-                "the handle closed while the call waited for its key's "
-                "batch; nothing was sent");
-    } else if (job->n > 0) {
-        int how = sl_reserve_after(&sl->rsv, &a->plan, SLUICE_OK, job->out,
-                                   &a->out[0]);
+    else /* a waiting acquire asks again, on a budget of its own */
+        a->p.began = sl_mono_ms();
+    drive(a);
+}
 
-        if ((how & SL_RSV_SETTLED) && sl->parked != NULL && !sl->eng.closing)
-            wake_parked(sl);
-        if (how & SL_RSV_RESCUED)
-            a->cached = true; /* admitted from the key's lots */
-        else if (a->plan.refill == 0)
-            sl_deny_after(&sl->deny, &sl->url.cfg, &a->reqs[a->plan.main],
-                          &a->res[a->plan.main], 1);
-    }
-    if (async_sleeps(a))
+/* The job ended: its answers into the pipeline, which goes on. At the
+ * handle's close, a sleeping or parked call's done runs too: it is
+ * answered as it stands. */
+static void job_done(sl_job *job)
+{
+    async_call *a = (async_call *)job;
+    sluice *sl = a->p.sl;
+
+    if (a->p.state == SL_PIPE_DONE) { /* answered before it was sent */
+        drive(a);
         return;
-    if (a->many) {
-        st = sl_call_finish_many(sl, a->reqs, a->res, job->n, a->map, SLUICE_OK,
-                                 a->out, a->n, a->first, a->first_msg, err);
-    } else {
-        if (!a->cached)
-            memset(a->out, 0, sizeof(*a->out));
-        st = sl_call_finish_one(sl, &a->reqs[a->plan.main], SLUICE_OK,
-                                a->cached ? NULL : &a->res[a->plan.main],
-                                a->out);
-        sl_call_count_one(sl, a->op, st, a->out);
-        if (st != SLUICE_OK || sl_call_no_result(a->op))
-            a->out->status = st;
     }
-    sl_stats_call(&sl->stats, a->t0);
+    if (a->p.state == SL_PIPE_LOCAL) { /* asleep, or parked */
+        if (a->p.parked)
+            unpark(a);
+        sl_pipe_abandon(&a->p);
+        drive(a);
+        return;
+    }
+    if (job->err[0] != '\0')
+        memcpy(a->p.send_err, job->err, SL_ERR_LEN);
+    sl_stats_backend(&sl->stats, job->n, 0);
+    a->p.sent_st = SLUICE_OK;
+    drive(a);
+}
+
+/* The call is answered: the message where sluice_errmsg() reads it, then
+ * the caller's callback. */
+static void answer(async_call *a)
+{
+    sluice *sl = a->p.sl;
+    sluice_status st = a->p.st;
+
+    memcpy(sl_share_err(sl), a->err, SL_ERR_LEN);
+    if (st != SLUICE_OK && !a->p.many) /* the callback's result says so */
+        a->out->status = st;
     if (a->to.granted != NULL)
         a->to.granted(sl, a->to.arg, st, a->out,
                       st == SLUICE_OK ? a->granted : 0);
     else
-        a->to.done(sl, a->to.arg, st, a->out, a->n);
+        a->to.done(sl, a->to.arg, st, a->out, a->p.n);
     sl_free(a);
+}
+
+/* The loop's driver: runs a's pipeline until it waits for the engine, or
+ * is answered. Answered before anything was sent, the callback still runs
+ * from the loop: an empty job goes to the engine first. */
+static void drive(async_call *a)
+{
+    sluice *sl = a->p.sl;
+
+    for (;;) {
+        sl_pipe_need need = sl_pipe_run(&a->p);
+
+        if (a->p.settled) { /* a batch was answered: parked calls go on */
+            a->p.settled = false;
+            if (sl->parked != NULL && !sl->eng.closing)
+                wake_parked(sl);
+        }
+        switch (need) {
+        case SL_NEED_SEND:
+            if (sl->eng.closing) { /* a callback that sluice_close() runs */
+                a->p.sent_st = SLUICE_EIO;
+                sl_errf(a->p.send_err, SL_ERR_LEN,
+                        "the handle closed before the call's next round "
+                        "trip; it was not sent");
+                continue;
+            }
+            memset(a->p.res, 0, a->p.nsend * sizeof(*a->p.res));
+            a->job.reqs = a->p.send;
+            a->job.n = a->p.nsend;
+            a->job.out = a->p.res;
+            a->job.err[0] = '\0';
+            sl->eng.call_started = a->p.began;
+            sl_engine_submit(&sl->eng, &a->job);
+            sl->eng.call_started = 0;
+            a->submitted = true;
+            return;
+        case SL_NEED_SLEEP:
+        case SL_NEED_PARK:
+            if (a->p.parked) {
+                a->next_parked = sl->parked;
+                sl->parked = a;
+            }
+            sl_engine_sleep(&sl->eng, &a->job, a->p.wake_at, woken);
+            if (sl->eng.depth == 0) /* from the call: the loop's timer */
+                sl_engine_report(&sl->eng);
+            return;
+        case SL_NEED_DONE:
+        case SL_NEED_GO:
+            if (a->submitted) {
+                answer(a);
+            } else { /* from the call itself: the answer from the loop */
+                a->job.n = 0;
+                a->submitted = true;
+                sl_engine_submit(&sl->eng, &a->job);
+            }
+            return;
+        }
+    }
 }
 
 /* The offset of count items of size and alignment align placed at *at,
@@ -179,13 +181,14 @@ static size_t place(size_t *at, size_t count, size_t size, size_t align)
     return off;
 }
 
-/* A call with room for n requests whose keys take key_bytes: one
- * allocation, the call and then its arrays. */
-static async_call *new_call(sluice *sl, size_t n, size_t key_bytes,
+/* A call with room for n requests (3 to send for a single one) whose keys
+ * take key_bytes, and a decision by name's state (named): one allocation,
+ * the call and then its arrays. */
+static async_call *new_call(sluice *sl, size_t n, size_t key_bytes, bool named,
                             const sl_call_to *to)
 {
-    size_t at = sizeof(async_call), o_reqs, o_res, o_out, o_map, o_rules,
-           o_marks, o_keys;
+    size_t at = sizeof(async_call), m = n > 1 ? n : 3, o_reqs, o_send, o_res,
+           o_out, o_map, o_rules, o_marks, o_keys, o_name = 0;
     async_call *a;
     char *base;
 
@@ -193,31 +196,32 @@ static async_call *new_call(sluice *sl, size_t n, size_t key_bytes,
      * (its rules' copy), and the keys, each within the key cap. */
     if (n > SIZE_MAX / 4096 || key_bytes > SIZE_MAX / 2)
         return NULL;
-    o_reqs = place(&at, n, sizeof(sl_request), _Alignof(sl_request));
-    o_res = place(&at, n, sizeof(sluice_result), _Alignof(sluice_result));
+    o_reqs = place(&at, 1, sizeof(sl_request), _Alignof(sl_request));
+    o_send = place(&at, m, sizeof(sl_request), _Alignof(sl_request));
+    o_res = place(&at, m, sizeof(sluice_result), _Alignof(sluice_result));
     o_out = place(&at, n, sizeof(sluice_result), _Alignof(sluice_result));
     o_map = place(&at, n, sizeof(size_t), _Alignof(size_t));
     o_rules = place(&at, n, sizeof(sluice_ruleset), _Alignof(sluice_ruleset));
-    o_marks = place(&at, n, 1, 1);
+    if (named)
+        o_name = place(&at, 1, sizeof(sl_pipe_name), _Alignof(sl_pipe_name));
+    o_marks = place(&at, m, 1, 1);
     o_keys = place(&at, key_bytes, 1, 1);
     if ((base = sl_calloc(1, at)) == NULL)
         return NULL;
     a = (async_call *)base;
-    a->sl = sl;
     a->to = *to;
-    a->n = n;
-    a->t0 = sl_stats_start(&sl->stats);
     a->reqs = (sl_request *)(base + o_reqs);
+    a->send = (sl_request *)(base + o_send);
     a->res = (sluice_result *)(base + o_res);
     a->out = (sluice_result *)(base + o_out);
     a->map = (size_t *)(base + o_map);
     a->rules = (sluice_ruleset *)(base + o_rules);
+    a->name = named ? (sl_pipe_name *)(base + o_name) : NULL;
     a->marks = (unsigned char *)(base + o_marks);
     a->keys = base + o_keys;
-    a->job.reqs = a->reqs;
-    a->job.out = a->res;
     a->job.marks = a->marks;
-    a->job.done = async_done;
+    a->job.done = job_done;
+    (void)sl;
     return a;
 }
 
@@ -240,37 +244,44 @@ sluice_status sl_call_ready(const sluice *sl, bool has_answer, char *err)
     return SLUICE_OK;
 }
 
-/* Request m of a, prepared, points at its own copies of key and rules
- * (a decision's; rules NULL: none). */
-static void keep_request(async_call *a, size_t m, size_t at_key,
-                         const void *key, size_t key_len,
-                         const sluice_ruleset *rules)
+/* Request r of a, prepared, points at its own copies of key and rules
+ * (a decision's; rules NULL: none), the key at keys + at_key. */
+static void keep_request(async_call *a, sl_request *r, size_t at_key,
+                         const sluice_ruleset *rules, sluice_ruleset *copy)
 {
-    memcpy(a->keys + at_key, key, key_len);
-    a->reqs[m].key = a->keys + at_key;
+    memcpy(a->keys + at_key, r->key, r->key_len);
+    r->key = a->keys + at_key;
     if (rules != NULL) {
-        a->rules[m] = *rules;
-        a->reqs[m].decide.rules = &a->rules[m];
+        *copy = *rules;
+        r->decide.rules = copy;
     }
 }
 
-/* Starts the prepared request r on the loop: its key, rules and value
- * copied; its reservation asked, and the deny cache for plain keys; with
- * room for what a miss sends with it (a refund, a batch). */
+/* Starts the prepared request r on the loop (nm: a decision by name's,
+ * copied into the call), its key, rules and value copied. */
 static sluice_status start_prepared(sluice *sl, const sl_request *r,
-                                    int64_t wait_ms, const sl_call_to *to,
-                                    char *err)
+                                    const sl_pipe_name *nm, int64_t wait_ms,
+                                    const sluice_result *after,
+                                    const sl_call_to *to, char *err)
 {
     async_call *a;
 
-    if ((a = new_call(sl, 3, r->key_len, to)) == NULL) {
+    if ((a = new_call(sl, 1, nm != NULL ? 0 : r->key_len, nm != NULL, to)) ==
+        NULL) {
         sl_errf(err, SL_ERR_LEN, "out of memory");
         return SLUICE_ENOMEM;
     }
-    a->n = 1;
     a->reqs[0] = *r;
-    keep_request(a, 0, 0, r->key, r->key_len,
-                 sl_op_decides(r->op) ? r->decide.rules : NULL);
+    sl_pipe_one(&a->p, sl, a->reqs, a->out, a->send, a->res, a->err);
+    if (nm != NULL) {
+        *a->name = *nm;
+        a->reqs[0].key = a->name->key;
+        sl_pipe_by_name(&a->p, a->name);
+    } else {
+        keep_request(a, &a->reqs[0], 0,
+                     sl_op_decides(r->op) ? r->decide.rules : NULL,
+                     &a->rules[0]);
+    }
     if (r->op == SL_OP_AT_MOST)
         a->reqs[0].decide.granted = &a->granted;
     if ((r->op == SL_OP_LEASE_ACQUIRE || r->op == SL_OP_LEASE_RELEASE) &&
@@ -278,77 +289,31 @@ static sluice_status start_prepared(sluice *sl, const sl_request *r,
         memcpy(a->lease_id, r->lease.id, r->lease.id_len);
         a->reqs[0].lease.id = a->lease_id;
     }
-    a->op = r->op;
-    a->wait_until = wait_ms > 0 ? sl_mono_ms() + wait_ms : 0;
-    a->began = sl->eng.call_started > 0 ? sl->eng.call_started : sl_mono_ms();
-    route(a, true);
+    a->p.began = sl_mono_ms();
+    a->p.wait_until = wait_ms > 0 ? a->p.began + wait_ms : 0;
+    if (after != NULL) {
+        a->after = *after;
+        a->p.after = &a->after;
+    }
+    drive(a);
     return SLUICE_OK;
 }
 
-/* The call's request asked of its reservation and the deny cache, then
- * sent with what goes with it (from_call: by the call that starts it;
- * else from the engine's timers), or parked behind its key's batch in
- * flight, for at most half its budget. Answered before it was sent, the
- * callback still runs from the loop. */
-static void route(async_call *a, bool from_call)
-{
-    sluice *sl = a->sl;
-    sl_request one;
-
-    a->job.reqs = a->reqs;
-    a->job.out = a->res;
-    a->cached =
-        sl_reserve_before(&sl->rsv, &sl->url.cfg, &a->reqs[0], false,
-                          &a->out[0], &a->plan) ||
-        (a->reqs[0].prefix == NULL &&
-         sl_deny_before(&sl->deny, &sl->url.cfg, &a->reqs[0], &a->out[0]));
-    if (!a->cached && a->plan.park && !sl->eng.closing &&
-        sl_mono_ms() < a->began + sl->url.cfg.command_timeout_ms / 2) {
-        a->parked = true;
-        a->next_parked = sl->parked;
-        sl->parked = a;
-        sl_engine_sleep(&sl->eng, &a->job,
-                        a->began + sl->url.cfg.command_timeout_ms / 2,
-                        parked_woken);
-        return;
-    }
-    one = a->reqs[0];
-    if (!a->cached) {
-        a->job.n = sl_reserve_plan(&sl->rsv, &one, &a->plan, a->reqs);
-    } else if (a->plan.e != NULL) { /* admitted here, and a refill to send */
-        a->job.reqs = a->reqs + 1;
-        a->job.out = a->res + 1;
-        a->job.n = sl_reserve_refill(&one, &a->plan, a->reqs + 1);
-    } else {
-        a->job.n = 0;
-    }
-    if (from_call) {
-        sl_engine_submit(&sl->eng, &a->job);
-    } else {
-        sl->eng.call_started = a->began;
-        sl_engine_restart(&sl->eng, &a->job);
-    }
-}
-
-sluice_status sl_call_start(sluice *sl, const sl_request *r, int64_t began,
-                            int64_t wait_ms, const sl_call_to *to, char *err)
+sluice_status sl_call_start(sluice *sl, const sl_request *r,
+                            const sl_call_to *to, char *err)
 {
     sluice_status st;
 
-    st = sl_call_ready(
-        sl, to->done != NULL || to->granted != NULL || to->then != NULL, err);
+    st = sl_call_ready(sl, to->done != NULL || to->granted != NULL, err);
     if (st != SLUICE_OK)
         return st;
-    sl->eng.call_started = began;
-    st = start_prepared(sl, r, wait_ms, to, err);
-    sl->eng.call_started = 0;
-    return st;
+    return start_prepared(sl, r, NULL, 0, NULL, to, err);
 }
 
 static sluice_status start_one(sluice *sl, sl_op op, const void *key,
                                size_t key_len, const sluice_ruleset *rules,
                                int64_t cost, int64_t wait_ms,
-                               const sl_call_to *to)
+                               const sluice_result *after, const sl_call_to *to)
 {
     sl_request r;
     sluice_status st;
@@ -360,23 +325,64 @@ static sluice_status start_one(sluice *sl, sl_op op, const void *key,
     st = sl_call_ready(sl, to->done != NULL || to->granted != NULL, err);
     if (st != SLUICE_OK)
         return st;
-    if (sl_call_bad_wait(wait_ms, err))
+    if (sl_pipe_bad_wait(wait_ms, err))
         return SLUICE_EINVAL;
-    st = sl_call_prepare(sl, op, key, key_len, rules, cost, &r, err);
+    st = sl_pipe_prepare(sl, op, key, key_len, rules, cost, &r, err);
     if (st != SLUICE_OK) {
-        sl_call_count_one(sl, op, st, NULL);
+        sl_pipe_count(sl, op, st);
         return st;
     }
-    return start_prepared(sl, &r, wait_ms, to, err);
+    return start_prepared(sl, &r, NULL, wait_ms, after, to, err);
+}
+
+sluice_status sl_call_by_name_async(sluice *sl, sl_op op, const void *name,
+                                    size_t name_len, const void *client,
+                                    size_t client_len, int64_t cost,
+                                    sluice_done_fn done, void *arg)
+{
+    static const sluice_ruleset any = {
+        1, {{.algorithm = SLUICE_FIXED, .limit = 1, .period_ms = 1000}}};
+    sl_call_to to = {done, NULL, arg};
+    sl_pipe_name *nm;
+    sl_request r;
+    sluice_status st;
+    char *err;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    err = sl_share_err(sl);
+    if (client == NULL)
+        client_len = 0;
+    if ((st = sl_names_check(name, name_len, client, client_len, err)) !=
+            SLUICE_OK ||
+        (st = sl_call_ready(sl, done != NULL, err)) != SLUICE_OK)
+        return st;
+    if ((nm = sl_malloc(sizeof(*nm))) == NULL) {
+        sl_errf(err, SL_ERR_LEN, "out of memory");
+        return SLUICE_ENOMEM;
+    }
+    sl_pipe_name_set(nm, name, name_len, client, client_len);
+    /* Bad input (the key, the cost) is returned now, before the rules are
+     * read: checked with any valid rules in their place. */
+    st = sl_pipe_prepare(sl, op, nm->key, nm->kl, &any, cost, &r, err);
+    if (st != SLUICE_OK)
+        sl_pipe_count(sl, op, st);
+    else {
+        r.prefix = sl->names.prefix;
+        st = start_prepared(sl, &r, nm, 0, NULL, &to, err);
+    }
+    sl_free(nm);
+    return st;
 }
 
 sluice_status sluice_acquire_async(sluice *sl, const void *key, size_t key_len,
                                    const sluice_ruleset *rules, int64_t cost,
                                    sluice_done_fn done, void *arg)
 {
-    sl_call_to to = {done, NULL, NULL, arg};
+    sl_call_to to = {done, NULL, arg};
 
-    return start_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, 0, &to);
+    return start_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, 0, NULL,
+                     &to);
 }
 
 sluice_status sluice_acquire_wait_async(sluice *sl, const void *key,
@@ -385,28 +391,28 @@ sluice_status sluice_acquire_wait_async(sluice *sl, const void *key,
                                         int64_t cost, int64_t wait_ms,
                                         sluice_done_fn done, void *arg)
 {
-    sl_call_to to = {done, NULL, NULL, arg};
+    sl_call_to to = {done, NULL, arg};
 
     return start_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, wait_ms,
-                     &to);
+                     NULL, &to);
 }
 
 sluice_status sluice_peek_async(sluice *sl, const void *key, size_t key_len,
                                 const sluice_ruleset *rules, int64_t cost,
                                 sluice_done_fn done, void *arg)
 {
-    sl_call_to to = {done, NULL, NULL, arg};
+    sl_call_to to = {done, NULL, arg};
 
-    return start_one(sl, SL_OP_PEEK, key, key_len, rules, cost, 0, &to);
+    return start_one(sl, SL_OP_PEEK, key, key_len, rules, cost, 0, NULL, &to);
 }
 
 sluice_status sluice_reset_async(sluice *sl, const void *key, size_t key_len,
                                  const sluice_ruleset *rules,
                                  sluice_done_fn done, void *arg)
 {
-    sl_call_to to = {done, NULL, NULL, arg};
+    sl_call_to to = {done, NULL, arg};
 
-    return start_one(sl, SL_OP_RESET, key, key_len, rules, 1, 0, &to);
+    return start_one(sl, SL_OP_RESET, key, key_len, rules, 1, 0, NULL, &to);
 }
 
 sluice_status sluice_acquire_at_most_async(sluice *sl, const void *key,
@@ -415,18 +421,20 @@ sluice_status sluice_acquire_at_most_async(sluice *sl, const void *key,
                                            int64_t max_cost,
                                            sluice_granted_fn done, void *arg)
 {
-    sl_call_to to = {NULL, done, NULL, arg};
+    sl_call_to to = {NULL, done, arg};
 
-    return start_one(sl, SL_OP_AT_MOST, key, key_len, rules, max_cost, 0, &to);
+    return start_one(sl, SL_OP_AT_MOST, key, key_len, rules, max_cost, 0, NULL,
+                     &to);
 }
 
 sluice_status sluice_refund_async(sluice *sl, const void *key, size_t key_len,
                                   const sluice_ruleset *rules, int64_t amount,
                                   sluice_done_fn done, void *arg)
 {
-    sl_call_to to = {done, NULL, NULL, arg};
+    sl_call_to to = {done, NULL, arg};
 
-    return start_one(sl, SL_OP_REFUND, key, key_len, rules, amount, 0, &to);
+    return start_one(sl, SL_OP_REFUND, key, key_len, rules, amount, 0, NULL,
+                     &to);
 }
 
 sluice_status sluice_settle_async(sluice *sl, const void *key, size_t key_len,
@@ -434,7 +442,7 @@ sluice_status sluice_settle_async(sluice *sl, const void *key, size_t key_len,
                                   int64_t actual, sluice_done_fn done,
                                   void *arg)
 {
-    sl_call_to to = {done, NULL, NULL, arg};
+    sl_call_to to = {done, NULL, arg};
     sl_op op;
     int64_t amount;
     sluice_status st;
@@ -444,14 +452,40 @@ sluice_status sluice_settle_async(sluice *sl, const void *key, size_t key_len,
     st = sl_call_settle(reserved, actual, &op, &amount, sl_share_err(sl));
     if (st != SLUICE_OK)
         return st;
-    return start_one(sl, op, key, key_len, rules, amount, 0, &to);
+    return start_one(sl, op, key, key_len, rules, amount, 0, NULL, &to);
+}
+
+sluice_status sluice_settle_after_async(sluice *sl, const void *key,
+                                        size_t key_len,
+                                        const sluice_ruleset *rules,
+                                        const sluice_result *acquired,
+                                        int64_t reserved, int64_t actual,
+                                        sluice_done_fn done, void *arg)
+{
+    sl_call_to to = {done, NULL, arg};
+    sl_op op;
+    int64_t amount;
+    sluice_status st;
+    char *err;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    err = sl_share_err(sl);
+    if (acquired == NULL) {
+        sl_errf(err, SL_ERR_LEN, "settle: acquired is NULL");
+        return SLUICE_EINVAL;
+    }
+    st = sl_call_settle(reserved, actual, &op, &amount, err);
+    if (st != SLUICE_OK)
+        return st;
+    return start_one(sl, op, key, key_len, rules, amount, 0, acquired, &to);
 }
 
 sluice_status sluice_acquire_many_async(sluice *sl, const sluice_request *reqs,
                                         size_t n, sluice_done_fn done,
                                         void *arg)
 {
-    sl_call_to to = {done, NULL, NULL, arg};
+    sl_call_to to = {done, NULL, arg};
     async_call *a;
     size_t i, k, bytes = 0, at = 0;
     sluice_status st;
@@ -470,20 +504,28 @@ sluice_status sluice_acquire_many_async(sluice *sl, const sluice_request *reqs,
     for (i = 0; i < n; i++)
         if (reqs[i].key_len <= SLUICE_MAX_KEY_LEN)
             bytes += reqs[i].key_len;
-    if ((a = new_call(sl, n, bytes, &to)) == NULL) {
+    if ((a = new_call(sl, n, bytes, false, &to)) == NULL) {
         sl_errf(err, SL_ERR_LEN,
                 "acquire_many_async: out of memory for %zu requests", n);
         return SLUICE_ENOMEM;
     }
-    a->many = true;
-    a->op = SL_OP_ACQUIRE;
-    a->job.n = sl_call_prepare_many(sl, reqs, n, a->reqs, a->map, a->out,
-                                    &a->first, a->first_msg, err);
-    for (k = 0; k < a->job.n; k++) { /* what is sent, copied */
-        i = a->map[k];
-        keep_request(a, k, at, reqs[i].key, reqs[i].key_len, reqs[i].rules);
-        at += reqs[i].key_len;
+    sl_pipe_many(&a->p, sl, reqs, n, a->out, a->send, a->res, a->map,
+                 a->first_msg, a->err);
+    a->p.began = sl_mono_ms();
+    /* Prepared and asked of the reservations and the deny cache now,
+     * while the caller's requests are there; what is sent, copied. */
+    if (sl_pipe_run(&a->p) == SL_NEED_SEND) {
+        for (k = 0; k < a->p.nsend; k++) {
+            i = a->map[k];
+            keep_request(a, &a->send[k], at, reqs[i].rules, &a->rules[k]);
+            at += reqs[i].key_len;
+        }
     }
+    a->p.batch = NULL;
+    a->job.reqs = a->send;
+    a->job.n = a->p.nsend;
+    a->job.out = a->res;
+    a->submitted = true;
     /* None sent: the callback still runs, from the loop. */
     sl_engine_submit(&sl->eng, &a->job);
     return SLUICE_OK;

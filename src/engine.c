@@ -162,13 +162,29 @@ static void start_job(sl_engine *e, sl_job *job)
 }
 
 /* Connects what has replies waiting and is closed; a connection in a
- * backoff fails them instead, which may queue more elsewhere. */
+ * backoff fails them instead, which may queue more, there too: the next
+ * request on a key that waited behind the failed one (the plain
+ * backends). Those are failed in the same turn, not left for a poll that
+ * would wait for their deadline (a batch of nine on one key once answered
+ * two ECONNECT and seven ETIMEOUT). Each round answers at least one
+ * request, so the rounds end; the bound only guards that. */
 static void kick_all(sl_engine *e)
 {
-    size_t i;
+    size_t i, round;
+    bool again = true;
 
-    for (i = 0; i < e->nconns; i++)
-        sl_conn_kick(e->conns[i]);
+    for (round = 0; again && round < 100000; round++) {
+        again = false;
+        for (i = 0; i < e->nconns; i++) {
+            sl_conn *cn = e->conns[i];
+
+            sl_conn_kick(cn);
+            /* Queued again while in the backoff: failed at the next
+             * kick. */
+            again |= cn->phase == SL_PHASE_CLOSED && cn->qlen > 0 &&
+                     cn->failures > 0 && sl_mono_ms() < cn->retry_at;
+        }
+    }
 }
 
 /* The earliest deadline of jobs, wakes and connects; -1 none. */

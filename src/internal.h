@@ -187,6 +187,10 @@ typedef struct sl_config {
     bool shadow;
     uint32_t fallback_instances;
     int64_t rules_cache_ms; /* 0: the default; < 0: never cached */
+    /* How long after their read a limiter's rules and overrides still
+     * decide when they cannot be read again (stale-if-error); 0: the
+     * default, an hour; < 0: never. URL only (rules_stale_ms=N). */
+    int64_t rules_stale_ms;
     int64_t reserve_ms;     /* reservations' hold; 0: off */
     uint32_t reserve_share; /* percent of a capacity; 0: the default */
 } sl_config;

@@ -32,6 +32,7 @@ typedef enum {
     SHADOW,
     FALLBACK_INSTANCES,
     RULES_CACHE_MS,
+    RULES_STALE_MS,
     RESERVE_MS,
     RESERVE_SHARE,
     MAX_REPLY_BYTES,
@@ -84,6 +85,8 @@ static const struct option {
      "instances sharing fail=fallback's limit"},
     {RULES_CACHE_MS, "rules_cache_ms", OPT_MS, "N", 0, 86400000, NULL,
      "rules of limiters kept (default 1000)"},
+    {RULES_STALE_MS, "rules_stale_ms", OPT_MS, "N", 0, 86400000, NULL,
+     "rules used when unreadable (default 3600000)"},
     {RESERVE_MS, "reserve_ms", OPT_MS, "N", 0, 60000, NULL,
      "reserve hot keys' units, held N ms (0: off)"},
     {RESERVE_SHARE, "reserve_share", OPT_COUNT, "PCT", 1, 50, NULL,
@@ -291,6 +294,10 @@ static void store(option_id id, long long n, sl_url *u)
         /* 0 in the URL reads the rules with every decision: -1 in the
          * options, where 0 means the default. */
         u->cfg.rules_cache_ms = n == 0 ? -1 : (int64_t)n;
+        break;
+    case RULES_STALE_MS:
+        /* As rules_cache_ms: 0 in the URL never uses stale rules. */
+        u->cfg.rules_stale_ms = n == 0 ? -1 : (int64_t)n;
         break;
     case RESERVE_MS:
         u->cfg.reserve_ms = (int64_t)n;

@@ -34,8 +34,12 @@ sluice_status sl_policy_open(sluice *sl, char *err, size_t err_len)
  * those are the caller's to fix, and an open policy would hide them. */
 bool sl_policy_answers(const sluice *sl, sluice_status st)
 {
-    if (sl->url.cfg.fail == SLUICE_FAIL_ERROR)
-        return false;
+    return sl->url.cfg.fail != SLUICE_FAIL_ERROR &&
+           sl_policy_backend_failed(st);
+}
+
+bool sl_policy_backend_failed(sluice_status st)
+{
     switch (st) {
     case SLUICE_ECONNECT:
     case SLUICE_ETIMEOUT:
@@ -108,19 +112,27 @@ static bool fallback_result(const sluice *sl, const sl_request *rq,
     return true;
 }
 
+/* Whether rq is a decision without rules: one by name whose rules were
+ * never read. */
+static bool no_rules(const sl_request *rq)
+{
+    return sl_op_decides(rq->op) && rq->decide.rules == NULL;
+}
+
 static void policy_result(const sluice *sl, const sl_request *rq,
                           sluice_status st, sluice_result *out)
 {
     bool open = sl->url.cfg.fail == SLUICE_FAIL_OPEN;
 
-    if (sl->url.cfg.fail == SLUICE_FAIL_FALLBACK &&
+    if (sl->url.cfg.fail == SLUICE_FAIL_FALLBACK && !no_rules(rq) &&
         fallback_result(sl, rq, st, out))
         return;
     out->status = st;
     out->allowed = open;
     if (rq->op == SL_OP_AT_MOST)
         *rq->decide.granted = open ? rq->decide.cost : 0;
-    out->limit = sl_op_decides(rq->op)
+    out->limit = no_rules(rq) ? 0
+                 : sl_op_decides(rq->op)
                      ? sl_rule_capacity(&rq->decide.rules->rules[0])
                      : rq->lease.max; /* a lease acquire */
     out->remaining = 0;
@@ -138,10 +150,19 @@ sluice_status sl_policy_fail(const sluice *sl, const sl_request *rq,
 {
     if (rq->op == SL_OP_RESET || rq->op == SL_OP_REFUND ||
         rq->op == SL_OP_FORCE || rq->op == SL_OP_LEASE_RELEASE ||
-        !sl_policy_answers(sl, st))
+        !sl_policy_answers(sl, st) ||
+        /* No rules to decide by: the fallback store cannot. */
+        (no_rules(rq) && sl->url.cfg.fail == SLUICE_FAIL_FALLBACK))
         return st;
     policy_result(sl, rq, st, out);
     return SLUICE_OK;
+}
+
+bool sl_policy_settle(const sluice *sl, const sl_request *rq, sluice_status st,
+                      sluice_result *out)
+{
+    return sl->url.cfg.fail == SLUICE_FAIL_FALLBACK && sl->fallback != NULL &&
+           fallback_result(sl, rq, st, out);
 }
 
 sluice_status sl_policy_many(const sluice *sl, const sl_request *rs,

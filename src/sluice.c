@@ -4,6 +4,7 @@
  * loop, and what it tells about itself. Requests run through call.c;
  * threads share a handle through share.c; the fail policy is policy.c's. */
 #include "call.h"
+#include "features/names.h"
 #include "handle.h"
 #include "net/conn.h"
 #include "net/tls.h"
@@ -52,6 +53,11 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
     st = sl_url_parse(url, opts, &sl->url, err, err_len);
     if (st != SLUICE_OK)
         goto fail;
+    if (!sl_names_init(&sl->names, &sl->url.cfg)) {
+        sl_errf(err, err_len, "open: cannot make a mutex");
+        st = SLUICE_ENOMEM;
+        goto fail;
+    }
     if (sl->url.cfg.clock == NULL)
         sl->url.cfg.clock = realtime_ms;
     switch (sl->url.scheme) {
@@ -119,6 +125,8 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
     *out = sl;
     return SLUICE_OK;
 fail:
+    if (sl->names.prefix[0] != '\0') /* made: never empty then */
+        sl_names_free(&sl->names);
     pthread_mutex_destroy(&sl->mu);
     sl_free(sl);
     return st;
@@ -153,8 +161,6 @@ static void give_back(sluice *sl)
 
 void sluice_close(sluice *sl)
 {
-    sl_ext *e;
-
     if (sl == NULL)
         return;
     give_back(sl);
@@ -163,8 +169,7 @@ void sluice_close(sluice *sl)
     sl_backend_memory.close(sl->fallback);
     sl_deny_free(&sl->deny);
     sl_reserve_free(&sl->rsv);
-    if ((e = atomic_load(&sl->ext)) != NULL) /* after the callbacks */
-        e->free(e);
+    sl_names_free(&sl->names); /* after the callbacks */
     pthread_mutex_destroy(&sl->mu);
     sl_free(sl);
 }
@@ -184,22 +189,9 @@ const char *sluice_backend_name(const sluice *sl)
     return sl == NULL ? "none" : sl->backend->name;
 }
 
-const sl_url *sl_handle_url(const sluice *sl)
+sl_limiters *sl_handle_names(sluice *sl)
 {
-    return &sl->url;
-}
-
-sl_ext *sl_handle_ext(sluice *sl, sl_ext *(*make)(const sluice *sl))
-{
-    sl_ext *e = atomic_load(&sl->ext), *none = NULL;
-
-    if (e != NULL || (e = make(sl)) == NULL)
-        return e;
-    if (!atomic_compare_exchange_strong(&sl->ext, &none, e)) {
-        e->free(e); /* another thread's came first */
-        e = none;
-    }
-    return e;
+    return &sl->names;
 }
 
 sluice_status sluice_attach(sluice *sl, const sluice_loop *loop)

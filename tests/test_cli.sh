@@ -452,6 +452,17 @@ if [[ $url == mem://* && -z ${SLUICE_WRAP:-} ]]; then
     expect_exit check_policy_json 0 "$bin" check --url "redis://127.0.0.1:1?fail=open" --rule fixed:1/1h --key fp --json
     expect_text check_policy_json_status "$tmp/out" '"status": "connect"}$'
     expect_text check_policy_says_why "$tmp/err" '^sluice: connect: decided by the fail policy: .*127.0.0.1:1'
+    # A decision by name whose rules cannot be read is the fail policy's
+    # too (docs/SEMANTICS.md, "Named limiters"): with no rules ever read,
+    # open admits, closed denies, fallback and error fail.
+    expect_exit check_name_fail_open 0 "$bin" check --url "redis://127.0.0.1:1?fail=open" --limiter api --client x --json
+    expect_text check_name_fail_open_status "$tmp/out" '"allowed": true, .*"status": "connect"}$'
+    expect_exit check_name_fail_closed 3 "$bin" check --url "redis://127.0.0.1:1?fail=closed" --limiter api --client x --json
+    expect_text check_name_fail_closed_status "$tmp/out" '"allowed": false, .*"status": "connect"}$'
+    expect_exit check_name_fail_fallback 1 "$bin" check --url "redis://127.0.0.1:1?fail=fallback" --limiter api --client x
+    expect_text check_name_fail_fallback_says_why "$tmp/err" 'has not read its rules'
+    expect_exit check_name_fail_error 1 "$bin" check --url "redis://127.0.0.1:1" --limiter api --client x
+    expect_text check_name_fail_error_named "$tmp/err" '^sluice: connect: '
     printf '%s\n' '{"t": 0, "key": "dc", "rule": "fixed:1/1s"}' \
         '{"t": 0, "key": "dc", "rule": "fixed:1/1s"}' '{"t": 0, "key": "dc", "rule": "fixed:1/1s"}' >"$tmp/in"
     "$bin" replay --url "mem://?deny_cache=10" <"$tmp/in" >"$tmp/out" 2>&1

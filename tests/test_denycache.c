@@ -107,6 +107,54 @@ static void a_hot_denied_key_costs_no_backend_call(void **state)
     sluice_close(sl);
 }
 
+/* Denials by name are cached as a key's are (once each was a round
+ * trip), apart from a plain key of the same bytes, and a reset by name
+ * forgets them. */
+static void decisions_by_name_are_cached_apart_from_keys(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sl = open_cached(&clk, "name", 64);
+    sluice_ruleset rs = rules("fixed:2/1m");
+    sluice_result r;
+    sluice_stats st;
+    int i;
+
+    (void)state;
+    assert_int_equal(sluice_limiter_set(sl, "dcn", 3, &rs, 0), SLUICE_OK);
+    for (i = 0; i < 2; i++) {
+        assert_int_equal(sluice_limiter_acquire(sl, "dcn", 3, "c", 1, 1, &r),
+                         SLUICE_OK);
+        assert_true(r.allowed);
+    }
+    assert_int_equal(sluice_limiter_acquire(sl, "dcn", 3, "c", 1, 1, &r),
+                     SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_OK); /* the backend's denial */
+    assert_false(r.allowed);
+    for (i = 0; i < 100; i++) {
+        clk.t = T0 + 10 * i;
+        assert_int_equal(sluice_limiter_acquire(sl, "dcn", 3, "c", 1, 1, &r),
+                         SLUICE_OK);
+        assert_int_equal(r.status, SLUICE_CACHED);
+        assert_false(r.allowed);
+        assert_int_equal(r.retry_after_ms, 60000 - 10 * i);
+    }
+    assert_int_equal(sluice_get_stats(sl, &st, sizeof(st)), SLUICE_OK);
+    printf("# %s: 100 denials by name from the cache: %llu hits\n", url,
+           (unsigned long long)st.deny_cache_hits);
+    assert_int_equal(st.deny_cache_hits, 100);
+    /* The plain key of the same bytes as the limiter's is another key. */
+    r = acquire(sl, "3:dcnc", &rs, 1);
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_true(r.allowed);
+    /* A reset by name forgets its denials. */
+    assert_int_equal(sluice_limiter_reset(sl, "dcn", 3, "c", 1), SLUICE_OK);
+    assert_int_equal(sluice_limiter_acquire(sl, "dcn", 3, "c", 1, 1, &r),
+                     SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_true(r.allowed);
+    sluice_close(sl);
+}
+
 static void a_cheaper_request_other_rules_and_a_reset_miss(void **state)
 {
     tu_clock clk = {T0};
@@ -382,6 +430,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_hot_denied_key_costs_no_backend_call),
+        cmocka_unit_test(decisions_by_name_are_cached_apart_from_keys),
         cmocka_unit_test(a_cheaper_request_other_rules_and_a_reset_miss),
         cmocka_unit_test(rules_are_compared_by_value),
         cmocka_unit_test(a_settle_forgets_the_denial),

@@ -24,7 +24,8 @@ static const char *url;
 static char servers[2048];
 static bool with_kill;
 
-static sluice *open_fallback(const char *u, const char *tag, unsigned share)
+static sluice *open_policy(const char *u, const char *tag, unsigned share,
+                           sluice_fail_policy fail, int64_t rules_cache_ms)
 {
     static char prefix[64];
     sluice_options o;
@@ -35,8 +36,9 @@ static sluice *open_fallback(const char *u, const char *tag, unsigned share)
     bool tls = strncmp(u, "rediss://", 9) == 0 || strstr(u, "tls=1") != NULL;
 
     sluice_options_init(&o);
-    o.fail = SLUICE_FAIL_FALLBACK;
+    o.fail = fail;
     o.fallback_instances = share;
+    o.rules_cache_ms = rules_cache_ms;
     o.command_timeout_ms = 100;
     /* A TLS handshake under valgrind takes far longer than 100 ms: there
      * the connect waits, and fewer requests fall back while frozen. The
@@ -62,6 +64,11 @@ static sluice *open_fallback(const char *u, const char *tag, unsigned share)
     if (sluice_open(full, &o, &sl, err, sizeof(err)) != SLUICE_OK)
         fail_msg("open %s: %s", u, err);
     return sl;
+}
+
+static sluice *open_fallback(const char *u, const char *tag, unsigned share)
+{
+    return open_policy(u, tag, share, SLUICE_FAIL_FALLBACK, 0);
 }
 
 /* Freezes every server of the list for seconds; returns the children. */
@@ -138,6 +145,116 @@ static void a_frozen_backend_falls_back_then_returns(void **state)
     sluice_close(sl);
 }
 
+/* Every request counted once: the sum of what sluice_stats counts them
+ * by. */
+static uint64_t counted(sluice *sl)
+{
+    sluice_stats st;
+    uint64_t n;
+    size_t i;
+
+    assert_int_equal(sluice_get_stats(sl, &st, sizeof(st)), SLUICE_OK);
+    n = st.allowed + st.denied + st.peeks + st.resets + st.refunds;
+    for (i = 0; i < SLUICE_STATS_STATUSES; i++)
+        n += st.failures[i];
+    return n;
+}
+
+/* A decision by name while the backend cannot answer (docs/SEMANTICS.md,
+ * "Named limiters"): the rules and overrides the handle read last decide,
+ * by the fail policy (here the fallback store), and the listed clients
+ * are answered as listed; a handle that never read the rules gets the
+ * policy's answer without rules (fallback: the failure; open: admitted;
+ * closed: denied). Each request counted once, its message kept. */
+static void decisions_by_name_fall_back_on_the_rules_read_last(void **state)
+{
+    sluice *sl, *never, *open, *closed;
+    sluice_ruleset rs;
+    sluice_result r;
+    sluice_limiter_override ov;
+    pid_t pids[16];
+    size_t n, i;
+    uint64_t before;
+    int status, admitted = 0;
+    char msg[512];
+
+    (void)state;
+    /* Rules read with every decision: the frozen read is one that fails,
+     * and what decides then is the stale copy. */
+    sl = open_policy(url, "name", 2, SLUICE_FAIL_FALLBACK, -1);
+    never = open_policy(url, "name", 2, SLUICE_FAIL_FALLBACK, -1);
+    open = open_policy(url, "name", 1, SLUICE_FAIL_OPEN, -1);
+    closed = open_policy(url, "name", 1, SLUICE_FAIL_CLOSED, -1);
+    assert_int_equal(sluice_ruleset_parse("fixed:6/1h", &rs, NULL, 0),
+                     SLUICE_OK);
+    assert_int_equal(sluice_limiter_set(sl, "fbn", 3, &rs, 0), SLUICE_OK);
+    memset(&ov, 0, sizeof(ov));
+    ov.kind = SLUICE_OVERRIDE_UNLIMITED;
+    assert_int_equal(sluice_limiter_override_set(sl, "fbn", 3, "vip", 3, &ov),
+                     SLUICE_OK);
+    ov.kind = SLUICE_OVERRIDE_DENY;
+    assert_int_equal(sluice_limiter_override_set(sl, "fbn", 3, "bad", 3, &ov),
+                     SLUICE_OK);
+    assert_int_equal(sluice_limiter_acquire(sl, "fbn", 3, "c1", 2, 1, &r),
+                     SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_int_equal(sluice_limiter_acquire(sl, "fbn", 3, "vip", 3, 1, &r),
+                     SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_ALLOWLISTED);
+    assert_int_equal(sluice_limiter_acquire(sl, "fbn", 3, "bad", 3, 1, &r),
+                     SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_DENYLISTED);
+    /* 3 s: the cluster's six freezes take 0.6 s, the requests below about
+     * 100 ms each. */
+    n = freeze_all("3", pids, 16);
+    before = counted(sl);
+    for (i = 0; i < 4; i++) {
+        assert_int_equal(sluice_limiter_acquire(sl, "fbn", 3, "c1", 2, 1, &r),
+                         SLUICE_OK);
+        assert_true(r.status == SLUICE_ETIMEOUT || r.status == SLUICE_EIO ||
+                    r.status == SLUICE_ECONNECT);
+        assert_int_equal(r.limit, 3); /* 6 shared by two instances */
+        assert_true(sluice_errmsg(sl)[0] != '\0');
+        admitted += r.allowed;
+    }
+    assert_int_equal(admitted, 3);
+    assert_int_equal(sluice_limiter_acquire(sl, "fbn", 3, "vip", 3, 1, &r),
+                     SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_ALLOWLISTED);
+    assert_int_equal(sluice_limiter_acquire(sl, "fbn", 3, "bad", 3, 1, &r),
+                     SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_DENYLISTED);
+    assert_int_equal(counted(sl) - before, 6);
+    /* Never read: the fallback store has no rules; open admits and closed
+     * denies without them. */
+    before = counted(never);
+    status = sluice_limiter_acquire(never, "fbn", 3, "c1", 2, 1, &r);
+    assert_true(status == SLUICE_ETIMEOUT || status == SLUICE_EIO ||
+                status == SLUICE_ECONNECT);
+    snprintf(msg, sizeof(msg), "%s", sluice_errmsg(never));
+    assert_non_null(strstr(msg, "has not read its rules"));
+    assert_int_equal(counted(never) - before, 1);
+    assert_int_equal(sluice_limiter_acquire(open, "fbn", 3, "c1", 2, 1, &r),
+                     SLUICE_OK);
+    assert_true(r.allowed);
+    assert_int_equal(r.limit, 0);
+    assert_true(r.status != SLUICE_OK);
+    assert_int_equal(sluice_limiter_acquire(closed, "fbn", 3, "c1", 2, 1, &r),
+                     SLUICE_OK);
+    assert_false(r.allowed);
+    assert_true(r.status != SLUICE_OK);
+    printf("# %s: frozen: by name 4 decided on the stale rules (3 of 3 "
+           "admitted), listed clients answered; never read: %s\n",
+           url, msg);
+    for (i = 0; i < n; i++)
+        if (pids[i] > 0)
+            waitpid(pids[i], &status, 0);
+    sluice_close(sl);
+    sluice_close(never);
+    sluice_close(open);
+    sluice_close(closed);
+}
+
 /* ---- a server of our own, killed and started again ---- */
 
 static pid_t own;
@@ -207,6 +324,69 @@ static void a_killed_server_falls_back_then_returns(void **state)
     kill_own();
 }
 
+/* A settle of what the fail policy admitted refunds nothing on the
+ * backend (docs/SEMANTICS.md, "settle"): the open policy charged nothing,
+ * fail=fallback charged its own store, and the backend's count is what
+ * others spent there. (sluice_settle would give that back.) */
+static void
+a_settle_after_a_policy_admission_refunds_nothing_there(void **state)
+{
+    sluice *open, *fb, *other;
+    sluice_ruleset rs;
+    sluice_result r, by_open, by_fb;
+    sluice_stats st;
+    char u[128];
+
+    (void)state;
+    own_port = tu_free_port();
+    start_own();
+    snprintf(u, sizeof(u), "%.*s://127.0.0.1:%d/",
+             (int)(strstr(url, "://") - url), url, own_port);
+    if (strncmp(url, "redis+multi://", 14) == 0)
+        snprintf(u, sizeof(u), "redis+multi://127.0.0.1:%d/", own_port);
+    open = open_policy(u, "settle", 1, SLUICE_FAIL_OPEN, 0);
+    fb = open_policy(u, "settle", 1, SLUICE_FAIL_FALLBACK, 0);
+    other = open_policy(u, "settle", 1, SLUICE_FAIL_ERROR, 0);
+    assert_int_equal(sluice_ruleset_parse("token:10/1h", &rs, NULL, 0),
+                     SLUICE_OK);
+    kill_own();
+    assert_int_equal(sluice_acquire(open, "s", 1, &rs, 3, &by_open), SLUICE_OK);
+    assert_true(by_open.allowed);
+    assert_true(by_open.status == SLUICE_ECONNECT ||
+                by_open.status == SLUICE_EIO);
+    assert_int_equal(sluice_acquire(fb, "s", 1, &rs, 3, &by_fb), SLUICE_OK);
+    assert_true(by_fb.allowed);
+    start_own();
+    /* Others spend 5 of 10 on the server, which is back (empty). */
+    assert_int_equal(sluice_acquire(other, "s", 1, &rs, 5, &r), SLUICE_OK);
+    assert_true(r.allowed);
+    /* Each reserved 3 and used none: nothing comes off the server. */
+    assert_int_equal(sluice_settle_after(open, "s", 1, &rs, &by_open, 3, 0, &r),
+                     SLUICE_OK);
+    assert_int_equal(r.status, by_open.status);
+    assert_int_equal(sluice_get_stats(open, &st, sizeof(st)), SLUICE_OK);
+    assert_int_equal(st.refunds, 0);
+    assert_int_equal(sluice_settle_after(fb, "s", 1, &rs, &by_fb, 3, 0, &r),
+                     SLUICE_OK);
+    assert_int_equal(r.status, by_fb.status); /* the fallback store's */
+    assert_int_equal(sluice_peek(other, "s", 1, &rs, 1, &r), SLUICE_OK);
+    printf("# %s: settles of the policy's admissions: a peek of 1 leaves %lld "
+           "of 10 (others spent 5)\n",
+           u, (long long)r.remaining);
+    assert_int_equal(r.remaining, 4); /* 10 - 5 - the peek's own 1 */
+    /* What the backend charged is settled there. */
+    assert_int_equal(sluice_acquire(other, "s", 1, &rs, 3, &by_open),
+                     SLUICE_OK);
+    assert_int_equal(
+        sluice_settle_after(other, "s", 1, &rs, &by_open, 3, 1, &r), SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_OK);
+    assert_int_equal(r.remaining, 4);
+    sluice_close(open);
+    sluice_close(fb);
+    sluice_close(other);
+    kill_own();
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -236,9 +416,11 @@ static void a_bad_share_is_refused(void **state)
 /* Whether a case applies to the URL and options under test. */
 static bool applies(CMUnitTestFunction f)
 {
-    if (f == a_frozen_backend_falls_back_then_returns)
+    if (f == a_frozen_backend_falls_back_then_returns ||
+        f == decisions_by_name_fall_back_on_the_rules_read_last)
         return strncmp(url, "mem:", 4) != 0 && servers[0] != '\0';
-    if (f == a_killed_server_falls_back_then_returns)
+    if (f == a_killed_server_falls_back_then_returns ||
+        f == a_settle_after_a_policy_admission_refunds_nothing_there)
         return with_kill;
     return true;
 }
@@ -248,8 +430,11 @@ int main(int argc, char **argv)
     struct CMUnitTest tests[] = {
         cmocka_unit_test(a_bad_share_is_refused),
         cmocka_unit_test(a_frozen_backend_falls_back_then_returns),
+        cmocka_unit_test(decisions_by_name_fall_back_on_the_rules_read_last),
         cmocka_unit_test_teardown(a_killed_server_falls_back_then_returns,
                                   teardown),
+        cmocka_unit_test_teardown(
+            a_settle_after_a_policy_admission_refunds_nothing_there, teardown),
     };
     size_t k, n = 0;
     int i;

@@ -49,14 +49,19 @@ static sl_deny_entry *set_of(const sl_deny_cache *c, const void *key,
     return &c->slots[(sl_hash64(key, len) % c->nsets) * SL_DENY_WAYS];
 }
 
-static bool same_key(const sl_deny_entry *e, const void *key, size_t len)
+/* A named limiter's key (a prefix of its own) never meets a plain key of
+ * the same bytes. */
+static bool same_key(const sl_deny_entry *e, const void *key, size_t len,
+                     bool named)
 {
-    return e->key != NULL && e->key_len == len && memcmp(e->key, key, len) == 0;
+    return e->key != NULL && e->key_len == len && e->named == named &&
+           memcmp(e->key, key, len) == 0;
 }
 
 static bool matches(const sl_deny_entry *e, const sl_request *rq)
 {
-    return same_key(e, rq->key, rq->key_len) && e->cost == rq->decide.cost &&
+    return same_key(e, rq->key, rq->key_len, rq->prefix != NULL) &&
+           e->cost == rq->decide.cost &&
            sl_ruleset_same(&e->rules, rq->decide.rules);
 }
 
@@ -139,7 +144,7 @@ void sl_deny_store(sl_deny_cache *c, const sl_request *rq, int64_t now,
         pthread_mutex_unlock(&c->mu);
         return;
     }
-    if (!same_key(e, rq->key, rq->key_len)) {
+    if (!same_key(e, rq->key, rq->key_len, rq->prefix != NULL)) {
         if ((key = sl_malloc(rq->key_len)) == NULL) {
             pthread_mutex_unlock(&c->mu); /* a cache may forget */
             return;
@@ -148,6 +153,7 @@ void sl_deny_store(sl_deny_cache *c, const sl_request *rq, int64_t now,
         memcpy(key, rq->key, rq->key_len);
         e->key = key;
         e->key_len = rq->key_len;
+        e->named = rq->prefix != NULL;
     }
     e->cost = rq->decide.cost;
     e->rules = *rq->decide.rules;
@@ -157,7 +163,8 @@ void sl_deny_store(sl_deny_cache *c, const sl_request *rq, int64_t now,
     pthread_mutex_unlock(&c->mu);
 }
 
-void sl_deny_forget(sl_deny_cache *c, const void *key, size_t key_len)
+void sl_deny_forget(sl_deny_cache *c, const void *key, size_t key_len,
+                    bool named)
 {
     sl_deny_entry *set;
     size_t w;
@@ -167,7 +174,7 @@ void sl_deny_forget(sl_deny_cache *c, const void *key, size_t key_len)
     pthread_mutex_lock(&c->mu);
     set = set_of(c, key, key_len);
     for (w = 0; w < SL_DENY_WAYS; w++)
-        if (same_key(&set[w], key, key_len))
+        if (same_key(&set[w], key, key_len, named))
             clear(&set[w]);
     pthread_mutex_unlock(&c->mu);
 }
@@ -198,7 +205,7 @@ bool sl_deny_ask(sl_deny_cache *c, const sl_config *cfg, const sl_request *r,
     if (r->op == SL_OP_RESET || r->op == SL_OP_REFUND || r->op == SL_OP_FORCE) {
         /* A forced charge lengthens every wait: a denial kept would
          * answer too short a retry_after. */
-        sl_deny_forget(c, r->key, r->key_len);
+        sl_deny_forget(c, r->key, r->key_len, r->prefix != NULL);
         return false;
     }
     /* The cache holds denials of acquires and peeks, of one cost. */
@@ -213,7 +220,6 @@ void sl_deny_keep(sl_deny_cache *c, const sl_config *cfg, const sl_request *rs,
     size_t i;
 
     for (i = 0; i < n; i++)
-        if (rs[i].prefix == NULL &&
-            (rs[i].op == SL_OP_ACQUIRE || rs[i].op == SL_OP_PEEK))
+        if (rs[i].op == SL_OP_ACQUIRE || rs[i].op == SL_OP_PEEK)
             sl_deny_store(c, &rs[i], deny_now(cfg, &rs[i]), &res[i]);
 }

@@ -23,6 +23,7 @@
 typedef struct sl_deny_entry {
     char *key; /* NULL: empty */
     size_t key_len;
+    bool named; /* a named limiter's key (its own prefix) */
     int64_t cost;
     int64_t at, until; /* the handle's clock: denied at, fits again at */
     sluice_ruleset rules;
@@ -49,13 +50,14 @@ bool sl_deny_lookup(sl_deny_cache *c, const sl_request *rq, int64_t now,
 /* Keeps res if it is a denial with a finite retry_after. */
 void sl_deny_store(sl_deny_cache *c, const sl_request *rq, int64_t now,
                    const sluice_result *res);
-/* Forgets every entry of the key. */
-void sl_deny_forget(sl_deny_cache *c, const void *key, size_t key_len);
+/* Forgets every entry of the key (named: a named limiter's). */
+void sl_deny_forget(sl_deny_cache *c, const void *key, size_t key_len,
+                    bool named);
 /* The pipeline's two calls, each nothing when the cache is off. Before a
  * request goes out: a reset or a refund forgets the key's denials; an
  * acquire or a peek denied and still in force is answered in *out (true).
  * After the backend answered n requests: the denials of acquires and peeks
- * of plain keys (no prefix of their own) are kept. The cache's clock is
+ * are kept, a named limiter's apart from plain keys. The cache's clock is
  * the request's time, or the handle's when the server decides on its. */
 bool sl_deny_ask(sl_deny_cache *c, const sl_config *cfg, const sl_request *r,
                  sluice_result *out);

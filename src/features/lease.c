@@ -99,7 +99,7 @@ static sluice_status lease_call(sluice *sl, sl_op op, const void *key,
         (st = lease_check(sl, op, key, key_len, max, lease_ms, lease, named, &r,
                           err)) != SLUICE_OK)
         return st;
-    return to != NULL ? sl_call_start(sl, &r, 0, 0, to, err)
+    return to != NULL ? sl_call_start(sl, &r, to, err)
                       : sl_call_run(sl, &r, out, err);
 }
 
@@ -129,7 +129,7 @@ sluice_status sluice_lease_acquire_async(sluice *sl, const void *key,
                                          int64_t lease_ms, sluice_lease *lease,
                                          sluice_done_fn done, void *arg)
 {
-    sl_call_to to = {done, NULL, NULL, arg};
+    sl_call_to to = {done, NULL, arg};
 
     return lease_call(sl, SL_OP_LEASE_ACQUIRE, key, key_len, max_holders,
                       lease_ms, lease, lease, NULL, &to);
@@ -140,7 +140,7 @@ sluice_status sluice_lease_release_async(sluice *sl, const void *key,
                                          const sluice_lease *lease,
                                          sluice_done_fn done, void *arg)
 {
-    sl_call_to to = {done, NULL, NULL, arg};
+    sl_call_to to = {done, NULL, arg};
 
     return lease_call(sl, SL_OP_LEASE_RELEASE, key, key_len, 1, 1, lease, NULL,
                       NULL, &to);

@@ -63,11 +63,11 @@ static sl_cache_entry *entry_take(sl_limiters *l, void *table, size_t n,
     return c;
 }
 
-/* Whether c was read within cache_ms; if so it counts as used now. */
-static bool entry_fresh(sl_limiters *l, sl_cache_entry *c)
+/* Whether c was read within age ms (< 0: never); if so it counts as used
+ * now. */
+static bool entry_fresh(sl_limiters *l, sl_cache_entry *c, int64_t age)
 {
-    if (c == NULL || l->cache_ms < 0 ||
-        sl_mono_ms() - c->read_at >= l->cache_ms)
+    if (c == NULL || age < 0 || sl_mono_ms() - c->read_at >= age)
         return false;
     c->last_use = ++l->uses;
     return true;
@@ -119,8 +119,8 @@ void sl_lcache_over_forget(sl_limiters *l, const char *key, size_t kl,
     pthread_mutex_unlock(&l->mu);
 }
 
-/* The override of K if read within rules_cache_ms (true). */
-bool sl_lcache_over(sl_limiters *l, const char *key, size_t kl,
+/* The override of K if read within age ms (true). */
+bool sl_lcache_over(sl_limiters *l, const char *key, size_t kl, int64_t age,
                     sluice_limiter_override *ov)
 {
     sl_cached_over *c;
@@ -128,7 +128,7 @@ bool sl_lcache_over(sl_limiters *l, const char *key, size_t kl,
 
     pthread_mutex_lock(&l->mu);
     c = over_find(l, key, kl);
-    fresh = entry_fresh(l, c != NULL ? &c->e : NULL);
+    fresh = entry_fresh(l, c != NULL ? &c->e : NULL, age);
     if (fresh)
         *ov = c->ov;
     pthread_mutex_unlock(&l->mu);
@@ -183,11 +183,12 @@ void sl_lcache_overs_changed(sl_limiters *l, const void *name, size_t name_len)
     pthread_mutex_unlock(&l->mu);
 }
 
-/* The rules of name if the handle read them within rules_cache_ms (true);
- * else *known is the keep-alive it read last (-1: none), which backends
- * that cannot read it first send with their read. */
+/* The rules of name if the handle read them within age ms (true); else
+ * *known is the keep-alive it read last (-1: none), which backends that
+ * cannot read it first send with their read. */
 bool sl_lcache_rules(sl_limiters *l, const void *name, size_t name_len,
-                     sluice_ruleset *rs, int64_t *known, int64_t *overs)
+                     int64_t age, sluice_ruleset *rs, int64_t *known,
+                     int64_t *overs)
 {
     sl_cached_rules *c;
     bool fresh;
@@ -195,7 +196,7 @@ bool sl_lcache_rules(sl_limiters *l, const void *name, size_t name_len,
     pthread_mutex_lock(&l->mu);
     c = cache_find(l, name, name_len);
     *known = c != NULL ? c->keepalive_ms : -1;
-    fresh = entry_fresh(l, c != NULL ? &c->e : NULL);
+    fresh = entry_fresh(l, c != NULL ? &c->e : NULL, age);
     if (fresh) {
         *rs = c->rules;
         *overs = c->overs;

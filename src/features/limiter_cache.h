@@ -4,7 +4,7 @@
 #ifndef SL_LIMITER_CACHE_H
 #define SL_LIMITER_CACHE_H
 
-#include "call.h"
+#include "request.h"
 
 #include <pthread.h>
 
@@ -42,13 +42,12 @@ typedef struct sl_cached_over {
     sluice_limiter_override ov;
 } sl_cached_over;
 
-/* A handle's limiters: its state for them (sl_handle_ext), made on the
- * first call by name. */
+/* A handle's limiters: what it read of them, kept in the handle. */
 typedef struct sl_limiters {
-    sl_ext ext; /* first: the handle frees it through ext.free */
     pthread_mutex_t mu;
     char prefix[80];       /* "<prefix>lim:": apart from plain keys */
     int64_t cache_ms;      /* < 0: never cached */
+    int64_t stale_ms;      /* used when a read fails; < 0: never */
     sl_cached_rules *slot; /* SL_LIMITER_CACHE of them, made on first use */
     sl_cached_over *over;  /* SL_OVER_CACHE of them, made on first use */
     uint64_t uses;
@@ -61,10 +60,12 @@ typedef struct sl_limiters {
  * with it (rs NULL: forgets it); the least used goes. */
 void sl_lcache_put(sl_limiters *l, const void *name, size_t name_len,
                    const sluice_ruleset *rs, int64_t keepalive, int64_t overs);
-/* The rules of name if read within cache_ms (true), and *overs; else
- * *known is the keep-alive read last (-1: none). */
+/* The rules of name if read within age ms (true; l->cache_ms for a
+ * decision, l->stale_ms when a read failed), and *overs; else *known is
+ * the keep-alive read last (-1: none). */
 bool sl_lcache_rules(sl_limiters *l, const void *name, size_t name_len,
-                     sluice_ruleset *rs, int64_t *known, int64_t *overs);
+                     int64_t age, sluice_ruleset *rs, int64_t *known,
+                     int64_t *overs);
 /* The handle stored an override for name: the count read is unknown. */
 void sl_lcache_overs_changed(sl_limiters *l, const void *name, size_t name_len);
 /* Keeps ov for K (ov NULL: forgets it); the least used goes. */
@@ -74,8 +75,8 @@ void sl_lcache_over_put(sl_limiters *l, size_t name_len, const char *key,
  * bytes). */
 void sl_lcache_over_forget(sl_limiters *l, const char *key, size_t kl,
                            size_t name_len);
-/* The override of K if read within cache_ms (true). */
-bool sl_lcache_over(sl_limiters *l, const char *key, size_t kl,
+/* The override of K if read within age ms (true). */
+bool sl_lcache_over(sl_limiters *l, const char *key, size_t kl, int64_t age,
                     sluice_limiter_override *ov);
 
 #endif /* SL_LIMITER_CACHE_H */

@@ -72,13 +72,13 @@ sluice_status sluice_limiter_override_set(sluice *sl, const void *name,
     so.client = client;
     so.client_len = client_len;
     st = sl_limiter_stored_op(sl, SL_OP_OVER_SET, name, name_len, &so, err);
-    sl_lcache_overs_changed(sl_limiters_of(sl), name, name_len);
+    sl_lcache_overs_changed(sl_handle_names(sl), name, name_len);
     sl_lcache_over_put(
-        sl_limiters_of(sl), name_len, key,
-        sl_limiter_compose(key, name, name_len, client, client_len), NULL);
+        sl_handle_names(sl), name_len, key,
+        sl_names_compose(key, name, name_len, client, client_len), NULL);
     if (st != SLUICE_OK)
         return st;
-    return v.found ? SLUICE_OK : sl_limiter_no_limiter(name, name_len, err);
+    return v.found ? SLUICE_OK : sl_names_none(name, name_len, err);
 }
 
 sluice_status sluice_limiter_override_get(sluice *sl, const void *name,
@@ -88,8 +88,6 @@ sluice_status sluice_limiter_override_get(sluice *sl, const void *name,
 {
     char *err;
     sluice_limiter_override got;
-    sluice_ruleset rs;
-    int64_t ka;
     sluice_status st;
 
     st = enter_client(sl, name, name_len, client, client_len, &err);
@@ -99,8 +97,7 @@ sluice_status sluice_limiter_override_get(sluice *sl, const void *name,
         sl_errf(err, SL_ERR_LEN, "limiter: ov is NULL");
         return SLUICE_EINVAL;
     }
-    st = sl_limiter_rules_and_over(sl, name, name_len, client, client_len, true,
-                                   &rs, &ka, &got, err);
+    st = sl_limiter_over_of(sl, name, name_len, client, client_len, &got, err);
     if (st == SLUICE_OK)
         *ov = got;
     return st;
@@ -125,8 +122,8 @@ sluice_status sluice_limiter_override_delete(sluice *sl, const void *name,
     so.client_len = client_len;
     st = sl_limiter_stored_op(sl, SL_OP_OVER_DEL, name, name_len, &so, err);
     sl_lcache_over_put(
-        sl_limiters_of(sl), name_len, key,
-        sl_limiter_compose(key, name, name_len, client, client_len), NULL);
+        sl_handle_names(sl), name_len, key,
+        sl_names_compose(key, name, name_len, client, client_len), NULL);
     if (st == SLUICE_OK && found != NULL)
         *found = v.found;
     return st;

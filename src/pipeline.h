@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* pipeline.h - a call's way through the stages, written once (pipeline.c):
+ *
+ *   NAME    a decision by name: its rules and the client's override,
+ *           cached or read (READ); stale ones when the read fails
+ *   LOCAL   a settle of what the backend did not charge, settled where it
+ *           was; the reservations, then the deny cache; else what goes to
+ *           the backend (SENT), or a local admission's refill (REFILLED)
+ *   ANSWER  the fail policy, shadow mode, the counters; a waiting acquire
+ *           denied sleeps and goes back to LOCAL
+ *
+ * A batch (sluice_acquire_many) takes the same stages for each of its
+ * requests at once: BATCH (LOCAL's), then BATCH_SENT (ANSWER's).
+ *
+ * Two drivers run it, as curl's easy interface runs its multi: call.c
+ * blocking (a round trip through share.c, a sleep in the thread) and
+ * call_loop.c on the caller's loop (a round trip as an engine job, a sleep
+ * on the engine's timers). sl_pipe_run moves a call on until it needs what
+ * only its driver can do, and says which; the driver does it and runs it
+ * again. The state changes in one place, mstate() in pipeline.c. */
+#ifndef SL_PIPELINE_H
+#define SL_PIPELINE_H
+
+#include "features/names.h"
+#include "handle.h"
+
+typedef enum sl_pipe_state {
+    SL_PIPE_NAME,       /* a decision by name: its rules, its override */
+    SL_PIPE_READ,       /* their read was answered */
+    SL_PIPE_LOCAL,      /* the reservations, the deny cache */
+    SL_PIPE_SENT,       /* the backend answered the call's requests */
+    SL_PIPE_REFILLED,   /* the backend answered a local admission's refill */
+    SL_PIPE_ANSWER,     /* the fail policy, shadow mode, the counters */
+    SL_PIPE_BATCH,      /* a batch's requests: checked, reservations, cache */
+    SL_PIPE_BATCH_SENT, /* the backend answered a batch: policy, shadow,
+                           counters */
+    SL_PIPE_DONE
+} sl_pipe_state;
+
+/* What the driver does for the call before it runs it again. */
+typedef enum sl_pipe_need {
+    SL_NEED_SEND,  /* send[0..nsend) to the backend, answers into res, the
+                      message into send_err, the status into sent_st */
+    SL_NEED_SLEEP, /* a waiting acquire: sleep until wake_at */
+    SL_NEED_PARK,  /* on the loop: wait for its key's batch in flight,
+                      until wake_at at most */
+    SL_NEED_DONE,  /* answered: the call's status in st, out set */
+    SL_NEED_GO     /* (pipeline.c's own: the next stage now) */
+} sl_pipe_need;
+
+/* A decision by name: what it needs until it is a decision on a key. */
+typedef struct sl_pipe_name {
+    size_t name_len, client_len;
+    char key[32 + SL_LIMITER_KEY_MAX]; /* K, "<len>:<name><client>" */
+    size_t kl;
+    sluice_ruleset rules; /* the ones that decide */
+    sl_value v, over;     /* what a read read */
+    int64_t sent;         /* the keep-alive the read sends (names.h) */
+    bool again;           /* the second read */
+    sluice_status failed; /* the read failed: decided without the backend */
+} sl_pipe_name;
+
+typedef struct sl_pipe {
+    sluice *sl;
+    sl_pipe_state state;
+    bool many;     /* a batch call: n requests, no reservation plan */
+    bool may_wait; /* blocking: a miss may wait for its key's batch */
+    bool answered; /* a single call: out set before anything was sent */
+    bool settled;  /* a batch of a key was answered (parked calls go on) */
+    bool again;    /* back in LOCAL after a sleep: the time is now */
+    bool parked;   /* PARK was the last need */
+    size_t n;
+    sl_request *reqs;   /* a single call: its request (reqs[0]) */
+    sluice_result *out; /* n answers */
+    sluice_status st;   /* a single call's: the request's status until
+                           ANSWER, then the call's */
+    /* The round trip at hand. */
+    sl_request *send; /* room for 3 (a single call) or n */
+    sluice_result *res;
+    size_t *map; /* a batch: send[k] is its request map[k] */
+    size_t nsend;
+    sluice_status sent_st;
+    char *send_err;
+    char *err; /* the call's message, SL_ERR_LEN bytes */
+    sl_rsv_plan plan;
+    /* A batch: its first request refused, and that one's message. */
+    sluice_status first;
+    char *first_msg;
+    const sluice_request *batch; /* the caller's requests */
+    int64_t t0;                  /* the counters' start */
+    int64_t began;               /* monotonic ms: the budget's start */
+    int64_t wait_until; /* a waiting acquire's deadline (monotonic), or 0 */
+    int64_t wake_at;    /* SLEEP, PARK: until when (monotonic ms) */
+    sl_pipe_name *name; /* NULL: a decision on a key */
+    /* A settle's: the answer its acquire got, which says where it was
+     * charged (NULL: on the backend, sluice_settle). */
+    const sluice_result *after;
+    bool uncounted;           /* settled nowhere: nothing to count */
+    char scratch[SL_ERR_LEN]; /* a refill's message: not the call's */
+} sl_pipe;
+
+/* The time a request carries: the handle's clock, or -1 for the
+ * server's. */
+int64_t sl_pipe_now(const sluice *sl);
+/* Checks one request and fills r (call.h, sl_call_prepare, says how). */
+sluice_status sl_pipe_prepare(sluice *sl, sl_op op, const void *key,
+                              size_t key_len, const sluice_ruleset *rules,
+                              int64_t cost, sl_request *r, char *err);
+/* A call refused before it ran (st): its request and the call counted. */
+void sl_pipe_count(sluice *sl, sl_op op, sluice_status st);
+
+/* Sets p up for the single request reqs[0] (prepared), answered into
+ * out; send and res have room for 3. Then, for a decision by name,
+ * sl_pipe_by_name. Inline: every decision begins here. */
+static inline void sl_pipe_one(sl_pipe *p, sluice *sl, sl_request *reqs,
+                               sluice_result *out, sl_request *send,
+                               sluice_result *res, char *err)
+{
+    /* Only what every stage reads before it sets it: a decision runs
+     * here, and each store counts (sluice-bench --instructions). */
+    p->sl = sl;
+    p->state = SL_PIPE_LOCAL;
+    p->many = false;
+    p->may_wait = !sl->eng.attached;
+    p->answered = false;
+    p->settled = false;
+    p->again = false;
+    p->parked = false;
+    p->n = 1;
+    p->reqs = reqs;
+    p->out = out;
+    p->st = SLUICE_OK;
+    p->send = send;
+    p->res = res;
+    p->err = err;
+    p->t0 = sl_stats_start(&sl->stats);
+    p->began = 0;
+    p->wait_until = 0;
+    p->name = NULL;
+    p->after = NULL;
+    p->uncounted = false;
+}
+
+/* p's request is the decision by name nm (set up by sl_pipe_name_set): its
+ * rules come first. */
+void sl_pipe_by_name(sl_pipe *p, sl_pipe_name *nm);
+/* Fills nm for (name, client), both checked. */
+void sl_pipe_name_set(sl_pipe_name *nm, const void *name, size_t name_len,
+                      const void *client, size_t client_len);
+/* Sets p up for the batch reqs (n), answered into out; send, res and map
+ * have room for n. */
+void sl_pipe_many(sl_pipe *p, sluice *sl, const sluice_request *reqs, size_t n,
+                  sluice_result *out, sl_request *send, sluice_result *res,
+                  size_t *map, char *first_msg, char *err);
+
+/* Moves p on until its driver must act; SL_NEED_DONE once answered. */
+sl_pipe_need sl_pipe_run(sl_pipe *p);
+/* The handle closes while p sleeps or is parked: p's answer now (a
+ * waiting acquire's last, or the failure of one that never was sent). */
+void sl_pipe_abandon(sl_pipe *p);
+
+/* The longest wait an acquire may ask for, and its check (err says). */
+bool sl_pipe_bad_wait(int64_t wait_ms, char *err);
+
+#endif /* SL_PIPELINE_H */
