@@ -144,10 +144,6 @@ sluice_status sl_call_by_name(sluice *sl, sl_op op, const void *name,
                               size_t client_len, int64_t cost,
                               sluice_result *out)
 {
-    /* Rules that pass the check, for the request's before its own are
-     * known. */
-    static const sluice_ruleset any = {
-        1, {{.algorithm = SLUICE_FIXED, .limit = 1, .period_ms = 1000}}};
     sl_pipe_name nm;
     sl_request r;
     sluice_status st;
@@ -156,23 +152,16 @@ sluice_status sl_call_by_name(sluice *sl, sl_op op, const void *name,
     if (sl == NULL)
         return SLUICE_EINVAL;
     err = sl_share_err(sl);
-    if (client == NULL)
-        client_len = 0;
-    if ((st = sl_names_check(name, name_len, client, client_len, err)) !=
-            SLUICE_OK ||
-        (st = sl_call_blocking(sl, err)) != SLUICE_OK)
+    if ((st = sl_call_blocking(sl, err)) != SLUICE_OK)
         return st;
     if (out == NULL && op != SL_OP_RESET) {
         sl_errf(err, SL_ERR_LEN, "out is NULL");
         return SLUICE_EINVAL;
     }
-    sl_pipe_name_set(&nm, name, name_len, client, client_len);
-    st = sl_pipe_prepare(sl, op, nm.key, nm.kl, &any, cost, &r, err);
-    if (st != SLUICE_OK) {
-        sl_pipe_count(sl, op, st);
+    st = sl_pipe_name_prepare(sl, op, name, name_len, client, client_len, cost,
+                              &nm, &r, err);
+    if (st != SLUICE_OK)
         return st;
-    }
-    r.prefix = sl->names.prefix;
     return run(sl, &r, &nm, 0, NULL, out, err);
 }
 
@@ -202,23 +191,6 @@ sluice_status sluice_refund(sluice *sl, const void *key, size_t key_len,
                       NULL, out);
 }
 
-sluice_status sl_call_settle(int64_t reserved, int64_t actual, sl_op *op,
-                             int64_t *amount, char *err)
-{
-    bool bad_reserved = reserved < 0 || reserved > SL_MAX_LIMIT;
-
-    if (bad_reserved || actual < 0 || actual > SL_MAX_LIMIT) {
-        sl_errf(err, SL_ERR_LEN, "%s %lld is out of range 0..%lld",
-                bad_reserved ? "reserved" : "actual",
-                (long long)(bad_reserved ? reserved : actual),
-                (long long)SL_MAX_LIMIT);
-        return SLUICE_ECOST;
-    }
-    *op = actual > reserved ? SL_OP_FORCE : SL_OP_REFUND;
-    *amount = actual > reserved ? actual - reserved : reserved - actual;
-    return SLUICE_OK;
-}
-
 sluice_status sluice_settle(sluice *sl, const void *key, size_t key_len,
                             const sluice_ruleset *rules, int64_t reserved,
                             int64_t actual, sluice_result *out)
@@ -227,9 +199,7 @@ sluice_status sluice_settle(sluice *sl, const void *key, size_t key_len,
     int64_t amount;
     sluice_status st;
 
-    if (sl == NULL)
-        return SLUICE_EINVAL;
-    st = sl_call_settle(reserved, actual, &op, &amount, sl_share_err(sl));
+    st = sl_pipe_settle(sl, NULL, false, reserved, actual, &op, &amount);
     if (st != SLUICE_OK)
         return st;
     return decide_one(sl, op, key, key_len, rules, amount, NULL, 0, NULL, out);
@@ -244,16 +214,8 @@ sluice_status sluice_settle_after(sluice *sl, const void *key, size_t key_len,
     sl_op op;
     int64_t amount;
     sluice_status st;
-    char *err;
 
-    if (sl == NULL)
-        return SLUICE_EINVAL;
-    err = sl_share_err(sl);
-    if (acquired == NULL) {
-        sl_errf(err, SL_ERR_LEN, "settle: acquired is NULL");
-        return SLUICE_EINVAL;
-    }
-    st = sl_call_settle(reserved, actual, &op, &amount, err);
+    st = sl_pipe_settle(sl, acquired, true, reserved, actual, &op, &amount);
     if (st != SLUICE_OK)
         return st;
     return decide_one(sl, op, key, key_len, rules, amount, NULL, 0, acquired,

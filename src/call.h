@@ -62,10 +62,4 @@ sluice_status sl_call_by_name_async(sluice *sl, sl_op op, const void *name,
 /* sluice.c: the handle's cache of named limiters (names.h). */
 sl_limiters *sl_handle_names(sluice *sl);
 
-/* A settle of reserved against actual (each 0..10^9, else SLUICE_ECOST
- * with the message in err): *op and *amount are the refund of what was
- * reserved and not used, or the forced charge of the excess. */
-sluice_status sl_call_settle(int64_t reserved, int64_t actual, sl_op *op,
-                             int64_t *amount, char *err);
-
 #endif /* SL_CALL_H */

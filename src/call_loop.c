@@ -340,8 +340,6 @@ sluice_status sl_call_by_name_async(sluice *sl, sl_op op, const void *name,
                                     size_t client_len, int64_t cost,
                                     sluice_done_fn done, void *arg)
 {
-    static const sluice_ruleset any = {
-        1, {{.algorithm = SLUICE_FIXED, .limit = 1, .period_ms = 1000}}};
     sl_call_to to = {done, NULL, arg};
     sl_pipe_name *nm;
     sl_request r;
@@ -351,26 +349,16 @@ sluice_status sl_call_by_name_async(sluice *sl, sl_op op, const void *name,
     if (sl == NULL)
         return SLUICE_EINVAL;
     err = sl_share_err(sl);
-    if (client == NULL)
-        client_len = 0;
-    if ((st = sl_names_check(name, name_len, client, client_len, err)) !=
-            SLUICE_OK ||
-        (st = sl_call_ready(sl, done != NULL, err)) != SLUICE_OK)
+    if ((st = sl_call_ready(sl, done != NULL, err)) != SLUICE_OK)
         return st;
     if ((nm = sl_malloc(sizeof(*nm))) == NULL) {
         sl_errf(err, SL_ERR_LEN, "out of memory");
         return SLUICE_ENOMEM;
     }
-    sl_pipe_name_set(nm, name, name_len, client, client_len);
-    /* Bad input (the key, the cost) is returned now, before the rules are
-     * read: checked with any valid rules in their place. */
-    st = sl_pipe_prepare(sl, op, nm->key, nm->kl, &any, cost, &r, err);
-    if (st != SLUICE_OK)
-        sl_pipe_count(sl, op, st);
-    else {
-        r.prefix = sl->names.prefix;
+    st = sl_pipe_name_prepare(sl, op, name, name_len, client, client_len, cost,
+                              nm, &r, err);
+    if (st == SLUICE_OK)
         st = start_prepared(sl, &r, nm, 0, NULL, &to, err);
-    }
     sl_free(nm);
     return st;
 }
@@ -437,22 +425,31 @@ sluice_status sluice_refund_async(sluice *sl, const void *key, size_t key_len,
                      &to);
 }
 
-sluice_status sluice_settle_async(sluice *sl, const void *key, size_t key_len,
-                                  const sluice_ruleset *rules, int64_t reserved,
-                                  int64_t actual, sluice_done_fn done,
-                                  void *arg)
+/* A settle on the loop (acquired: its acquire's answer, needed or not). */
+static sluice_status settle_async(sluice *sl, const void *key, size_t key_len,
+                                  const sluice_ruleset *rules,
+                                  const sluice_result *acquired, bool need,
+                                  int64_t reserved, int64_t actual,
+                                  sluice_done_fn done, void *arg)
 {
     sl_call_to to = {done, NULL, arg};
     sl_op op;
     int64_t amount;
     sluice_status st;
 
-    if (sl == NULL)
-        return SLUICE_EINVAL;
-    st = sl_call_settle(reserved, actual, &op, &amount, sl_share_err(sl));
+    st = sl_pipe_settle(sl, acquired, need, reserved, actual, &op, &amount);
     if (st != SLUICE_OK)
         return st;
-    return start_one(sl, op, key, key_len, rules, amount, 0, NULL, &to);
+    return start_one(sl, op, key, key_len, rules, amount, 0, acquired, &to);
+}
+
+sluice_status sluice_settle_async(sluice *sl, const void *key, size_t key_len,
+                                  const sluice_ruleset *rules, int64_t reserved,
+                                  int64_t actual, sluice_done_fn done,
+                                  void *arg)
+{
+    return settle_async(sl, key, key_len, rules, NULL, false, reserved, actual,
+                        done, arg);
 }
 
 sluice_status sluice_settle_after_async(sluice *sl, const void *key,
@@ -462,23 +459,8 @@ sluice_status sluice_settle_after_async(sluice *sl, const void *key,
                                         int64_t reserved, int64_t actual,
                                         sluice_done_fn done, void *arg)
 {
-    sl_call_to to = {done, NULL, arg};
-    sl_op op;
-    int64_t amount;
-    sluice_status st;
-    char *err;
-
-    if (sl == NULL)
-        return SLUICE_EINVAL;
-    err = sl_share_err(sl);
-    if (acquired == NULL) {
-        sl_errf(err, SL_ERR_LEN, "settle: acquired is NULL");
-        return SLUICE_EINVAL;
-    }
-    st = sl_call_settle(reserved, actual, &op, &amount, err);
-    if (st != SLUICE_OK)
-        return st;
-    return start_one(sl, op, key, key_len, rules, amount, 0, acquired, &to);
+    return settle_async(sl, key, key_len, rules, acquired, true, reserved,
+                        actual, done, arg);
 }
 
 sluice_status sluice_acquire_many_async(sluice *sl, const sluice_request *reqs,

@@ -7,6 +7,8 @@
  * and returns. */
 #include "pipeline.h"
 
+#include "share.h"
+
 #include <string.h>
 
 /* ------------------------------------------------------------ prepare */
@@ -82,6 +84,32 @@ bool sl_pipe_bad_wait(int64_t wait_ms, char *err)
     return true;
 }
 
+sluice_status sl_pipe_settle(sluice *sl, const sluice_result *acquired,
+                             bool need_acquired, int64_t reserved,
+                             int64_t actual, sl_op *op, int64_t *amount)
+{
+    bool bad_reserved = reserved < 0 || reserved > SL_MAX_LIMIT;
+    char *err;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    err = sl_share_err(sl);
+    if (need_acquired && acquired == NULL) {
+        sl_errf(err, SL_ERR_LEN, "settle: acquired is NULL");
+        return SLUICE_EINVAL;
+    }
+    if (bad_reserved || actual < 0 || actual > SL_MAX_LIMIT) {
+        sl_errf(err, SL_ERR_LEN, "%s %lld is out of range 0..%lld",
+                bad_reserved ? "reserved" : "actual",
+                (long long)(bad_reserved ? reserved : actual),
+                (long long)SL_MAX_LIMIT);
+        return SLUICE_ECOST;
+    }
+    *op = actual > reserved ? SL_OP_FORCE : SL_OP_REFUND;
+    *amount = actual > reserved ? actual - reserved : reserved - actual;
+    return SLUICE_OK;
+}
+
 /* ---------------------------------------------------------- the setup */
 
 void sl_pipe_name_set(sl_pipe_name *nm, const void *name, size_t name_len,
@@ -93,6 +121,32 @@ void sl_pipe_name_set(sl_pipe_name *nm, const void *name, size_t name_len,
     nm->sent = 0;
     nm->again = false;
     nm->failed = SLUICE_OK;
+}
+
+sluice_status sl_pipe_name_prepare(sluice *sl, sl_op op, const void *name,
+                                   size_t name_len, const void *client,
+                                   size_t client_len, int64_t cost,
+                                   sl_pipe_name *nm, sl_request *r, char *err)
+{
+    /* Rules that pass the check, for the request's (its key, its cost)
+     * before its own are known: bad input is told at once. */
+    static const sluice_ruleset any = {
+        1, {{.algorithm = SLUICE_FIXED, .limit = 1, .period_ms = 1000}}};
+    sluice_status st;
+
+    if (client == NULL)
+        client_len = 0;
+    st = sl_names_check(name, name_len, client, client_len, err);
+    if (st != SLUICE_OK)
+        return st;
+    sl_pipe_name_set(nm, name, name_len, client, client_len);
+    st = sl_pipe_prepare(sl, op, nm->key, nm->kl, &any, cost, r, err);
+    if (st != SLUICE_OK) {
+        sl_pipe_count(sl, op, st);
+        return st;
+    }
+    r->prefix = sl->names.prefix;
+    return SLUICE_OK;
 }
 
 void sl_pipe_by_name(sl_pipe *p, sl_pipe_name *nm)

@@ -144,6 +144,13 @@ static inline void sl_pipe_one(sl_pipe *p, sluice *sl, sl_request *reqs,
 /* p's request is the decision by name nm (set up by sl_pipe_name_set): its
  * rules come first. */
 void sl_pipe_by_name(sl_pipe *p, sl_pipe_name *nm);
+/* A decision by name's request: the name and client checked, nm filled,
+ * r prepared on K with the limiters' prefix (its rules still to come).
+ * Bad input is counted and returned, its message in err. */
+sluice_status sl_pipe_name_prepare(sluice *sl, sl_op op, const void *name,
+                                   size_t name_len, const void *client,
+                                   size_t client_len, int64_t cost,
+                                   sl_pipe_name *nm, sl_request *r, char *err);
 /* Fills nm for (name, client), both checked. */
 void sl_pipe_name_set(sl_pipe_name *nm, const void *name, size_t name_len,
                       const void *client, size_t client_len);
@@ -159,6 +166,14 @@ sl_pipe_need sl_pipe_run(sl_pipe *p);
  * waiting acquire's last, or the failure of one that never was sent). */
 void sl_pipe_abandon(sl_pipe *p);
 
+/* A settle's head, blocking or on the loop: sl not NULL, acquired (the
+ * acquire's answer) given if need_acquired, reserved and actual each
+ * 0..10^9 (else SLUICE_ECOST naming it); *op and *amount are then the
+ * refund of what was reserved and not used, or the forced charge of the
+ * excess. The message in the thread's buffer. */
+sluice_status sl_pipe_settle(sluice *sl, const sluice_result *acquired,
+                             bool need_acquired, int64_t reserved,
+                             int64_t actual, sl_op *op, int64_t *amount);
 /* The longest wait an acquire may ask for, and its check (err says). */
 bool sl_pipe_bad_wait(int64_t wait_ms, char *err);
 

@@ -176,6 +176,7 @@ static void decisions_by_name_fall_back_on_the_rules_read_last(void **state)
     size_t n, i;
     uint64_t before;
     int status, admitted = 0;
+    sluice_status st;
     char msg[512];
 
     (void)state;
@@ -228,9 +229,9 @@ static void decisions_by_name_fall_back_on_the_rules_read_last(void **state)
     /* Never read: the fallback store has no rules; open admits and closed
      * denies without them. */
     before = counted(never);
-    status = sluice_limiter_acquire(never, "fbn", 3, "c1", 2, 1, &r);
-    assert_true(status == SLUICE_ETIMEOUT || status == SLUICE_EIO ||
-                status == SLUICE_ECONNECT);
+    st = sluice_limiter_acquire(never, "fbn", 3, "c1", 2, 1, &r);
+    assert_true(st == SLUICE_ETIMEOUT || st == SLUICE_EIO ||
+                st == SLUICE_ECONNECT);
     snprintf(msg, sizeof(msg), "%s", sluice_errmsg(never));
     assert_non_null(strstr(msg, "has not read its rules"));
     assert_int_equal(counted(never) - before, 1);
@@ -272,6 +273,18 @@ static void kill_own(void)
     tu_kill(&own);
 }
 
+/* A server of our own on a free port, and its URL in the scheme under
+ * test into u. */
+static void start_own_url(char *u, size_t n)
+{
+    own_port = tu_free_port();
+    start_own();
+    snprintf(u, n, "%.*s://127.0.0.1:%d/", (int)(strstr(url, "://") - url), url,
+             own_port);
+    if (strncmp(url, "redis+multi://", 14) == 0)
+        snprintf(u, n, "redis+multi://127.0.0.1:%d/", own_port);
+}
+
 static void a_killed_server_falls_back_then_returns(void **state)
 {
     sluice *sl;
@@ -282,12 +295,7 @@ static void a_killed_server_falls_back_then_returns(void **state)
     int64_t t0;
 
     (void)state;
-    own_port = tu_free_port();
-    start_own();
-    snprintf(u, sizeof(u), "%.*s://127.0.0.1:%d/",
-             (int)(strstr(url, "://") - url), url, own_port);
-    if (strncmp(url, "redis+multi://", 14) == 0)
-        snprintf(u, sizeof(u), "redis+multi://127.0.0.1:%d/", own_port);
+    start_own_url(u, sizeof(u));
     sl = open_fallback(u, "kill", 2);
     /* 10 an hour; 5 for this instance of two. */
     assert_int_equal(sluice_ruleset_parse("fixed:10/1h", &rs, NULL, 0),
@@ -338,12 +346,7 @@ a_settle_after_a_policy_admission_refunds_nothing_there(void **state)
     char u[128];
 
     (void)state;
-    own_port = tu_free_port();
-    start_own();
-    snprintf(u, sizeof(u), "%.*s://127.0.0.1:%d/",
-             (int)(strstr(url, "://") - url), url, own_port);
-    if (strncmp(url, "redis+multi://", 14) == 0)
-        snprintf(u, sizeof(u), "redis+multi://127.0.0.1:%d/", own_port);
+    start_own_url(u, sizeof(u));
     open = open_policy(u, "settle", 1, SLUICE_FAIL_OPEN, 0);
     fb = open_policy(u, "settle", 1, SLUICE_FAIL_FALLBACK, 0);
     other = open_policy(u, "settle", 1, SLUICE_FAIL_ERROR, 0);
