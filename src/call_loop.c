@@ -62,7 +62,7 @@ static void woken(sl_job *job)
 {
     async_call *a = (async_call *)job;
 
-    if (a->p.parked)
+    if (a->p.state == SL_PIPE_PARKED)
         unpark(a);
     else /* a waiting acquire asks again, on a budget of its own */
         a->p.began = sl_mono_ms();
@@ -81,8 +81,8 @@ static void job_done(sl_job *job)
         drive(a);
         return;
     }
-    if (a->p.state == SL_PIPE_LOCAL) { /* asleep, or parked */
-        if (a->p.parked)
+    if (a->p.state == SL_PIPE_ASLEEP || a->p.state == SL_PIPE_PARKED) {
+        if (a->p.state == SL_PIPE_PARKED)
             unpark(a);
         sl_pipe_abandon(&a->p);
         drive(a);
@@ -149,7 +149,7 @@ static void drive(async_call *a)
             return;
         case SL_NEED_SLEEP:
         case SL_NEED_PARK:
-            if (a->p.parked) {
+            if (need == SL_NEED_PARK) {
                 a->next_parked = sl->parked;
                 sl->parked = a;
             }

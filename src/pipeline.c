@@ -349,10 +349,6 @@ static sl_pipe_need stage_local(sl_pipe *p)
                                 p->after->status == SLUICE_RESERVED)))
         return settle_elsewhere(p);
 
-    if (p->again) { /* after a sleep: decided now, on a budget of its own */
-        r->now_ms = sl_pipe_now(sl);
-        p->again = false;
-    }
     if (sl_reserve_before(&sl->rsv, &sl->url.cfg, r, p->may_wait, p->out,
                           &p->plan)) {
         p->answered = true;
@@ -378,11 +374,9 @@ static sl_pipe_need stage_local(sl_pipe *p)
     if (p->plan.park && !sl->eng.closing &&
         sl_mono_ms() < p->began + sl->url.cfg.command_timeout_ms / 2) {
         p->wake_at = p->began + sl->url.cfg.command_timeout_ms / 2;
-        p->again = true;
-        p->parked = true;
+        mstate(p, SL_PIPE_PARKED);
         return SL_NEED_PARK;
     }
-    p->parked = false;
     p->nsend = sl_reserve_plan(&sl->rsv, r, &p->plan, p->send);
     p->send_err = p->err;
     mstate(p, SL_PIPE_SENT);
@@ -414,6 +408,18 @@ static sl_pipe_need stage_refilled(sl_pipe *p)
 
     p->settled = (how & SL_RSV_SETTLED) != 0;
     mstate(p, SL_PIPE_ANSWER);
+    return SL_NEED_GO;
+}
+
+/* Woken behind its key's batch, or from a waiting acquire's sleep: asked
+ * again, at the time now. */
+static sl_pipe_need stage_woken(sl_pipe *p)
+{
+    p->reqs[0].now_ms = sl_pipe_now(p->sl);
+    p->answered = false;
+    p->st = SLUICE_OK;
+    p->plan.main = 0;
+    mstate(p, SL_PIPE_LOCAL);
     return SL_NEED_GO;
 }
 
@@ -511,11 +517,7 @@ static sl_pipe_need stage_answer(sl_pipe *p)
         !sl->eng.closing &&
         (sleep = wait_more(p->out, now = sl_mono_ms(), p->wait_until)) > 0) {
         p->wake_at = now + sleep;
-        p->answered = false;
-        p->st = SLUICE_OK;
-        p->again = true;
-        p->plan.main = 0;
-        mstate(p, SL_PIPE_LOCAL);
+        mstate(p, SL_PIPE_ASLEEP);
         return SL_NEED_SLEEP;
     }
     if (no_result(r->op))
@@ -605,6 +607,8 @@ static sl_pipe_need (*const stages[])(sl_pipe *p) = {
     [SL_PIPE_LOCAL] = stage_local,
     [SL_PIPE_SENT] = stage_sent,
     [SL_PIPE_REFILLED] = stage_refilled,
+    [SL_PIPE_PARKED] = stage_woken,
+    [SL_PIPE_ASLEEP] = stage_woken,
     [SL_PIPE_ANSWER] = stage_answer,
     [SL_PIPE_BATCH] = stage_local_many,
     [SL_PIPE_BATCH_SENT] = stage_answer_many,
@@ -622,15 +626,16 @@ sl_pipe_need sl_pipe_run(sl_pipe *p)
 
 void sl_pipe_abandon(sl_pipe *p)
 {
-    if (p->state == SL_PIPE_LOCAL && p->parked) {
-        /* Parked behind its key's batch: nothing was sent. */
+    if (p->state == SL_PIPE_PARKED) {
+        /* Behind its key's batch: nothing was sent. */
         p->st = SLUICE_EIO;
         sl_errf(p->err, SL_ERR_LEN,
                 "the handle closed while the call waited for its key's "
                 "batch; nothing was sent");
+        p->answered = false;
         mstate(p, SL_PIPE_ANSWER);
-    } else if (p->state == SL_PIPE_LOCAL) {
-        /* A waiting acquire asleep: its last answer is the answer. */
+    } else if (p->state == SL_PIPE_ASLEEP) {
+        /* A waiting acquire: its last answer is the answer. */
         p->answered = true;
         mstate(p, SL_PIPE_ANSWER);
     }

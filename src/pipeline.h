@@ -7,7 +7,8 @@
  *           was; the reservations, then the deny cache; else what goes to
  *           the backend (SENT), or a local admission's refill (REFILLED)
  *   ANSWER  the fail policy, shadow mode, the counters; a waiting acquire
- *           denied sleeps and goes back to LOCAL
+ *           denied sleeps (ASLEEP) and goes back to LOCAL, as a call on
+ *           the loop parked behind its key's batch does (PARKED)
  *
  * A batch (sluice_acquire_many) takes the same stages for each of its
  * requests at once: BATCH (LOCAL's), then BATCH_SENT (ANSWER's).
@@ -30,6 +31,8 @@ typedef enum sl_pipe_state {
     SL_PIPE_LOCAL,      /* the reservations, the deny cache */
     SL_PIPE_SENT,       /* the backend answered the call's requests */
     SL_PIPE_REFILLED,   /* the backend answered a local admission's refill */
+    SL_PIPE_PARKED,     /* on the loop, behind its key's batch in flight */
+    SL_PIPE_ASLEEP,     /* a waiting acquire, until its request may fit */
     SL_PIPE_ANSWER,     /* the fail policy, shadow mode, the counters */
     SL_PIPE_BATCH,      /* a batch's requests: checked, reservations, cache */
     SL_PIPE_BATCH_SENT, /* the backend answered a batch: policy, shadow,
@@ -67,8 +70,6 @@ typedef struct sl_pipe {
     bool may_wait; /* blocking: a miss may wait for its key's batch */
     bool answered; /* a single call: out set before anything was sent */
     bool settled;  /* a batch of a key was answered (parked calls go on) */
-    bool again;    /* back in LOCAL after a sleep: the time is now */
-    bool parked;   /* PARK was the last need */
     size_t n;
     sl_request *reqs;   /* a single call: its request (reqs[0]) */
     sluice_result *out; /* n answers */
@@ -124,8 +125,6 @@ static inline void sl_pipe_one(sl_pipe *p, sluice *sl, sl_request *reqs,
     p->may_wait = !sl->eng.attached;
     p->answered = false;
     p->settled = false;
-    p->again = false;
-    p->parked = false;
     p->n = 1;
     p->reqs = reqs;
     p->out = out;
