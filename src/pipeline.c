@@ -13,10 +13,10 @@
 
 /* ------------------------------------------------------------ prepare */
 
-static sluice_status prepare(sluice *sl, sl_op op, const void *key,
-                             size_t key_len, const sluice_ruleset *rules,
-                             int64_t cost, int64_t now, sl_request *r,
-                             char *err)
+sluice_status sl_pipe_prepare_at(sluice *sl, sl_op op, const void *key,
+                                 size_t key_len, const sluice_ruleset *rules,
+                                 int64_t cost, int64_t now, sl_request *r,
+                                 char *err)
 {
     sluice_status st;
 
@@ -50,20 +50,6 @@ static sluice_status prepare(sluice *sl, sl_op op, const void *key,
         r->decide.cost = cost;
     }
     return SLUICE_OK;
-}
-
-int64_t sl_pipe_now(const sluice *sl)
-{
-    if (sl->url.cfg.server_clock)
-        return -1;
-    return sl->url.cfg.clock(sl->url.cfg.clock_ctx);
-}
-
-sluice_status sl_pipe_prepare(sluice *sl, sl_op op, const void *key,
-                              size_t key_len, const sluice_ruleset *rules,
-                              int64_t cost, sl_request *r, char *err)
-{
-    return prepare(sl, op, key, key_len, rules, cost, sl_pipe_now(sl), r, err);
 }
 
 void sl_pipe_count(sluice *sl, sl_op op, sluice_status st)
@@ -546,8 +532,8 @@ static sl_pipe_need stage_local_many(sl_pipe *p)
     for (i = 0; i < p->n; i++) {
         const sluice_request *q = &p->batch[i];
         sluice_status rst =
-            prepare(sl, SL_OP_ACQUIRE, q->key, q->key_len, q->rules, q->cost,
-                    now, &p->send[m], p->err);
+            sl_pipe_prepare_at(sl, SL_OP_ACQUIRE, q->key, q->key_len, q->rules,
+                               q->cost, now, &p->send[m], p->err);
 
         memset(&p->out[i], 0, sizeof(p->out[i]));
         p->out[i].status = rst;
@@ -601,7 +587,7 @@ static sl_pipe_need stage_done(sl_pipe *p)
 }
 
 /* The stage of each state: the pipeline's order, as data. */
-static sl_pipe_need (*const stages[])(sl_pipe *p) = {
+sl_pipe_need (*const sl_pipe_stages[SL_PIPE_DONE + 1])(sl_pipe *p) = {
     [SL_PIPE_NAME] = stage_name,
     [SL_PIPE_READ] = stage_read,
     [SL_PIPE_LOCAL] = stage_local,
@@ -614,15 +600,6 @@ static sl_pipe_need (*const stages[])(sl_pipe *p) = {
     [SL_PIPE_BATCH_SENT] = stage_answer_many,
     [SL_PIPE_DONE] = stage_done,
 };
-
-sl_pipe_need sl_pipe_run(sl_pipe *p)
-{
-    sl_pipe_need need;
-
-    while ((need = stages[p->state](p)) == SL_NEED_GO)
-        ;
-    return need;
-}
 
 void sl_pipe_abandon(sl_pipe *p)
 {

@@ -102,11 +102,28 @@ typedef struct sl_pipe {
 
 /* The time a request carries: the handle's clock, or -1 for the
  * server's. */
-int64_t sl_pipe_now(const sluice *sl);
-/* Checks one request and fills r (call.h, sl_call_prepare, says how). */
-sluice_status sl_pipe_prepare(sluice *sl, sl_op op, const void *key,
-                              size_t key_len, const sluice_ruleset *rules,
-                              int64_t cost, sl_request *r, char *err);
+static inline int64_t sl_pipe_now(const sluice *sl)
+{
+    if (sl->url.cfg.server_clock)
+        return -1;
+    return sl->url.cfg.clock(sl->url.cfg.clock_ctx);
+}
+/* Checks one request and fills r, stamped now (call.h, sl_call_prepare,
+ * says how); sl_pipe_prepare at the handle's time. Every decision begins
+ * here: inline. */
+sluice_status sl_pipe_prepare_at(sluice *sl, sl_op op, const void *key,
+                                 size_t key_len, const sluice_ruleset *rules,
+                                 int64_t cost, int64_t now, sl_request *r,
+                                 char *err);
+static inline sluice_status sl_pipe_prepare(sluice *sl, sl_op op,
+                                            const void *key, size_t key_len,
+                                            const sluice_ruleset *rules,
+                                            int64_t cost, sl_request *r,
+                                            char *err)
+{
+    return sl_pipe_prepare_at(sl, op, key, key_len, rules, cost,
+                              sl_pipe_now(sl), r, err);
+}
 /* A call refused before it ran (st): its request and the call counted. */
 void sl_pipe_count(sluice *sl, sl_op op, sluice_status st);
 
@@ -159,8 +176,19 @@ void sl_pipe_many(sl_pipe *p, sluice *sl, const sluice_request *reqs, size_t n,
                   sluice_result *out, sl_request *send, sluice_result *res,
                   size_t *map, char *first_msg, char *err);
 
-/* Moves p on until its driver must act; SL_NEED_DONE once answered. */
-sl_pipe_need sl_pipe_run(sl_pipe *p);
+/* The stage of each state (pipeline.c): the order of the stages, as
+ * data. */
+extern sl_pipe_need (*const sl_pipe_stages[SL_PIPE_DONE + 1])(sl_pipe *p);
+/* Moves p on until its driver must act; SL_NEED_DONE once answered.
+ * Inline: a decision runs it twice. */
+static inline sl_pipe_need sl_pipe_run(sl_pipe *p)
+{
+    sl_pipe_need need;
+
+    while ((need = sl_pipe_stages[p->state](p)) == SL_NEED_GO)
+        ;
+    return need;
+}
 /* The handle closes while p sleeps or is parked: p's answer now (a
  * waiting acquire's last, or the failure of one that never was sent). */
 void sl_pipe_abandon(sl_pipe *p);

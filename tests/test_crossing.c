@@ -603,7 +603,7 @@ static bool in_list(const char *list, const char *name)
 static const char *backend = "memory", *expect_path, *failures_path;
 static const char *own_dir, *fake_script;
 static char servers[2048];
-static char real_url[2048], dead_url[2048], fake_url[256];
+static char real_url[2048], dead_url[4096], fake_url[256];
 static char dead_sock[108];
 static bool memory;
 static tu_clock clk = {T0};
@@ -1054,7 +1054,7 @@ static void row_open(row *r)
     const int *v = r->v;
     const char *base = real_url;
     unsigned s = tu_time_scale();
-    char u[2600], err[512];
+    char u[4200], err[512];
     sluice_options o;
     size_t len;
 
