@@ -622,6 +622,57 @@ static void a_failed_decision_by_name_says_why(void **state)
     loop_free();
 }
 
+/* sluice_settle_after on the loop: an acquire the backend admitted is
+ * settled there (its refund seen in remaining); one the fail policy
+ * admitted (here its answer as the open policy gives it) settles nothing,
+ * its answer the acquire's, nothing counted. */
+static void a_settle_after_on_the_loop_settles_where_charged(void **state)
+{
+    sluice *sl = open_url("mem://", "");
+    sluice_ruleset rs;
+    sluice_result acquired;
+    sluice_stats st;
+    answer a;
+
+    (void)state;
+    assert_int_equal(sluice_ruleset_parse("token:10/1h", &rs, NULL, 0),
+                     SLUICE_OK);
+    loop_new();
+    loop_attach(sl);
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(sluice_acquire_async(sl, "s", 1, &rs, 6, on_done, &a),
+                     SLUICE_OK);
+    assert_true(run_until_done(&a, 1, 5000));
+    assert_true(a.res.allowed);
+    assert_int_equal(a.res.remaining, 4);
+    acquired = a.res;
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(sluice_settle_after_async(sl, "s", 1, &rs, &acquired, 6, 2,
+                                               on_done, &a),
+                     SLUICE_OK);
+    assert_true(run_until_done(&a, 1, 5000));
+    assert_int_equal(a.st, SLUICE_OK);
+    assert_int_equal(a.res.status, SLUICE_OK);
+    assert_int_equal(a.res.remaining, 8); /* 4 given back */
+    acquired.status = SLUICE_ECONNECT;    /* as fail=open admits */
+    acquired.remaining = 0;
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(sluice_settle_after_async(sl, "s", 1, &rs, &acquired, 6, 0,
+                                               on_done, &a),
+                     SLUICE_OK);
+    assert_true(run_until_done(&a, 1, 5000));
+    assert_int_equal(a.st, SLUICE_OK);
+    assert_int_equal(a.res.status, SLUICE_ECONNECT);
+    assert_int_equal(a.res.retry_after_ms, -1);
+    assert_int_equal(sluice_get_stats(sl, &st, sizeof(st)), SLUICE_OK);
+    assert_int_equal(st.refunds, 1); /* the first settle's alone */
+    assert_int_equal(
+        sluice_settle_after_async(sl, "s", 1, &rs, NULL, 6, 0, on_done, &a),
+        SLUICE_EINVAL);
+    sluice_close(sl);
+    loop_free();
+}
+
 /* ---- the tests ---- */
 
 #define IN_FLIGHT 1000
@@ -1293,8 +1344,9 @@ static bool applies(CMUnitTestFunction f)
         return with_faults;
     if (f == a_cluster_failover_under_an_async_load)
         return with_failover;
-    if (f == a_failed_decision_by_name_says_why) /* no server: once */
-        return strncmp(url, "mem:", 4) == 0;
+    if (f == a_failed_decision_by_name_says_why ||
+        f == a_settle_after_on_the_loop_settles_where_charged)
+        return strncmp(url, "mem:", 4) == 0; /* no server: once */
     return true;
 }
 
@@ -1311,6 +1363,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(decisions_by_name_on_the_loop),
         cmocka_unit_test(overrides_on_the_loop),
         cmocka_unit_test(a_failed_decision_by_name_says_why),
+        cmocka_unit_test(a_settle_after_on_the_loop_settles_where_charged),
         cmocka_unit_test(a_frozen_server_costs_the_loop_nothing),
         cmocka_unit_test_teardown(
             a_killed_server_is_a_clear_status_then_recovers, teardown),
