@@ -184,7 +184,7 @@ static size_t place(size_t *at, size_t count, size_t size, size_t align)
 /* A call with room for n requests (3 to send for a single one) whose keys
  * take key_bytes, and a decision by name's state (named): one allocation,
  * the call and then its arrays. */
-static async_call *new_call(sluice *sl, size_t n, size_t key_bytes, bool named,
+static async_call *new_call(size_t n, size_t key_bytes, bool named,
                             const sl_call_to *to)
 {
     size_t at = sizeof(async_call), m = n > 1 ? n : 3, o_reqs, o_send, o_res,
@@ -221,7 +221,6 @@ static async_call *new_call(sluice *sl, size_t n, size_t key_bytes, bool named,
     a->keys = base + o_keys;
     a->job.marks = a->marks;
     a->job.done = job_done;
-    (void)sl;
     return a;
 }
 
@@ -266,7 +265,7 @@ static sluice_status start_prepared(sluice *sl, const sl_request *r,
 {
     async_call *a;
 
-    if ((a = new_call(sl, 1, nm != NULL ? 0 : r->key_len, nm != NULL, to)) ==
+    if ((a = new_call(1, nm != NULL ? 0 : r->key_len, nm != NULL, to)) ==
         NULL) {
         sl_errf(err, SL_ERR_LEN, "out of memory");
         return SLUICE_ENOMEM;
@@ -486,7 +485,7 @@ sluice_status sluice_acquire_many_async(sluice *sl, const sluice_request *reqs,
     for (i = 0; i < n; i++)
         if (reqs[i].key_len <= SLUICE_MAX_KEY_LEN)
             bytes += reqs[i].key_len;
-    if ((a = new_call(sl, n, bytes, false, &to)) == NULL) {
+    if ((a = new_call(n, bytes, false, &to)) == NULL) {
         sl_errf(err, SL_ERR_LEN,
                 "acquire_many_async: out of memory for %zu requests", n);
         return SLUICE_ENOMEM;

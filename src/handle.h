@@ -58,23 +58,10 @@ bool sl_policy_answers(const sluice *sl, sluice_status st);
 /* Whether st is a failure of the backend (unreachable, too slow, an error
  * reply, an unreadable one), whatever the policy: what a policy answers. */
 bool sl_policy_backend_failed(sluice_status st);
-/* What a single request returns for the backend's answer (st for the
- * call, res for the request): the policy applied; *out set unless the
- * call fails. */
+/* The backend failed rq with st: the policy's answer in *out (SLUICE_OK),
+ * or st when the policy does not answer it. */
 sluice_status sl_policy_fail(const sluice *sl, const sl_request *rq,
                              sluice_status st, sluice_result *out);
-static inline sluice_status
-sl_policy_one(const sluice *sl, const sl_request *rq, sluice_status st,
-              const sluice_result *res, sluice_result *out)
-{
-    if (st == SLUICE_OK)
-        st = res->status;
-    if (st != SLUICE_OK) /* the policy's: out of the hot path */
-        return sl_policy_fail(sl, rq, st, out);
-    if (out != NULL)
-        *out = *res;
-    return SLUICE_OK;
-}
 /* A settle (rq: its refund or forced charge) of an acquire that the
  * fallback store decided, its failure st: settled there (true, its answer
  * in *out, status st); false when fail is not fallback or that store

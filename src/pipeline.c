@@ -98,8 +98,9 @@ sluice_status sl_pipe_settle(sluice *sl, const sluice_result *acquired,
 
 /* ---------------------------------------------------------- the setup */
 
-void sl_pipe_name_set(sl_pipe_name *nm, const void *name, size_t name_len,
-                      const void *client, size_t client_len)
+/* Fills nm for (name, client), both checked. */
+static void name_set(sl_pipe_name *nm, const void *name, size_t name_len,
+                     const void *client, size_t client_len)
 {
     nm->name_len = name_len;
     nm->client_len = client_len;
@@ -125,7 +126,7 @@ sluice_status sl_pipe_name_prepare(sluice *sl, sl_op op, const void *name,
     st = sl_names_check(name, name_len, client, client_len, err);
     if (st != SLUICE_OK)
         return st;
-    sl_pipe_name_set(nm, name, name_len, client, client_len);
+    name_set(nm, name, name_len, client, client_len);
     st = sl_pipe_prepare(sl, op, nm->key, nm->kl, &any, cost, r, err);
     if (st != SLUICE_OK) {
         sl_pipe_count(sl, op, st);

@@ -167,9 +167,6 @@ sluice_status sl_pipe_name_prepare(sluice *sl, sl_op op, const void *name,
                                    size_t name_len, const void *client,
                                    size_t client_len, int64_t cost,
                                    sl_pipe_name *nm, sl_request *r, char *err);
-/* Fills nm for (name, client), both checked. */
-void sl_pipe_name_set(sl_pipe_name *nm, const void *name, size_t name_len,
-                      const void *client, size_t client_len);
 /* Sets p up for the batch reqs (n), answered into out; send, res and map
  * have room for n. */
 void sl_pipe_many(sl_pipe *p, sluice *sl, const sluice_request *reqs, size_t n,

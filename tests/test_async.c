@@ -622,6 +622,22 @@ static void a_failed_decision_by_name_says_why(void **state)
     loop_free();
 }
 
+/* A settle after acquired of key "s" on the loop, answered SLUICE_OK. */
+static answer settle_after(sluice *sl, const sluice_ruleset *rs,
+                           const sluice_result *acquired, int64_t reserved,
+                           int64_t actual)
+{
+    answer a;
+
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(sluice_settle_after_async(sl, "s", 1, rs, acquired,
+                                               reserved, actual, on_done, &a),
+                     SLUICE_OK);
+    assert_true(run_until_done(&a, 1, 5000));
+    assert_int_equal(a.st, SLUICE_OK);
+    return a;
+}
+
 /* sluice_settle_after on the loop: an acquire the backend admitted is
  * settled there (its refund seen in remaining); one the fail policy
  * admitted (here its answer as the open policy gives it) settles nothing,
@@ -646,22 +662,12 @@ static void a_settle_after_on_the_loop_settles_where_charged(void **state)
     assert_true(a.res.allowed);
     assert_int_equal(a.res.remaining, 4);
     acquired = a.res;
-    memset(&a, 0, sizeof(a));
-    assert_int_equal(sluice_settle_after_async(sl, "s", 1, &rs, &acquired, 6, 2,
-                                               on_done, &a),
-                     SLUICE_OK);
-    assert_true(run_until_done(&a, 1, 5000));
-    assert_int_equal(a.st, SLUICE_OK);
+    a = settle_after(sl, &rs, &acquired, 6, 2);
     assert_int_equal(a.res.status, SLUICE_OK);
     assert_int_equal(a.res.remaining, 8); /* 4 given back */
     acquired.status = SLUICE_ECONNECT;    /* as fail=open admits */
     acquired.remaining = 0;
-    memset(&a, 0, sizeof(a));
-    assert_int_equal(sluice_settle_after_async(sl, "s", 1, &rs, &acquired, 6, 0,
-                                               on_done, &a),
-                     SLUICE_OK);
-    assert_true(run_until_done(&a, 1, 5000));
-    assert_int_equal(a.st, SLUICE_OK);
+    a = settle_after(sl, &rs, &acquired, 6, 0);
     assert_int_equal(a.res.status, SLUICE_ECONNECT);
     assert_int_equal(a.res.retry_after_ms, -1);
     assert_int_equal(sluice_get_stats(sl, &st, sizeof(st)), SLUICE_OK);
