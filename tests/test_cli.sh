@@ -167,11 +167,21 @@ fi
 expect_exit replay_bad_rule 2 "$bin" replay --url "$url" --rule "fixed:1/1s+" </dev/null
 expect_text replay_bad_rule_named "$tmp/err" '^sluice: rule: '
 expect_exit replay_bad_url 2 "$bin" replay --url "redis://:1" </dev/null
-# A server that is down does not stop the open (a service starts before
-# Redis): each line's answer says why it was not decided.
+# A server that is down does not stop the library's open (a service
+# starts before Redis), but replay asks once before it reads anything,
+# and exits 1 with the reason when no answer comes, whatever the fail
+# policy would answer (docs/CLI.md), answering no line.
 printf '{"t": 5, "key": "k", "rule": "fixed:1/1s"}\n' >"$tmp/one"
-expect_exit replay_unreachable 0 "$bin" replay --url "redis://127.0.0.1:1" <"$tmp/one"
-expect_text replay_unreachable_says_so "$tmp/out" '^{"error": "connect: .*cannot connect'
+for f in "" "?fail=open" "?fail=closed" "?fail=fallback"; do
+    expect_exit "replay_unreachable$f" 1 "$bin" replay --url "redis://127.0.0.1:1$f" <"$tmp/one"
+    expect_text "replay_unreachable_says_so$f" "$tmp/err" '^sluice: connect: .*cannot connect'
+    if [[ -s $tmp/out ]]; then
+        fail=$((fail + 1))
+        echo "FAIL replay_unreachable_answers_nothing$f"
+    else
+        pass=$((pass + 1))
+    fi
+done
 printf '{"t": 5, "key": "k"}\n' >"$tmp/norule"
 expect_exit replay_no_rule 0 "$bin" replay --url "$url" <"$tmp/norule"
 expect_text replay_no_rule_says_so "$tmp/out" '{"error": "input: no rule'

@@ -269,6 +269,30 @@ done:
     jsonl_event_free(&ev);
 }
 
+/* Whether the backend answers, before any input is read: a peek (it
+ * charges nothing, and writes no key) of a key of the CLI's own. The
+ * open does not connect (a service may start before its Redis), so this
+ * is where replay learns that every line would fail, whatever the URL's
+ * fail policy would answer: its result's status is the failure. */
+static bool reachable(sluice *sl)
+{
+    static const char key[] = "sluice:replay:reachable";
+    sluice_ruleset rs;
+    sluice_result res;
+    sluice_status st;
+    char err[128];
+
+    memset(&res, 0, sizeof(res));
+    if (sluice_ruleset_parse("fixed:1/1s", &rs, err, sizeof(err)) != SLUICE_OK)
+        return false;
+    st = sluice_peek(sl, key, sizeof(key) - 1, &rs, 1, &res);
+    if (st == SLUICE_OK && res.status == SLUICE_OK)
+        return true;
+    cli_report(sluice_status_name(st != SLUICE_OK ? st : res.status),
+               sluice_errmsg(sl));
+    return false;
+}
+
 int cmd_replay(int argc, char **argv)
 {
     cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0, NULL, NULL, 0};
@@ -292,6 +316,10 @@ int cmd_replay(int argc, char **argv)
     opts.clock_ctx = &clk;
     if ((sl = cli_open(a.url, &opts, &rc)) == NULL)
         return rc;
+    if (!reachable(sl)) {
+        sluice_close(sl);
+        return EXIT_BACKEND;
+    }
     rc = 0;
     while ((len = getline(&line, &cap, stdin)) >= 0) {
         if (jsonl_blank(line, (size_t)len))
