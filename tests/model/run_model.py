@@ -1239,7 +1239,8 @@ class Judge:
         self.n["local_units"] += cost
         self.local_by[which] += 1
         rules = M.parse_rules(ev["rule"])
-        broken = self.ledger.admitted(key, rules, cost, t, since=used.seq)
+        broken = self.ledger.admitted(key, rules, cost, t, since=used.seq,
+                                      stamps=used.stamps)
         if broken:
             return False, {"guarantee broken": broken}
         if "asked" not in traffic:
@@ -1284,10 +1285,14 @@ class Judge:
         self.n["zero_grants"] += granted == 0
         self.n["short_grants"] += 0 < granted < asked
         if granted > 0:
+            # Charged before the ledger hears of it: a log stamps it at
+            # its latest charge when the clock is behind that.
+            stamps = {r.slot: self.ledger.stamp(key, r, t)
+                      for r in rules if r.alg == "log"}
             self.ledger.charged(key, rules, t)
             lot = M.Reservation(rules, granted, t, M.hold_of(rules, hold),
                                 answer)
-            lot.seq = self.ledger.seq
+            lot.seq, lot.stamps = self.ledger.seq, stamps
             lots = self.held[which].setdefault(self.ident(ev), [])
             if lots and lots[0].u > 0:
                 lots.append(lot)
