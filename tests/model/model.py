@@ -879,21 +879,29 @@ def same_windows(rules, t0, t):
                for r in rules if r.alg in WINDOWED)
 
 
-def valid_at(rules, t0, hold, t):
-    """A reservation charged at t0 may admit at t."""
-    return t0 <= t < t0 + hold and same_windows(rules, t0, t)
+def valid_at(rules, t0, end, t):
+    """A reservation charged at t0, kept until end (None: the end of
+    t0's windows), may admit at t."""
+    return t0 <= t and (end is None or t < end) and \
+        same_windows(rules, t0, t)
+
+
+def windows_only(rules):
+    return all(r.alg in WINDOWED for r in rules)
 
 
 class Reservation:
     """A lot: u units left of g charged at t0 by an acquire at most whose
-    answer was `answer`."""
+    answer was `answer`, valid until end (exclusive; None: to the end of
+    t0's windows, for fixed and sliding rules on a backend that cannot
+    give their units back; else t0 + h)."""
 
-    def __init__(self, rules, g, t0, hold, answer):
+    def __init__(self, rules, g, t0, end, answer):
         self.rules, self.u, self.g, self.t0 = rules, g, g, t0
-        self.hold, self.answer = hold, answer
+        self.end, self.answer = end, answer
 
     def valid(self, t):
-        return valid_at(self.rules, self.t0, self.hold, t)
+        return valid_at(self.rules, self.t0, self.end, t)
 
 
 LOG_SKEW_MS = 5000
