@@ -16,6 +16,9 @@
  * on it within a hold. */
 #define HOT_UNITS 4
 
+/* Tries of a taken set's lock before sleeping on it (lock_set). */
+#define SPIN_TRIES 100
+
 /* units charged at t0 by a batch of size granted that answered at, valid
  * on [t0, until); win_end: the end of t0's windows. */
 typedef struct sl_rsv_lot {
@@ -153,6 +156,22 @@ void sl_reserve_free(sl_reserve *rv)
     }
     sl_free(rv->sets);
     rv->sets = NULL;
+}
+
+/* Locks a set. Threads on a hot key meet here at every admission: a
+ * thread that finds the lock taken tries again a while before it sleeps
+ * (the holder runs on another core for a few hundred ns), as glibc's
+ * adaptive mutexes do, so that the threads of a hot key do not take turns
+ * sleeping and waking, which leaves a thread woken by its round trip's
+ * answer waiting behind them for a core. */
+static void lock_set(sl_rsv_set *set)
+{
+    int i;
+
+    for (i = 0; i < SPIN_TRIES; i++)
+        if (pthread_mutex_trylock(&set->mu) == 0)
+            return;
+    pthread_mutex_lock(&set->mu);
 }
 
 static const char *prefix_of(const sl_rsv_entry *e)
@@ -426,7 +445,7 @@ bool sl_reserve_use(sl_reserve *rv, const sl_config *cfg, const sl_request *r,
         return false;
     now = r->now_ms >= 0 ? r->now_ms : cfg->clock(cfg->clock_ctx);
     set = set_of(rv, r);
-    pthread_mutex_lock(&set->mu);
+    lock_set(set);
     if ((e = find(set, r)) == NULL && (e = claim(set, r, now, cap)) == NULL) {
         pthread_mutex_unlock(&set->mu);
         return false;
@@ -507,8 +526,10 @@ void sl_reserve_cancel(sl_rsv_plan *p)
     if (p->e == NULL)
         return;
     pthread_mutex_lock(&p->set->mu);
-    if (p->e->gen == p->gen)
+    if (p->e->gen == p->gen && p->refill > 0) {
         p->e->asking = sl_max64(0, p->e->asking - p->refill);
+        pthread_cond_broadcast(&p->set->settled); /* waiters for it go on */
+    }
     pthread_mutex_unlock(&p->set->mu);
     p->e = NULL;
 }
