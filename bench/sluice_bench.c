@@ -830,12 +830,37 @@ static redisContext *floor_connect(const target *t)
     return rc;
 }
 
+/* The reservation cells' control: the same threads, each bumping a
+ * counter of its own between two clock readings, no library and no lock:
+ * how long the machine keeps a busy thread from running (its slowest
+ * "call" is the scheduler's). */
+static void *cpu_worker(void *arg)
+{
+    worker *w = arg;
+    volatile uint64_t n = 0;
+
+    while (now_us() < w->deadline) {
+        int64_t t0 = now_us();
+        int i;
+
+        for (i = 0; i < 20; i++)
+            n = n + 1;
+        add_lat(w, now_us() - t0, 1);
+        w->decisions++;
+    }
+    return NULL;
+}
+
 /* The floor: raw INCR, or EVALSHA of INCR + PEXPIRE, with hiredis. */
 static void *floor_worker(void *arg)
 {
     worker *w = arg;
     cell *c = w->c;
-    redisContext *rc = floor_connect(c->tgt);
+    redisContext *rc;
+
+    if (strcmp(c->floor, "CPU") == 0)
+        return cpu_worker(arg);
+    rc = floor_connect(c->tgt);
     uint64_t rng = (uint64_t)0x9e3779b97f4a7c15ULL ^ (uint64_t)w->id;
     uint64_t n = 0;
     int batch = batch_of(c->md);
@@ -1714,6 +1739,10 @@ static void print_cell(const cell *c, size_t idx, size_t total)
     if (c->rule != NULL && (strcmp(c->section, "reserve") == 0 ||
                             strcmp(c->section, "capacity") == 0))
         print_reserve(c);
+    else if (c->floor != NULL && strcmp(c->floor, "CPU") == 0)
+        printf("    control, 50 threads without the library: latency us p99 "
+               "%.0f p99.9 %.0f slowest %.0f\n",
+               c->p99, c->p999, c->slowest);
     fflush(stdout);
     fprintf(stderr, "\rsluice-bench: %zu/%zu cells", idx, total);
     if (json != NULL) {
@@ -2189,6 +2218,13 @@ int main(int argc, char **argv)
         add_reserve_pair(&targets[i], HOT_RULE, PAT_HOT, MODE_LOOP1000,
                          "reserve");
     }
+    /* Their control: the same 50 threads without the library. */
+    for (i = 0; i < ntargets; i++)
+        if (!capacity_target(&targets[i])) {
+            add_cell(&targets[i], NULL, "CPU", PAT_HOT, MODE_SHARED50,
+                     "reserve");
+            break;
+        }
     /* The cold path: uniform keys, where no key is seen often enough to
      * reserve; and several processes on one key, 10 s. */
     for (i = 0; i < ntargets; i++) {
