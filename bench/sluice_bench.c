@@ -40,26 +40,29 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NKEYS        10000
-#define THREADS      50
-#define PIPE         16
-#define MAX_TGTS     16
-#define MAX_CMDS     192
-#define MAX_ARGS     128
-#define FLOOR_TTL    "2000"       /* ms: a 1 s window plus the 1 s TTL floor */
-#define RAND_KEYS    "2000000000" /* keys a replay draws from (-r) */
-#define SPREAD       64           /* PAT_SPREAD's keys */
-#define PROCS        4            /* MODE_PROC: processes */
-#define PROC_THR     8            /* MODE_PROC: threads of each */
-#define WINS         64           /* MODE_PROC: 1 s windows recorded */
+#define NKEYS         10000
+#define THREADS       50
+#define PIPE          16
+#define MAX_TGTS      16
+#define MAX_CMDS      192
+#define MAX_ARGS      128
+#define FLOOR_TTL     "2000"       /* ms: a 1 s window plus the 1 s TTL floor */
+#define RAND_KEYS     "2000000000" /* keys a replay draws from (-r) */
+#define SPREAD        64           /* PAT_SPREAD's keys */
+#define PROCS         4            /* MODE_PROC: processes */
+#define PROC_THR      8            /* MODE_PROC: threads of each */
+#define WINS          64           /* MODE_PROC: 1 s windows recorded */
 /* The reservation cells' hot key: a rule that never denies in a cell. */
-#define HOT_RULE     "fixed:1000000000/1s"
+#define HOT_RULE      "fixed:1000000000/1s"
 /* Several processes on one key: the issue's rule and duration. */
-#define PROC_RULE    "fixed:10000/1s"
-#define PROC_LIMIT   10000
-#define PROC_SECONDS 10.0
-#define RESERVE_MS   100
-#define TURNS        4 /* turns of a cell and its paired floor or twin */
+#define PROC_RULE     "fixed:10000/1s"
+#define PROC_LIMIT    10000
+#define PROC_SECONDS  10.0
+#define RESERVE_MS    100
+/* Paced cells: demand as a share of PROC_LIMIT, spread evenly over the
+ * threads of every process, for PACED_SECONDS. */
+#define PACED_SECONDS 4.0
+#define TURNS         4 /* turns of a cell and its paired floor or twin */
 
 typedef enum pattern {
     PAT_HOT,     /* one key */
@@ -78,7 +81,8 @@ typedef enum mode {
     MODE_SHARED50, /* 50 threads sharing one handle (its floor: conc50's) */
     MODE_LOOP50,   /* one thread, one handle on libevent, 50 in flight */
     MODE_LOOP1000, /* the same, 1,000 in flight */
-    MODE_PROC      /* 4 processes x 8 threads, one handle a process */
+    MODE_PROC      /* 4 processes x 8 threads, one handle a process (or
+                      cell.procs), closed loop or paced (cell.pace) */
 } mode;
 
 static const char *const pattern_names[] = {"hot", "uniform", "zipf", "new",
@@ -660,8 +664,18 @@ typedef struct cell {
     int64_t run_from, run_to; /* MODE_PROC: the load's span, real ms */
     long win_admitted[WINS];  /* MODE_PROC: admissions by 1 s window */
     long win_charged[WINS];   /* the hot key's counter; -1: not read */
+    long win_denied[WINS];    /* MODE_PROC: denials by 1 s window */
+    int procs;                /* MODE_PROC: processes (0: PROCS) */
+    double pace; /* MODE_PROC: demand, a multiple of PROC_LIMIT a second,
+                    spread evenly over the threads; 0: closed loop */
+    uint32_t *lat_local; /* admissions from a reservation, microseconds */
+    size_t nlat_local;
+    long timeouts; /* calls answered SLUICE_ETIMEOUT */
+    long skipped;  /* paced: requests dropped, the thread kept from its
+                      schedule by the machine */
     /* results */
     double dps, p50, p99, p999, cmds, rtts, mem, accuracy, log_entries;
+    double p99_local, p999_local, local_max, slowest;
     double outer_calls, usec_call, usec_dec, cpu_dec, cpu_masters_dec;
     bool scripts;
     long decisions, admitted, errors;
@@ -687,6 +701,10 @@ typedef struct worker {
     int64_t start_us;          /* MODE_PROC: when to begin (monotonic) */
     hstats st;                 /* the worker's own handle's counters */
     long win[WINS];            /* MODE_PROC: admissions by window */
+    long denied[WINS];         /* MODE_PROC: denials by window */
+    uint32_t *lat_local;       /* admitted from a reservation */
+    size_t nlat_local, cap_local;
+    long timeouts, skipped;
 } worker;
 
 static void add_hstats(hstats *a, const hstats *b)
@@ -745,17 +763,30 @@ static int64_t proc_clock(void *ctx)
     return t;
 }
 
+static void push_lat(uint32_t **lat, size_t *n, size_t *cap, int64_t us)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 65536;
+        *lat = realloc(*lat, *cap * sizeof(**lat));
+    }
+    (*lat)[(*n)++] = (uint32_t)(us > 0xffffffffLL ? 0xffffffffLL : us);
+}
+
 static void add_lat(worker *w, int64_t us, long n)
 {
     long i;
 
-    for (i = 0; i < n; i++) {
-        if (w->nlat == w->cap) {
-            w->cap = w->cap ? w->cap * 2 : 65536;
-            w->lat = realloc(w->lat, w->cap * sizeof(*w->lat));
-        }
-        w->lat[w->nlat++] = (uint32_t)(us > 0xffffffffLL ? 0xffffffffLL : us);
-    }
+    for (i = 0; i < n; i++)
+        push_lat(&w->lat, &w->nlat, &w->cap, us);
+}
+
+/* Sleeps until the monotonic microsecond t. */
+static void sleep_until_us(int64_t t)
+{
+    struct timespec ts = {(time_t)(t / 1000000), (long)(t % 1000000) * 1000};
+
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+        ;
 }
 
 /* The floor script is a fixed-window counter itself. */
@@ -801,12 +832,37 @@ static redisContext *floor_connect(const target *t)
     return rc;
 }
 
+/* The reservation cells' control: the same threads, each bumping a
+ * counter of its own between two clock readings, no library and no lock:
+ * how long the machine keeps a busy thread from running (its slowest
+ * "call" is the scheduler's). */
+static void *cpu_worker(void *arg)
+{
+    worker *w = arg;
+    volatile uint64_t n = 0;
+
+    while (now_us() < w->deadline) {
+        int64_t t0 = now_us();
+        int i;
+
+        for (i = 0; i < 20; i++)
+            n = n + 1;
+        add_lat(w, now_us() - t0, 1);
+        w->decisions++;
+    }
+    return NULL;
+}
+
 /* The floor: raw INCR, or EVALSHA of INCR + PEXPIRE, with hiredis. */
 static void *floor_worker(void *arg)
 {
     worker *w = arg;
     cell *c = w->c;
-    redisContext *rc = floor_connect(c->tgt);
+    redisContext *rc;
+
+    if (strcmp(c->floor, "CPU") == 0)
+        return cpu_worker(arg);
+    rc = floor_connect(c->tgt);
     uint64_t rng = (uint64_t)0x9e3779b97f4a7c15ULL ^ (uint64_t)w->id;
     uint64_t n = 0;
     int batch = batch_of(c->md);
@@ -950,6 +1006,7 @@ static void *sluice_worker(void *arg)
     sluice_request reqs[50];
     sluice_result out[50];
     int batch = batch_of(c->md), i;
+    double gap = 0, next = 0; /* paced: microseconds between requests */
 
     sluice_options_init(&o);
     o.key_prefix = c->prefix;
@@ -972,9 +1029,34 @@ static void *sluice_worker(void *arg)
     }
     while (now_us() < w->start_us)
         sleep_ms(1);
+    if (c->md == MODE_PROC && c->pace > 0) {
+        /* Paced: each thread asks at its share of the rate, the threads
+         * of all processes evenly staggered. A thread kept from its
+         * schedule (the machine gave it no core) drops the requests it
+         * missed rather than send them at once: no window gets more than
+         * the pace, so that a denial at 0.9x is the library's. */
+        int all = (c->procs > 0 ? c->procs : PROCS) * PROC_THR;
+
+        gap = 1e6 * all / (c->pace * PROC_LIMIT);
+        next = (double)w->start_us + gap * w->id / all;
+    }
     while (now_us() < w->deadline) {
-        int64_t t0 = now_us(), t_real = 0;
+        int64_t t0, t_real = 0;
         sluice_status st;
+
+        if (gap > 0) {
+            double late = (double)now_us() - next;
+
+            if (late > gap) {
+                w->skipped += (long)(late / gap);
+                next += gap * (double)(long)(late / gap);
+            }
+            if ((int64_t)next >= w->deadline)
+                break;
+            sleep_until_us((int64_t)next);
+            next += gap;
+        }
+        t0 = now_us();
 
         for (i = 0; i < batch; i++) {
             key_name(keys[i], sizeof(keys[i]), c->pat, c->turns, w->id, n++,
@@ -991,6 +1073,7 @@ static void *sluice_worker(void *arg)
             st = sluice_acquire_many(sl, reqs, (size_t)batch, out);
         if (st != SLUICE_OK) {
             w->errors++;
+            w->timeouts += st == SLUICE_ETIMEOUT;
             continue;
         }
         if (c->md == MODE_PROC) {
@@ -998,10 +1081,14 @@ static void *sluice_worker(void *arg)
              * of them in several processes). */
             int64_t k = (clock_seen >= 0 ? clock_seen : t_real) / 1000;
 
-            if (out[0].allowed && k >= c->win0 && k < c->win0 + WINS)
-                w->win[k - c->win0]++;
+            if (k >= c->win0 && k < c->win0 + WINS)
+                (out[0].allowed ? w->win : w->denied)[k - c->win0]++;
         } else {
-            add_lat(w, now_us() - t0, batch);
+            int64_t us = now_us() - t0;
+
+            add_lat(w, us, batch);
+            if (batch == 1 && out[0].status == SLUICE_RESERVED)
+                push_lat(&w->lat_local, &w->nlat_local, &w->cap_local, us);
         }
         w->decisions += batch;
         for (i = 0; i < batch; i++) {
@@ -1210,10 +1297,10 @@ static void warm_script(const cell *c)
 
 /* What one process of MODE_PROC hands back to the parent. */
 typedef struct proc_out {
-    long decisions, admitted, errors;
+    long decisions, admitted, errors, timeouts, skipped;
     uint64_t round_trips;
     hstats st;
-    long win[WINS];
+    long win[WINS], denied[WINS];
 } proc_out;
 
 /* One process of MODE_PROC: one handle, PROC_THR threads sharing it, from
@@ -1250,8 +1337,12 @@ static void proc_child(cell *c, int id, int64_t start_us, double secs,
         out->decisions += ws[i].decisions;
         out->admitted += ws[i].admitted;
         out->errors += ws[i].errors;
-        for (k = 0; k < WINS; k++)
+        out->timeouts += ws[i].timeouts;
+        out->skipped += ws[i].skipped;
+        for (k = 0; k < WINS; k++) {
             out->win[k] += ws[i].win[k];
+            out->denied[k] += ws[i].denied[k];
+        }
     }
     out->round_trips = sl_handle_round_trips(c->shared);
     take_stats(&out->st, c->shared);
@@ -1259,20 +1350,35 @@ static void proc_child(cell *c, int id, int64_t start_us, double secs,
 }
 
 /* The fixed window's counter of the hot key k0 in window k (DESIGN.md:
- * <prefix>{K}:fixed:<P>:<off>:<k>), or -1. */
-static long hot_counter(redisContext *rc, const cell *c, int64_t k)
-{
-    redisReply *r = redisCommand(rc, "GET %s{k0}:fixed:1000:0:%lld", c->prefix,
-                                 (long long)k);
-    long v = -1;
+ * <prefix>{K}:fixed:<P>:<off>:<k>), read on every server of the target
+ * (the key lives on one of a proxy's or a cluster's; the others answer
+ * nil, or MOVED): the largest value, or -1 when no server answered. */
+typedef struct hot_read {
+    const cell *c;
+    int64_t k;
+    long v;
+} hot_read;
 
-    if (r != NULL && r->type == REDIS_REPLY_STRING)
-        v = atol(r->str);
-    else if (r != NULL && r->type == REDIS_REPLY_NIL)
-        v = 0;
+static void read_hot(redisContext *rc, void *ctx)
+{
+    hot_read *h = ctx;
+    redisReply *r = redisCommand(rc, "GET %s{k0}:fixed:1000:0:%lld",
+                                 h->c->prefix, (long long)h->k);
+
+    if (r != NULL && r->type == REDIS_REPLY_STRING && atol(r->str) > h->v)
+        h->v = atol(r->str);
+    else if (r != NULL && r->type == REDIS_REPLY_NIL && h->v < 0)
+        h->v = 0;
     if (r != NULL)
         freeReplyObject(r);
-    return v;
+}
+
+static long hot_counter(const cell *c, int64_t k)
+{
+    hot_read h = {c, k, -1};
+
+    each_server(c->tgt->servers, read_hot, &h);
+    return h.v;
 }
 
 /* MODE_PROC: PROCS processes at once, each proc_child, started together;
@@ -1286,8 +1392,9 @@ static void run_procs(cell *c, double secs)
     pid_t pids[PROCS];
     int fds[PROCS][2];
     int64_t real0 = real_ms(), mono0 = now_us(), from, k;
-    redisContext *rc = NULL;
-    int i, j;
+    int i, j, procs = c->procs > 0 ? c->procs : PROCS;
+    bool count = c->pat == PAT_HOT && strcmp(c->rule, PROC_RULE) == 0 &&
+                 c->tgt->servers[0] != '\0';
 
     _Static_assert(sizeof(proc_out) < 4096, "one write to a pipe");
     memset(po, 0, sizeof(po));
@@ -1300,7 +1407,7 @@ static void run_procs(cell *c, double secs)
     c->run_from = from;
     c->run_to = from + (int64_t)(secs * 1000);
     fflush(stdout);
-    for (i = 0; i < PROCS; i++) {
+    for (i = 0; i < procs; i++) {
         pids[i] = -1;
         if (pipe(fds[i]) != 0) {
             perror("sluice-bench: pipe");
@@ -1322,17 +1429,13 @@ static void run_procs(cell *c, double secs)
             c->errors++;
         }
     }
-    if (c->pat == PAT_HOT && strcmp(c->rule, PROC_RULE) == 0)
-        rc = floor_connect(c->tgt);
-    for (k = from / 1000; rc != NULL && k < c->run_to / 1000; k++) {
+    for (k = from / 1000; count && k < c->run_to / 1000; k++) {
         while (real_ms() < (k + 1) * 1000 + 150)
             sleep_ms(10);
         if (k - c->win0 < WINS)
-            c->win_charged[k - c->win0] = hot_counter(rc, c, k);
+            c->win_charged[k - c->win0] = hot_counter(c, k);
     }
-    if (rc != NULL)
-        redisFree(rc);
-    for (i = 0; i < PROCS; i++) {
+    for (i = 0; i < procs; i++) {
         if (pids[i] > 0 &&
             read(fds[i][0], &po[i], sizeof(po[i])) != sizeof(po[i])) {
             fprintf(stderr, "sluice-bench: process %d gave no figures\n", i);
@@ -1346,10 +1449,14 @@ static void run_procs(cell *c, double secs)
         c->decisions += po[i].decisions;
         c->admitted += po[i].admitted;
         c->errors += po[i].errors;
+        c->timeouts += po[i].timeouts;
+        c->skipped += po[i].skipped;
         c->round_trips += po[i].round_trips;
         add_hstats(&c->st, &po[i].st);
-        for (j = 0; j < WINS; j++)
+        for (j = 0; j < WINS; j++) {
             c->win_admitted[j] += po[i].win[j];
+            c->win_denied[j] += po[i].denied[j];
+        }
     }
 }
 
@@ -1367,7 +1474,7 @@ static void run_turn(cell *c, double secs)
     snapshot *before = malloc(sizeof(*before)), *after = malloc(sizeof(*after));
     delta d;
     int64_t t0, t1;
-    size_t total = c->nlat;
+    size_t total = c->nlat, total_local = c->nlat_local;
 
     if (c->turns == 0)
         warm_script(c);
@@ -1427,8 +1534,10 @@ static void run_turn(cell *c, double secs)
         c->decisions += ws[i].decisions;
         c->admitted += ws[i].admitted;
         c->errors += ws[i].errors;
+        c->timeouts += ws[i].timeouts;
         c->round_trips += ws[i].round_trips;
         total += ws[i].nlat;
+        total_local += ws[i].nlat_local;
         if (ws[i].first_ms &&
             (c->first_ms == 0 || ws[i].first_ms < c->first_ms))
             c->first_ms = ws[i].first_ms;
@@ -1436,10 +1545,16 @@ static void run_turn(cell *c, double secs)
             c->last_ms = ws[i].last_ms;
     }
     c->lat = realloc(c->lat, (total ? total : 1) * sizeof(*c->lat));
+    c->lat_local = realloc(c->lat_local,
+                           (total_local ? total_local : 1) * sizeof(*c->lat));
     for (i = 0; i < n; i++) {
         memcpy(c->lat + c->nlat, ws[i].lat, ws[i].nlat * sizeof(*c->lat));
         c->nlat += ws[i].nlat;
         free(ws[i].lat);
+        memcpy(c->lat_local + c->nlat_local, ws[i].lat_local,
+               ws[i].nlat_local * sizeof(*c->lat));
+        c->nlat_local += ws[i].nlat_local;
+        free(ws[i].lat_local);
     }
     if (c->turns < TURNS && t1 > t0)
         c->turn_dps[c->turns] =
@@ -1463,6 +1578,15 @@ static void finish_cell(cell *c)
     c->p50 = c->nlat ? c->lat[c->nlat / 2] : 0;
     c->p99 = c->nlat ? c->lat[(size_t)((double)c->nlat * 0.99)] : 0;
     c->p999 = c->nlat ? c->lat[(size_t)((double)c->nlat * 0.999)] : 0;
+    c->slowest = c->nlat ? c->lat[c->nlat - 1] : 0;
+    qsort(c->lat_local, c->nlat_local, sizeof(*c->lat_local), cmp_u32);
+    c->p99_local = c->nlat_local
+                       ? c->lat_local[(size_t)((double)c->nlat_local * 0.99)]
+                       : 0;
+    c->p999_local = c->nlat_local
+                        ? c->lat_local[(size_t)((double)c->nlat_local * 0.999)]
+                        : 0;
+    c->local_max = c->nlat_local ? c->lat_local[c->nlat_local - 1] : 0;
     if (c->decisions > 0) {
         c->cmds = d->all_calls / dn;
         c->outer_calls = d->outer_calls / dn;
@@ -1496,6 +1620,8 @@ static void finish_cell(cell *c)
         each_server(c->tgt->servers, unlink_prefix, c->prefix);
     free(c->lat);
     c->lat = NULL;
+    free(c->lat_local);
+    c->lat_local = NULL;
 }
 
 static void new_prefix(cell *c, char tag)
@@ -1554,7 +1680,7 @@ static bool full_window(const cell *c, int j)
 static void print_reserve(const cell *c)
 {
     double dn = c->decisions > 0 ? (double)c->decisions : 1;
-    int j;
+    int j, procs = c->procs > 0 ? c->procs : PROCS;
 
     printf("    %s: %.1f decisions a round trip (stats), local %.1f %%, "
            "batches %llu, units asked %llu granted %llu refunded %llu "
@@ -1567,14 +1693,31 @@ static void print_reserve(const cell *c)
            (unsigned long long)c->st.reserve_granted,
            (unsigned long long)c->st.reserve_refunded,
            (unsigned long long)c->st.reserve_lapsed, c->usec_dec);
+    if (c->md == MODE_SHARED50 || c->md == MODE_LOOP1000)
+        printf("    latency us: p99 %.0f p99.9 %.0f slowest %.0f; admitted "
+               "from a reservation (%zu): p99 %.0f p99.9 %.0f slowest %.0f; "
+               "timeouts %ld\n",
+               c->p99, c->p999, c->slowest, c->nlat_local, c->p99_local,
+               c->p999_local, c->local_max, c->timeouts);
+    if (c->md == MODE_PROC)
+        printf("    %d process(es) x %d threads, %s; lapsed %.0f a handle "
+               "and window (stats, %.0f s); errors %ld, timeouts %ld, "
+               "requests dropped behind schedule %ld\n",
+               procs, PROC_THR, c->pace > 0 ? "paced" : "closed loop",
+               (double)c->st.reserve_lapsed /
+                   (procs * (c->secs > 0 ? c->secs : seconds)),
+               c->secs > 0 ? c->secs : seconds, c->errors, c->timeouts,
+               c->skipped);
     for (j = 0; j < WINS; j++) {
         if (!full_window(c, j) || c->pat != PAT_HOT)
             continue;
-        printf("    window %lld: admitted %ld (%.2f %% of %d), charged on "
-               "the server %ld\n",
+        printf("    window %lld: admitted %ld (%.2f %% of %d), denied %ld, "
+               "charged on the server %ld, lost %ld\n",
                (long long)(c->win0 + j), c->win_admitted[j],
                100.0 * (double)c->win_admitted[j] / PROC_LIMIT, PROC_LIMIT,
-               c->win_charged[j]);
+               c->win_denied[j], c->win_charged[j],
+               c->win_charged[j] < 0 ? -1
+                                     : c->win_charged[j] - c->win_admitted[j]);
         if (c->win_admitted[j] > PROC_LIMIT || c->win_charged[j] > PROC_LIMIT)
             printf("FAIL: window %lld admitted %ld, charged %ld: above the "
                    "limit %d\n",
@@ -1593,6 +1736,9 @@ static void print_cell(const cell *c, size_t idx, size_t total)
              c->rule ? c->rule : c->floor, c->deny_cache ? " deny_cache" : "",
              c->no_metrics ? " metrics=0" : "",
              c->reserve_ms ? " reserve" : "");
+    if (c->pace > 0)
+        snprintf(what + strlen(what), sizeof(what) - strlen(what), " %.1fx %dp",
+                 c->pace, c->procs > 0 ? c->procs : PROCS);
     printf("%-40s %-7s %-8s %10.0f %6.0f %6.0f %5.2f %5.2f %7.2f %7.2f "
            "%7.2f %5.0f %6.3f",
            what, pattern_names[c->pat], mode_names[c->md], c->dps, c->p50,
@@ -1607,6 +1753,10 @@ static void print_cell(const cell *c, size_t idx, size_t total)
     if (c->rule != NULL && (strcmp(c->section, "reserve") == 0 ||
                             strcmp(c->section, "capacity") == 0))
         print_reserve(c);
+    else if (c->floor != NULL && strcmp(c->floor, "CPU") == 0)
+        printf("    control, 50 threads without the library: latency us p99 "
+               "%.0f p99.9 %.0f slowest %.0f\n",
+               c->p99, c->p999, c->slowest);
     fflush(stdout);
     fprintf(stderr, "\rsluice-bench: %zu/%zu cells", idx, total);
     if (json != NULL) {
@@ -1647,9 +1797,13 @@ static void print_cell(const cell *c, size_t idx, size_t total)
                 "\"stats_round_trips\": %llu, \"reserve_admitted\": %llu, "
                 "\"reserve_batches\": %llu, \"reserve_asked\": %llu, "
                 "\"reserve_granted\": %llu, \"reserve_refunded\": %llu, "
-                "\"reserve_lapsed\": %llu, \"turn_decisions_per_s\": [",
+                "\"reserve_lapsed\": %llu, \"pace\": %.2f, "
+                "\"p99_local_us\": %.0f, \"p999_local_us\": %.0f, "
+                "\"local_max_us\": %.0f, \"local_decisions\": %zu, "
+                "\"slowest_us\": %.0f, \"timeouts\": %ld, \"skipped\": %ld, "
+                "\"turn_decisions_per_s\": [",
                 c->reserve_ms, c->secs > 0 ? c->secs : seconds, c->masters,
-                c->md == MODE_PROC ? PROCS : 1,
+                c->md == MODE_PROC ? (c->procs > 0 ? c->procs : PROCS) : 1,
                 c->md == MODE_PROC                                ? PROC_THR
                 : c->md == MODE_THREADS || c->md == MODE_SHARED50 ? THREADS
                                                                   : 1,
@@ -1660,16 +1814,18 @@ static void print_cell(const cell *c, size_t idx, size_t total)
                 (unsigned long long)c->st.reserve_asked,
                 (unsigned long long)c->st.reserve_granted,
                 (unsigned long long)c->st.reserve_refunded,
-                (unsigned long long)c->st.reserve_lapsed);
+                (unsigned long long)c->st.reserve_lapsed, c->pace, c->p99_local,
+                c->p999_local, c->local_max, c->nlat_local, c->slowest,
+                c->timeouts, c->skipped);
         for (j = 0; j < TURNS && j < c->turns; j++)
             fprintf(json, "%s%.0f", j ? ", " : "", c->turn_dps[j]);
         fprintf(json, "], \"windows\": [");
         for (j = 0; j < WINS; j++) {
             if (!full_window(c, j) || c->pat != PAT_HOT)
                 continue;
-            fprintf(json, "%s[%lld, %ld, %ld]", first ? "" : ", ",
+            fprintf(json, "%s[%lld, %ld, %ld, %ld]", first ? "" : ", ",
                     (long long)(c->win0 + j), c->win_admitted[j],
-                    c->win_charged[j]);
+                    c->win_charged[j], c->win_denied[j]);
             first = false;
         }
         fprintf(json, "], \"window_limit\": %d}", PROC_LIMIT);
@@ -2069,14 +2225,20 @@ int main(int argc, char **argv)
             add_cell(&targets[i], NULL, "EVALSHA", PAT_HOT, MODE_PIPE,
                      "reserve");
     for (i = 0; i < ntargets; i++) {
-        if (!named(&targets[i], "redis") && !named(&targets[i], "multi") &&
-            !named(&targets[i], "twemproxy"))
+        if (capacity_target(&targets[i]))
             continue;
         add_reserve_pair(&targets[i], HOT_RULE, PAT_HOT, MODE_SHARED50,
                          "reserve");
         add_reserve_pair(&targets[i], HOT_RULE, PAT_HOT, MODE_LOOP1000,
                          "reserve");
     }
+    /* Their control: the same 50 threads without the library. */
+    for (i = 0; i < ntargets; i++)
+        if (!capacity_target(&targets[i])) {
+            add_cell(&targets[i], NULL, "CPU", PAT_HOT, MODE_SHARED50,
+                     "reserve");
+            break;
+        }
     /* The cold path: uniform keys, where no key is seen often enough to
      * reserve; and several processes on one key, 10 s. */
     for (i = 0; i < ntargets; i++) {
@@ -2087,6 +2249,30 @@ int main(int argc, char **argv)
         add_cell(&targets[i], PROC_RULE, NULL, PAT_HOT, MODE_PROC, "reserve");
         cells[ncells - 1].reserve_ms = RESERVE_MS;
         cells[ncells - 1].secs = PROC_SECONDS;
+    }
+
+    /* Paced demand on one key of PROC_RULE, on every backend (issue 31):
+     * 0.9x the limit from one handle of 8 threads and from 4 processes,
+     * then 1.5x from 4 processes; each window's admissions, denials and
+     * counter. mem:// is one process's store: one handle only. */
+    for (i = 0; i < ntargets; i++) {
+        static const struct {
+            double pace;
+            int procs;
+        } paced[] = {{0.9, 1}, {0.9, PROCS}, {1.5, PROCS}};
+
+        if (capacity_target(&targets[i]))
+            continue;
+        for (k = 0; k < sizeof(paced) / sizeof(paced[0]); k++) {
+            if (paced[k].procs > 1 && strncmp(targets[i].url, "mem://", 6) == 0)
+                continue;
+            add_cell(&targets[i], PROC_RULE, NULL, PAT_HOT, MODE_PROC,
+                     "reserve");
+            cells[ncells - 1].reserve_ms = RESERVE_MS;
+            cells[ncells - 1].secs = PACED_SECONDS;
+            cells[ncells - 1].pace = paced[k].pace;
+            cells[ncells - 1].procs = paced[k].procs;
+        }
     }
 
     /* 5. Capacity planning: the same processes on 64 keys over the

@@ -43,6 +43,24 @@ static void sleep_ms(int64_t ms)
         ;
 }
 
+/* p's round trip, through the queue of threads sharing the handle. A
+ * refill after an admission from a reservation goes only when no other
+ * thread's round trip is in flight or queued: the admission, answered
+ * already, never waits behind another thread's round trip (a later
+ * admission on the key asks again); when it goes, it is this thread's own
+ * round trip at once. */
+static sluice_status send(sl_pipe *p)
+{
+    sluice_status st;
+
+    if (p->state != SL_PIPE_REFILLED)
+        return sl_share_decide(p->sl, p->send, p->nsend, p->res, p->send_err);
+    if (!sl_share_decide_now(p->sl, p->send, p->nsend, p->res, p->send_err,
+                             &st))
+        sl_reserve_cancel(&p->plan);
+    return st;
+}
+
 /* Runs p to its answer, in this thread. */
 static sluice_status drive(sl_pipe *p)
 {
@@ -54,8 +72,7 @@ static sluice_status drive(sl_pipe *p)
             p->sent_st = SLUICE_OK;
             if (p->nsend > 0) {
                 memset(p->res, 0, p->nsend * sizeof(*p->res));
-                p->sent_st = sl_share_decide(p->sl, p->send, p->nsend, p->res,
-                                             p->send_err);
+                p->sent_st = send(p);
             }
             break;
         case SL_NEED_SLEEP:

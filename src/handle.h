@@ -47,6 +47,11 @@ int64_t sl_share_began(const sluice *sl);
  * set as sl_backend.decide sets them. */
 sluice_status sl_share_decide(sluice *sl, const sl_request *reqs, size_t n,
                               sluice_result *res, char *err);
+/* The same, only when no other thread's round trip is in flight or queued
+ * (then this thread makes its own at once): true, and its status in *st;
+ * else false at once, nothing sent. */
+bool sl_share_decide_now(sluice *sl, const sl_request *reqs, size_t n,
+                         sluice_result *res, char *err, sluice_status *st);
 /* Counts the backend's round trips since the last count; by the thread
  * that drives the engine (the batch's leader, or the loop's). */
 void sl_share_count_trips(sluice *sl, uint64_t requests);

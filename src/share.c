@@ -179,12 +179,20 @@ static void run_batch(sluice *sl, sl_waiter *batch)
 
 /* Queues the requests and returns when they are decided: by this thread,
  * together with whatever queued meanwhile, when no other thread is in the
- * backend; else by the thread that is, or the next one. */
-sluice_status sl_share_decide(sluice *sl, const sl_request *reqs, size_t n,
-                              sluice_result *res, char *err)
+ * backend; else by the thread that is, or the next one. now_only: only
+ * when none is in the backend or queued; *sent says whether it went. */
+static sluice_status share(sluice *sl, const sl_request *reqs, size_t n,
+                           sluice_result *res, char *err, bool now_only,
+                           bool *sent)
 {
     sl_waiter me;
 
+    pthread_mutex_lock(&sl->mu);
+    *sent = !now_only || (!sl->busy && sl->head == NULL);
+    if (!*sent) {
+        pthread_mutex_unlock(&sl->mu);
+        return SLUICE_OK;
+    }
     memset(&me, 0, sizeof(me));
     me.reqs = reqs;
     me.n = n;
@@ -192,7 +200,6 @@ sluice_status sl_share_decide(sluice *sl, const sl_request *reqs, size_t n,
     me.err = err;
     me.since = sl_share_began(sl);
     pthread_cond_init(&me.cv, NULL);
-    pthread_mutex_lock(&sl->mu);
     if (sl->tail != NULL)
         sl->tail->next = &me;
     else
@@ -225,6 +232,23 @@ sluice_status sl_share_decide(sluice *sl, const sl_request *reqs, size_t n,
     pthread_mutex_unlock(&sl->mu);
     pthread_cond_destroy(&me.cv);
     return me.st;
+}
+
+sluice_status sl_share_decide(sluice *sl, const sl_request *reqs, size_t n,
+                              sluice_result *res, char *err)
+{
+    bool sent;
+
+    return share(sl, reqs, n, res, err, false, &sent);
+}
+
+bool sl_share_decide_now(sluice *sl, const sl_request *reqs, size_t n,
+                         sluice_result *res, char *err, sluice_status *st)
+{
+    bool sent;
+
+    *st = share(sl, reqs, n, res, err, true, &sent);
+    return sent;
 }
 
 uint64_t sl_handle_batches(sluice *sl)

@@ -99,7 +99,12 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
         st = SLUICE_ENOMEM;
         goto fail;
     }
-    if (sl_reserve_init(&sl->rsv, &sl->url.cfg) != SLUICE_OK) {
+    /* The plain backends charge a window before they judge it, and so
+     * cannot give a window's units back (plain.c). */
+    if (sl_reserve_init(&sl->rsv, &sl->url.cfg,
+                        sl->url.scheme != SL_SCHEME_MULTI &&
+                            sl->url.scheme != SL_SCHEME_TWEMPROXY) !=
+        SLUICE_OK) {
         sl_deny_free(&sl->deny);
         sl_errf(err, err_len, "open: out of memory for reservations");
         st = SLUICE_ENOMEM;

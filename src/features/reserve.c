@@ -16,6 +16,9 @@
  * on it within a hold. */
 #define HOT_UNITS 4
 
+/* Tries of a taken set's lock before sleeping on it (lock_set). */
+#define SPIN_TRIES 100
+
 /* units charged at t0 by a batch of size granted that answered at, valid
  * on [t0, until); win_end: the end of t0's windows. */
 typedef struct sl_rsv_lot {
@@ -37,8 +40,9 @@ struct sl_rsv_entry {
      * before any charged after it). */
     sl_rsv_lot lots[2];
     bool refundable;
-    bool refused;    /* the backend refused a refund of this ruleset */
-    bool has_bucket; /* a token or gcra rule in the ruleset */
+    bool refused;      /* the backend refused a refund of this ruleset */
+    bool has_bucket;   /* a token or gcra rule in the ruleset */
+    bool windows_only; /* fixed and sliding rules only */
 };
 
 static int64_t held(const sl_rsv_entry *e)
@@ -105,7 +109,8 @@ static bool set_init(sl_rsv_set *set)
     return ok;
 }
 
-sluice_status sl_reserve_init(sl_reserve *rv, const sl_config *cfg)
+sluice_status sl_reserve_init(sl_reserve *rv, const sl_config *cfg,
+                              bool window_refunds)
 {
     size_t i;
 
@@ -121,6 +126,7 @@ sluice_status sl_reserve_init(sl_reserve *rv, const sl_config *cfg)
     rv->hold_ms = cfg->reserve_ms;
     rv->share = cfg->reserve_share;
     rv->server_clock = cfg->server_clock;
+    rv->window_refunds = window_refunds;
     if ((rv->sets = sl_calloc(SL_RSV_SETS, sizeof(*rv->sets))) == NULL)
         return SLUICE_ENOMEM;
     for (i = 0; i < SL_RSV_SETS; i++) {
@@ -150,6 +156,22 @@ void sl_reserve_free(sl_reserve *rv)
     }
     sl_free(rv->sets);
     rv->sets = NULL;
+}
+
+/* Locks a set. Threads on a hot key meet here at every admission: a
+ * thread that finds the lock taken tries again a while before it sleeps
+ * (the holder runs on another core for a few hundred ns), as glibc's
+ * adaptive mutexes do, so that the threads of a hot key do not take turns
+ * sleeping and waking, which leaves a thread woken by its round trip's
+ * answer waiting behind them for a core. */
+static void lock_set(sl_rsv_set *set)
+{
+    int i;
+
+    for (i = 0; i < SPIN_TRIES; i++)
+        if (pthread_mutex_trylock(&set->mu) == 0)
+            return;
+    pthread_mutex_lock(&set->mu);
 }
 
 static const char *prefix_of(const sl_rsv_entry *e)
@@ -219,6 +241,8 @@ static sl_rsv_entry *claim(sl_rsv_set *set, const sl_request *r, int64_t now,
     e->gen++;
     e->rules = *r->decide.rules;
     e->has_bucket = sl_ruleset_has(&e->rules, SL_FAMILY_BUCKET);
+    e->windows_only =
+        !e->has_bucket && !sl_ruleset_has(&e->rules, SL_FAMILY_LOG);
     e->seen_at = now;
     e->seen_cur = e->seen_prev = 0;
     e->ceiling = cap;
@@ -241,9 +265,22 @@ static void count(sl_rsv_entry *e, int64_t now, int64_t h, int64_t cost)
     e->last = sl_max64(e->last, now);
 }
 
-/* The entry's units dropped at now: those that can be given back (the
- * caller refunds them) are returned, the others counted as lapsed. */
-static int64_t let_go(sl_reserve *rv, sl_rsv_entry *e, int64_t now)
+/* Whether a lot of e lives to the end of its windows rather than the
+ * hold: a unit of fixed and sliding rules is safe anywhere in the window
+ * it was charged in, and where the backend cannot give it back, the hold
+ * would only make it lapse (docs/SEMANTICS.md, "Lots"). Buckets and logs
+ * need the hold for their guarantee. */
+static bool keeps(const sl_reserve *rv, const sl_rsv_entry *e)
+{
+    return e->windows_only && (!rv->window_refunds || e->refused);
+}
+
+/* The entry's units let go at now: those that can be given back (the
+ * caller refunds them) are returned; with keep, those that cannot and are
+ * still valid stay in their lots (dropping them would waste them); the
+ * others are counted as lapsed. The lots left are in order, the older
+ * first. */
+static int64_t let_go(sl_reserve *rv, sl_rsv_entry *e, int64_t now, bool keep)
 {
     int64_t back = 0;
     int i;
@@ -257,9 +294,15 @@ static int64_t let_go(sl_reserve *rv, sl_rsv_entry *e, int64_t now)
         if (e->refundable && !e->refused && now >= l->t0 &&
             now < (e->has_bucket ? l->until : l->win_end))
             back += l->units;
+        else if (keep && l->units > 0 && now >= l->t0 && now < l->until)
+            continue;
         else
             ADD(rv->lapsed, (uint64_t)l->units);
-        l->units = 0;
+        memset(l, 0, sizeof(*l));
+    }
+    if (e->lots[0].units == 0) {
+        e->lots[0] = e->lots[1];
+        memset(&e->lots[1], 0, sizeof(e->lots[1]));
     }
     return back;
 }
@@ -323,23 +366,32 @@ static bool covers(sl_rsv_entry *e, int64_t now, int64_t cost)
     return covering(e, now, cost) != NULL;
 }
 
-/* What a batch asks now (0: none): what the key asked within the last
- * hold, at most the cap, the ceiling, and what is not asked already. */
-static int64_t batch_size(const sl_rsv_entry *e, int64_t cap)
+/* What a batch asks at now (0: none): what the key asked within the
+ * last hold h, at most the ceiling; with what is held and asked already,
+ * no more than the cap (a handle never holds more than c units of a key,
+ * its batches in flight included) and, when the key's window ends within
+ * h, no more than the key asks at that pace until then (the rest would
+ * lapse). */
+static int64_t batch_size(const sl_rsv_entry *e, int64_t now, int64_t h,
+                          int64_t cap)
 {
-    int64_t want = sl_max64(e->seen_prev, e->seen_cur), ask;
+    int64_t want = sl_max64(e->seen_prev, e->seen_cur), most = cap, ask, end;
 
     if (want < HOT_UNITS)
         return 0;
-    ask = sl_min64(want, sl_min64(cap, e->ceiling)) - e->asking;
+    end = window_end(&e->rules, now);
+    if (end != INT64_MAX && end - now < h) /* want * (end - now) / h, up */
+        most = sl_min64(most, want / h * (end - now) +
+                                  sl_cdiv(want % h * (end - now), h));
+    ask = sl_min64(sl_min64(want, e->ceiling), most - held(e) - e->asking);
     return ask >= 2 ? ask : 0;
 }
 
 /* Takes cost from e at now (covers() said it can): the answer in *out.
  * When the older lot runs below half its size and no newer one is held
  * or asked, the refill's size (else 0). */
-static int64_t take(sl_rsv_entry *e, int64_t now, int64_t cost, int64_t cap,
-                    sluice_result *out)
+static int64_t take(sl_rsv_entry *e, int64_t now, int64_t cost, int64_t h,
+                    int64_t cap, sluice_result *out)
 {
     sl_rsv_lot *l = covering(e, now, cost);
 
@@ -351,7 +403,7 @@ static int64_t take(sl_rsv_entry *e, int64_t now, int64_t cost, int64_t cap,
     }
     if (e->lots[1].size == 0 && e->asking == 0 &&
         e->lots[0].units < e->lots[0].size / 2)
-        return batch_size(e, cap);
+        return batch_size(e, now, h, cap);
     return 0;
 }
 
@@ -393,7 +445,7 @@ bool sl_reserve_use(sl_reserve *rv, const sl_config *cfg, const sl_request *r,
         return false;
     now = r->now_ms >= 0 ? r->now_ms : cfg->clock(cfg->clock_ctx);
     set = set_of(rv, r);
-    pthread_mutex_lock(&set->mu);
+    lock_set(set);
     if ((e = find(set, r)) == NULL && (e = claim(set, r, now, cap)) == NULL) {
         pthread_mutex_unlock(&set->mu);
         return false;
@@ -414,7 +466,7 @@ bool sl_reserve_use(sl_reserve *rv, const sl_config *cfg, const sl_request *r,
         (may_wait && e->asking >= cost &&
          wait_batch(set, e, e->gen, now, cost,
                     sl_mono_ms() + cfg->command_timeout_ms / 2))) {
-        p->refill = take(e, now, cost, cap, out);
+        p->refill = take(e, now, cost, h, cap, out);
         e->asking += p->refill;
         if (p->refill == 0)
             p->e = NULL;
@@ -443,9 +495,8 @@ size_t sl_reserve_plan(sl_reserve *rv, const sl_request *r, sl_rsv_plan *p,
                    (e->lots[1].units > 0 && p->now < e->lots[1].t0)) {
             p->e = NULL; /* a clock behind: alone, the units stay */
         } else {
-            p->refund = let_go(rv, e, p->now);
-            memset(e->lots, 0, sizeof(e->lots));
-            p->ask = batch_size(e, p->cap);
+            p->refund = let_go(rv, e, p->now, true);
+            p->ask = batch_size(e, p->now, p->hold, p->cap);
             e->asking += p->ask;
         }
         pthread_mutex_unlock(&p->set->mu);
@@ -475,8 +526,10 @@ void sl_reserve_cancel(sl_rsv_plan *p)
     if (p->e == NULL)
         return;
     pthread_mutex_lock(&p->set->mu);
-    if (p->e->gen == p->gen)
+    if (p->e->gen == p->gen && p->refill > 0) {
         p->e->asking = sl_max64(0, p->e->asking - p->refill);
+        pthread_cond_broadcast(&p->set->settled); /* waiters for it go on */
+    }
     pthread_mutex_unlock(&p->set->mu);
     p->e = NULL;
 }
@@ -506,8 +559,11 @@ static void deposit(sl_reserve *rv, sl_rsv_entry *e, const sl_rsv_plan *p,
     sl_rsv_lot *l = &e->lots[1];
 
     lot.win_end = window_end(&e->rules, p->now);
-    lot.until = sl_min64(p->now + p->hold, lot.win_end);
-    e->refundable = !sl_ruleset_has(&e->rules, SL_FAMILY_LOG);
+    lot.until =
+        keeps(rv, e) ? lot.win_end : sl_min64(p->now + p->hold, lot.win_end);
+    e->refundable =
+        !sl_ruleset_has(&e->rules, SL_FAMILY_LOG) &&
+        (rv->window_refunds || !sl_ruleset_has(&e->rules, SL_FAMILY_WINDOW));
     if (e->lots[0].units == 0) {
         e->lots[0] = *l; /* the newer moves up */
         memset(l, 0, sizeof(*l));
@@ -569,9 +625,12 @@ int sl_reserve_after(sl_reserve *rv, sl_rsv_plan *p, sluice_status st,
             deposit(rv, e, p, g, b);
         if (b != NULL)
             pthread_cond_broadcast(&p->set->settled);
+        /* Not from its own batch's units: the lots it kept at the miss
+         * did not cover it, and its grant joins them (deposit). */
         if (m != NULL && ok && m->status == SLUICE_OK && !m->allowed &&
-            covers(e, p->now, p->cost)) {
-            take(e, p->now, p->cost, p->cap, rescue); /* no refill here */
+            g == 0 && covers(e, p->now, p->cost)) {
+            take(e, p->now, p->cost, p->hold, p->cap,
+                 rescue); /* no refill here */
             out |= SL_RSV_RESCUED;
         }
     } else if (g > 0) {
@@ -604,7 +663,7 @@ size_t sl_reserve_leftovers(sl_reserve *rv, int64_t now, sl_request *rs,
             if (n >= max) {
                 ADD(rv->lapsed, (uint64_t)held(e));
                 memset(e->lots, 0, sizeof(e->lots));
-            } else if ((back = let_go(rv, e, now)) > 0) {
+            } else if ((back = let_go(rv, e, now, false)) > 0) {
                 memset(&rs[n], 0, sizeof(rs[n]));
                 rs[n].op = SL_OP_REFUND;
                 rs[n].key = e->key;

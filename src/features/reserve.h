@@ -40,6 +40,8 @@ typedef struct sl_reserve {
     int64_t hold_ms;  /* reserve_ms */
     uint32_t share;   /* percent */
     bool server_clock;
+    bool window_refunds; /* the backend takes refunds of fixed and sliding
+                            rules (not redis+multi://, twemproxy://) */
     atomic_uint_fast64_t admitted, batches, asked, granted, refunded, lapsed;
 } sl_reserve;
 
@@ -64,7 +66,11 @@ typedef struct sl_rsv_plan {
     size_t n;        /* requests sent */
 } sl_rsv_plan;
 
-sluice_status sl_reserve_init(sl_reserve *rv, const sl_config *cfg);
+/* window_refunds: whether the backend takes refunds of fixed and sliding
+ * rules; where it does not, a lot of such rules lives to its window's end
+ * rather than the hold (docs/SEMANTICS.md, "Lots"). */
+sluice_status sl_reserve_init(sl_reserve *rv, const sl_config *cfg,
+                              bool window_refunds);
 void sl_reserve_free(sl_reserve *rv);
 static inline bool sl_reserve_on(const sl_reserve *rv)
 {
@@ -107,7 +113,8 @@ size_t sl_reserve_plan(sl_reserve *rv, const sl_request *r, sl_rsv_plan *p,
 /* The answers to what the plan sent (st: the call's status; res: p->n
  * results): the batch's units kept, the counters counted. A denied
  * acquire that the key's lots cover once its answer came (a batch of
- * another call's landed meanwhile) is admitted from them: its answer in
+ * another call's landed meanwhile; its own batch granted nothing) is
+ * admitted from them: its answer in
  * *rescue. Returns SL_RSV_SETTLED when a batch was answered (parked calls
  * may go on), | SL_RSV_RESCUED. */
 #define SL_RSV_SETTLED 1

@@ -879,21 +879,29 @@ def same_windows(rules, t0, t):
                for r in rules if r.alg in WINDOWED)
 
 
-def valid_at(rules, t0, hold, t):
-    """A reservation charged at t0 may admit at t."""
-    return t0 <= t < t0 + hold and same_windows(rules, t0, t)
+def valid_at(rules, t0, end, t):
+    """A reservation charged at t0, kept until end (None: the end of
+    t0's windows), may admit at t."""
+    return t0 <= t and (end is None or t < end) and \
+        same_windows(rules, t0, t)
+
+
+def windows_only(rules):
+    return all(r.alg in WINDOWED for r in rules)
 
 
 class Reservation:
     """A lot: u units left of g charged at t0 by an acquire at most whose
-    answer was `answer`."""
+    answer was `answer`, valid until end (exclusive; None: to the end of
+    t0's windows, for fixed and sliding rules on a backend that cannot
+    give their units back; else t0 + h)."""
 
-    def __init__(self, rules, g, t0, hold, answer):
+    def __init__(self, rules, g, t0, end, answer):
         self.rules, self.u, self.g, self.t0 = rules, g, g, t0
-        self.hold, self.answer = hold, answer
+        self.end, self.answer = end, answer
 
     def valid(self, t):
-        return valid_at(self.rules, self.t0, self.hold, t)
+        return valid_at(self.rules, self.t0, self.end, t)
 
 
 LOG_SKEW_MS = 5000
@@ -955,13 +963,20 @@ class Ledger:
         return {"count": 0, "limit": 0, "latest": -1, "first": 0,
                 "last": 0}
 
-    def admitted(self, key, rules, cost, t, since=None):
+    def stamp(self, key, rule, t):
+        """When a log's charge at t is stamped: at its latest charge when
+        t is behind it (SEMANTICS, "Time")."""
+        s = self._slot(key, rule)
+        return t if s["latest"] is None else max(t, s["latest"])
+
+    def admitted(self, key, rules, cost, t, since=None, stamps=None):
         """cost units admitted at t; the first bound broken, or None.
         since: the ledger's seq when a local admission's units were
         charged; a slot reset after that (by another handle, which does
         not drop this one's reservation) forgot the charge, so the units
         are not counted there (as units admitted before a reset are
-        not)."""
+        not). stamps: a local admission's, per log slot, when its units
+        were stamped."""
         broken = None
         for r in rules:
             if since is not None and \
@@ -970,8 +985,9 @@ class Ledger:
                 continue
             s = self._slot(key, r)
             if r.alg == "log":
-                broken = broken or self._log_admit(s, r, cost, t,
-                                                   since is not None)
+                broken = broken or self._log_admit(
+                    s, r, cost, t, since is not None,
+                    (stamps or {}).get(r.slot, t))
                 continue
             if r.alg in BUCKETS:
                 broken = broken or self._bucket_admit(s, r, cost, t,
@@ -1007,14 +1023,19 @@ class Ledger:
                         k - 1, k, prev["count"], w["count"]))
         return None
 
-    def _log_admit(self, s, r, cost, t, local):
+    def _log_admit(self, s, r, cost, t, local, stamp=None):
         """The backend decides a request at u = max(t, its latest charge),
         and stamps it there; a local admission uses, at its own t, a unit
         charged at most h before (SEMANTICS, "The guarantee"): it counts
         at t, and moves no stamp (a late one, behind another client's
-        stamps, was charged before them)."""
+        stamps, was charged before them), or, when its unit's charge was
+        itself stamped later than t (a client's clock behind the key's
+        latest charge when it charged), at that stamp: the backend
+        counted it there, with the entries of the window that ends there,
+        not with those before it (model_reserve.multi, seed 77682500:
+        "501 admitted" counting at t a unit stamped 356 ms later)."""
         if local:
-            d = t
+            d = t if stamp is None else max(t, stamp)
         else:
             d = t if s["latest"] is None else max(t, s["latest"])
             s["latest"] = d

@@ -1065,7 +1065,7 @@ class Judge:
             "local", "local_units", "batches", "asked", "granted",
             "short_grants", "zero_grants", "refunds", "refunded",
             "lapses", "lapsed", "reset_lapses", "late_kept", "refills",
-            "from_newer", "promoted",
+            "from_newer", "promoted", "kept", "merged", "most_held",
             "batch_readings", "batch_ambiguous"]}
         self.local_by = [0 for _ in specs]
         self.named = Named()
@@ -1170,14 +1170,22 @@ class Judge:
                 return False, {"clock behind, no reservation traffic": True}
             self.n["late_kept"] += 1
             return self.plain(spec, ev, actual)
-        # A miss: (1) one refund of the units that can be given back, the
-        # rest lapse; both lots emptied.
-        want = {"refunded": 0, "lapsed": 0}
+        # A miss: (1) one refund of the units that can be given back;
+        # those that cannot and are still valid stay in their lots, the
+        # rest lapse.
+        want, kept = {"refunded": 0, "lapsed": 0}, []
         for lot in lots:
-            back = can_refund(spec, ev["rule"], rules, lot.t0, lot.hold, t)
-            want["refunded" if back else "lapsed"] += lot.u
+            if can_refund(spec, ev["rule"], rules, lot.t0, lot.end, t):
+                want["refunded"] += lot.u
+            elif lot.u > 0 and lot.valid(t):
+                kept.append(lot)
+            else:
+                want["lapsed"] += lot.u
         want = {k: v for k, v in want.items() if v > 0}
         self.held[which].pop(ident, None)
+        if kept:
+            self.held[which][ident] = kept
+            self.n["kept"] += 1
         got = {k: traffic[k] for k in ("refunded", "lapsed") if k in traffic}
         if got != want:
             return False, dict(want, then="the acquire's answer")
@@ -1193,7 +1201,7 @@ class Judge:
             # refund event (the same effect without reservations).
             for lot in lots:
                 if lot.u > 0 and can_refund(spec, ev["rule"], rules,
-                                            lot.t0, lot.hold, t):
+                                            lot.t0, lot.end, t):
                     self.ledger.refunded(key, rules, lot.u, t,
                                          reset_after=lot.seq)
         if "lapsed" in want:
@@ -1239,7 +1247,8 @@ class Judge:
         self.n["local_units"] += cost
         self.local_by[which] += 1
         rules = M.parse_rules(ev["rule"])
-        broken = self.ledger.admitted(key, rules, cost, t, since=used.seq)
+        broken = self.ledger.admitted(key, rules, cost, t, since=used.seq,
+                                      stamps=used.stamps)
         if broken:
             return False, {"guarantee broken": broken}
         if "asked" not in traffic:
@@ -1257,14 +1266,20 @@ class Judge:
     def batch(self, which, spec, ev, rules, traffic):
         """An acquire at most of A at t: a miss's (3), or a refill. Its
         grant G must be the model's; the lot it makes is the older when
-        no lot holds units, else the newer."""
+        no lot holds units, else the newer; when both hold units (a miss
+        kept them), it joins the newer."""
         key, t = ev["key"], ev["t"]
         asked, granted = traffic["asked"], traffic.get("reserved", 0)
         hold, share = spec.reserve
         cap = M.cap_of(rules, share)
-        if not M.may_reserve(rules, hold, share) or not 2 <= asked <= cap:
-            return False, {"asked": "2 to c = %d, only when h = %d >= 1" % (
-                cap, M.hold_of(rules, hold))}
+        lots = self.held[which].setdefault(self.ident(ev), [])
+        held = sum(lot.u for lot in lots)
+        if not M.may_reserve(rules, hold, share) or \
+                not 2 <= asked <= cap - held:
+            return False, {"asked": "2 to c - held = %d - %d, only when "
+                           "h = %d >= 1" % (cap, held,
+                                            M.hold_of(rules, hold))}
+        self.n["most_held"] = max(self.n["most_held"], held + asked)
         most = {"t": t, "key": key, "rule": ev["rule"], "cost": asked,
                 "op": "acquire_at_most"}
         # The acquire just charged may leave state that the clock has
@@ -1284,15 +1299,40 @@ class Judge:
         self.n["zero_grants"] += granted == 0
         self.n["short_grants"] += 0 < granted < asked
         if granted > 0:
+            # Charged before the ledger hears of it: a log stamps it at
+            # its latest charge when the clock is behind that.
+            stamps = {r.slot: self.ledger.stamp(key, r, t)
+                      for r in rules if r.alg == "log"}
             self.ledger.charged(key, rules, t)
-            lot = M.Reservation(rules, granted, t, M.hold_of(rules, hold),
+            keeps = M.windows_only(rules) and \
+                refused(spec, {"rule": ev["rule"], "op": "refund"})
+            lot = M.Reservation(rules, granted, t,
+                                None if keeps else t + M.hold_of(rules, hold),
                                 answer)
-            lot.seq = self.ledger.seq
-            lots = self.held[which].setdefault(self.ident(ev), [])
-            if lots and lots[0].u > 0:
-                lots.append(lot)
+            lot.seq, lot.stamps = self.ledger.seq, stamps
+            if not lots or lots[0].u == 0:
+                lots[:] = [lots[1], lot] if len(lots) == 2 and \
+                    lots[1].u > 0 else [lot]
+            elif len(lots) == 1 or lots[1].u == 0:
+                lots[1:] = [lot]
+            elif lots[1].valid(t):
+                # Both hold units: one lot of theirs, valid where both
+                # are (the same windows; from this charge to the earlier
+                # end), with this batch's answer.
+                newer = lots[1]
+                ends = [e for e in (lot.end, newer.end) if e is not None]
+                merged = M.Reservation(rules, granted + newer.u, t,
+                                       min(ends) if ends else None, answer)
+                merged.g = granted + newer.g
+                merged.seq = min(newer.seq, lot.seq)
+                merged.stamps = {k: max(v, newer.stamps.get(k, v))
+                                 for k, v in stamps.items()}
+                lots[1] = merged
+                self.n["merged"] += 1
             else:
-                lots[:] = [lot]
+                return False, {"batch": "a newer lot not valid at the "
+                               "grant, kept by a miss (%s)" % describe_lots(
+                                   lots, t)}
         return True, None
 
     def own_reset(self, which, spec, ev, actual, traffic):
@@ -1355,14 +1395,15 @@ class Judge:
         return "# reserve: " + " ".join(parts)
 
 
-def can_refund(spec, text, rules, t0, hold, t):
-    """SEMANTICS: given back only in t0's windows, within the hold when
-    the ruleset has a bucket (what it charged may have drained since),
-    with no log rule, on a backend that takes the refund."""
+def can_refund(spec, text, rules, t0, end, t):
+    """SEMANTICS: given back only in t0's windows, within the hold (the
+    lot's end) when the ruleset has a bucket (what it charged may have
+    drained since), with no log rule, on a backend that takes the
+    refund."""
     ev = {"rule": text, "op": "refund"}
     bucket = any(r.alg in M.BUCKETS for r in rules)
     return (M.same_windows(rules, t0, t)
-            and t0 <= t and (not bucket or t < t0 + hold)
+            and t0 <= t and (not bucket or t < end)
             and not any(r.alg == "log" for r in rules)
             and not refused(spec, ev))
 
@@ -1370,8 +1411,9 @@ def can_refund(spec, text, rules, t0, hold, t):
 def describe_lots(lots, t):
     if not lots:
         return "no lot held"
-    return "; ".join("lot u=%d of %d t0=%d h=%d, %s at %d, a=%s" % (
-        lot.u, lot.g, lot.t0, lot.hold,
+    return "; ".join("lot u=%d of %d t0=%d until %s, %s at %d, a=%s" % (
+        lot.u, lot.g, lot.t0,
+        "its windows' end" if lot.end is None else "%d" % lot.end,
         "valid" if lot.valid(t) else "not valid", t,
         json.dumps(lot.answer)) for lot in lots)
 
