@@ -26,7 +26,7 @@
 #include <cmocka.h>
 
 #define THREADS 4
-#define LIMIT   1000 /* the window limit decided beside the load */
+#define LIMIT   500 /* the window limit decided beside the load */
 #define SPAN_MS 65536
 
 static char url[1024], url_multi[1024], sentinels[512], rogue[64];
@@ -272,35 +272,40 @@ static void *hammer(void *arg)
     return NULL;
 }
 
+/* The limited key, about once a millisecond from the fault on: a call
+ * every ms of the time since t0, at once when behind (a slow machine). */
 static void *limited(void *arg)
 {
     load *l = arg;
     char rule[64];
     sluice_ruleset rs;
     bool wait;
+    int64_t calls = 0;
 
     snprintf(rule, sizeof(rule), "fixed:%d/1h", LIMIT);
     rs = rules(rule);
     while (go_on(l, &wait)) {
         sluice_result r;
         sluice_status st;
-        bool go;
+        int64_t t0;
 
         pthread_mutex_lock(&l->mu);
-        go = l->t0 > 0;
+        t0 = l->t0;
         pthread_mutex_unlock(&l->mu);
-        if (go && !wait) {
-            memset(&r, 0, sizeof(r));
-            st = sluice_acquire(l->sl, l->limit_key, strlen(l->limit_key), &rs,
-                                1, &r);
-            pthread_mutex_lock(&l->mu);
-            if (st == SLUICE_OK && r.status == SLUICE_OK)
-                r.allowed ? l->limit_admitted++ : l->limit_denied++;
-            else
-                l->limit_failed++;
-            pthread_mutex_unlock(&l->mu);
+        if (t0 == 0 || wait || tu_clock_ms(CLOCK_MONOTONIC) < t0 + calls) {
+            tu_sleep_ms(1);
+            continue;
         }
-        tu_sleep_ms(1);
+        calls++;
+        memset(&r, 0, sizeof(r));
+        st = sluice_acquire(l->sl, l->limit_key, strlen(l->limit_key), &rs, 1,
+                            &r);
+        pthread_mutex_lock(&l->mu);
+        if (st == SLUICE_OK && r.status == SLUICE_OK)
+            r.allowed ? l->limit_admitted++ : l->limit_denied++;
+        else
+            l->limit_failed++;
+        pthread_mutex_unlock(&l->mu);
     }
     return NULL;
 }
@@ -408,12 +413,15 @@ static void failover_under_load(const run *how)
     static load l;
     sk_watch w;
     int old, via = how->via, leader = 0, i;
-    int64_t end, again, sel, pro, sw, g, bound, t0, fail0, promoted;
+    int64_t end, again, sel, pro, sw, g, bound, t0, fail0, promoted, began,
+        settle_ms;
     long long held;
     uint64_t failovers;
     bool moved = false;
 
+    began = tu_clock_ms(CLOCK_MONOTONIC);
     wait_settled();
+    settle_ms = tu_clock_ms(CLOCK_MONOTONIC) - began;
     old = master_port(via);
     sk_watch_start(&w);
     watching = &w;
@@ -430,21 +438,21 @@ static void failover_under_load(const run *how)
     tu_sleep_ms(how->before_ms);
     if (how->prepare != NULL)
         how->prepare();
-    /* The handle subscribed where the fault is announced first (a
-     * handle that opens as a failover begins may miss its first
-     * announcement: a window no client closes). */
+    /* The handle subscribed where the fault is announced first (one that
+     * opens as a failover begins may miss its first announcement: a
+     * window no client closes). One that never does is told, and the
+     * failover shows what it costs. */
     for (i = 1; i <= 3; i++) {
         int64_t until = tu_clock_ms(CLOCK_MONOTONIC) + 5000;
 
         if ((how->leader > 0 && i != how->leader) || frozen == sentinel_pid(i))
             continue;
-        while (sk_subscribers(i) < 2)
-            if (tu_clock_ms(CLOCK_MONOTONIC) > until)
-                fail_msg("%s: the handle did not subscribe on sentinel %d "
-                         "in 5 s",
-                         how->name, i);
-            else
-                tu_sleep_ms(10);
+        while (sk_subscribers(i) < 2 && tu_clock_ms(CLOCK_MONOTONIC) < until)
+            tu_sleep_ms(10);
+        if (sk_subscribers(i) < 2)
+            print_message("%s: the handle did not subscribe on sentinel %d "
+                          "in 5 s\n",
+                          how->name, i);
     }
     load_begin(&l, how->pause_ms);
     t0 = l.t0;
@@ -465,7 +473,7 @@ static void failover_under_load(const run *how)
         moved = moved || master_port(via) != old;
         pthread_mutex_lock(&l.mu);
         last = now - t0 - 100;
-        settled = now - t0 > 3000 && last > 0 && last < SPAN_MS &&
+        settled = now - t0 > 2000 && last > 0 && last < SPAN_MS &&
                   first_at(l.good, last) >= 0;
         full = l.limit_denied > 0;
         pthread_mutex_unlock(&l.mu);
@@ -497,13 +505,15 @@ static void failover_under_load(const run *how)
     print_message(
         "%s: master %d -> %d, led by sentinel %d; %ld decided, %ld failed "
         "(%ld by fail=open; connect %ld, io %ld, timeout %ld, server %ld); "
-        "the new master holds %lld: %lld acknowledged decisions lost; "
-        "limit %d: %ld admitted, %ld denied, %ld failed\n",
+        "the new master holds %lld: %lld acknowledged decisions lost (and "
+        "%lld of %ld with an unknown outcome counted); limit %d: %ld "
+        "admitted, %ld denied, %ld failed\n",
         how->name, old, master_port(via), leader, l.decided, l.failed, l.policy,
         l.by_status[SLUICE_ECONNECT], l.by_status[SLUICE_EIO],
         l.by_status[SLUICE_ETIMEOUT], l.by_status[SLUICE_ESERVER], held,
-        (long long)l.decided - held, LIMIT, l.limit_admitted, l.limit_denied,
-        l.limit_failed);
+        held < l.decided ? (long long)l.decided - held : 0,
+        held > l.decided ? held - (long long)l.decided : 0, l.unknown, LIMIT,
+        l.limit_admitted, l.limit_denied, l.limit_failed);
     print_message(
         "%s: ms after the fault: +selected-slave %lld, promoted %lld "
         "(+promoted-slave %lld, +switch-master %lld); failures from %lld to "
@@ -513,6 +523,10 @@ static void failover_under_load(const run *how)
         (long long)sw, (long long)fail0, (long long)last_at(l.bad),
         (long long)g, (long long)(g - promoted), (long long)w.control_ms,
         l.fail_msg[0] ? l.fail_msg : "-");
+    print_message("%s: %lld ms in all, %lld of them for the fixture to settle "
+                  "before\n",
+                  how->name, (long long)(tu_clock_ms(CLOCK_MONOTONIC) - began),
+                  (long long)settle_ms);
     if (l.other > 0)
         fail_msg("%ld answers neither a decision nor a failure: %s", l.other,
                  l.other_msg);
