@@ -28,6 +28,11 @@
 #define THREADS 4
 #define LIMIT   500 /* the window limit decided beside the load */
 #define SPAN_MS 65536
+/* Room for the TLS handshakes of a busy machine where a message, not a
+ * time, is tested: 1 s for each of the three sentinels asked. */
+#define SLOW_OK "timeout_ms=4000&connect_timeout_ms=3000"
+
+static pid_t frozen; /* a sentinel stopped, for the teardown to thaw */
 
 static char url[1024], url_multi[1024], sentinels[512], rogue[64];
 
@@ -119,7 +124,6 @@ static void bad_input_is_a_clear_error(void **state)
     char u[1300], list[128];
     const char *at;
     int64_t t0, took;
-    pid_t frozen;
 
     (void)state;
     /* An unknown master. */
@@ -132,17 +136,18 @@ static void bad_input_is_a_clear_error(void **state)
         snprintf(u, sizeof(u), "%.*s/nosuch%s", (int)(at - url), url,
                  at + strlen(seg) - 1);
     }
-    refused_saying(u, "timeout_ms=1000", "does not know a master", NULL);
+    refused_saying(u, SLOW_OK, "does not know a master", NULL);
     /* Sentinels that are all down. */
     refused_saying("redis+sentinel://127.0.0.1:1,127.0.0.1:2/m", "",
                    "127.0.0.1:2 cannot connect", NULL);
     /* A wrong sentinel password: refused, and never shown. */
     snprintf(u, sizeof(u), "%.*s", (int)sizeof(u) - 1, url);
     memcpy(strstr(u, SENTINEL_PW), "TopSecret99", 11);
-    sl = open_url(u, "timeout_ms=1000", NULL);
+    sl = open_url(u, SLOW_OK, NULL);
     assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_ECONNECT);
-    assert_non_null(strstr(sluice_errmsg(sl), "WRONGPASS"));
-    assert_null(strstr(sluice_errmsg(sl), "TopSecret"));
+    if (strstr(sluice_errmsg(sl), "WRONGPASS") == NULL ||
+        strstr(sluice_errmsg(sl), "TopSecret") != NULL)
+        fail_msg("a wrong sentinel password: %s", sluice_errmsg(sl));
     sluice_close(sl);
     /* TLS to a sentinel without it (its plain port): said as a data
      * node's connect says it. */
@@ -158,7 +163,7 @@ static void bad_input_is_a_clear_error(void **state)
      * the message names that sentinel. */
     with_sentinels(u, sizeof(u), url, rogue);
     snprintf(list, sizeof(list), "the sentinel %s named it", rogue);
-    refused_saying(u, "timeout_ms=1000", "ROLE answered slave", list, NULL);
+    refused_saying(u, SLOW_OK, "ROLE answered slave", list, NULL);
     /* The first sentinel frozen: the others answer within the connect's
      * time, of which it takes only its share. */
     frozen = sentinel_pid(1);
@@ -166,12 +171,11 @@ static void bad_input_is_a_clear_error(void **state)
     t0 = tu_clock_ms(CLOCK_MONOTONIC);
     sl = open_url(url, "timeout_ms=2000&connect_timeout_ms=900", NULL);
     memset(&r, 0, sizeof(r));
-    if (sluice_acquire(sl, "frozen", 6, &rs, 1, &r) != SLUICE_OK) {
-        kill(frozen, SIGCONT);
+    if (sluice_acquire(sl, "frozen", 6, &rs, 1, &r) != SLUICE_OK)
         fail_msg("with the first sentinel frozen: %s", sluice_errmsg(sl));
-    }
     took = tu_clock_ms(CLOCK_MONOTONIC) - t0;
     kill(frozen, SIGCONT);
+    frozen = 0;
     print_message("first sentinel frozen: opened and decided in %lld ms "
                   "(its share of connect_timeout_ms=900: 300)\n",
                   (long long)took);
@@ -253,6 +257,8 @@ static void *hammer(void *arg)
             mark(l->bad, l);
             snprintf(l->fail_msg, sizeof(l->fail_msg), "%s",
                      sluice_errmsg(l->sl));
+            if (strstr(l->fail_msg, "use rediss://") != NULL)
+                snprintf(l->other_msg, sizeof(l->other_msg), "%s", l->fail_msg);
         } else if (st == SLUICE_ECONNECT || st == SLUICE_EIO ||
                    st == SLUICE_ETIMEOUT || st == SLUICE_ESERVER) {
             l->failed++; /* fail=error */
@@ -261,6 +267,10 @@ static void *hammer(void *arg)
             mark(l->bad, l);
             snprintf(l->fail_msg, sizeof(l->fail_msg), "%s",
                      sluice_errmsg(l->sl));
+            /* A promoted replica closes its clients' connections: no
+             * reason to suggest rediss://. */
+            if (strstr(l->fail_msg, "use rediss://") != NULL)
+                snprintf(l->other_msg, sizeof(l->other_msg), "%s", l->fail_msg);
         } else {
             l->other++;
             snprintf(l->other_msg, sizeof(l->other_msg), "%s (%s)",
@@ -383,7 +393,6 @@ typedef struct run {
 
 /* Set by a run's setup: the URL to load through instead. */
 static char run_url[1200];
-static pid_t frozen;
 static tcprelay relay;
 static bool relaying;
 static sk_watch *watching;
@@ -527,9 +536,10 @@ static void failover_under_load(const run *how)
                   "before\n",
                   how->name, (long long)(tu_clock_ms(CLOCK_MONOTONIC) - began),
                   (long long)settle_ms);
-    if (l.other > 0)
-        fail_msg("%ld answers neither a decision nor a failure: %s", l.other,
-                 l.other_msg);
+    if (l.other > 0 || l.other_msg[0] != '\0')
+        fail_msg("%ld answers neither a decision nor a failure, or a "
+                 "message that is wrong: %s",
+                 l.other, l.other_msg);
     assert_true(moved);
     {
         sluice_stats st;
@@ -716,10 +726,10 @@ static void leader_subscription_cut(void **state)
 /* The master killed: the failover's announcements end the backoff of
  * connects to the dead master. The calls pause 400 ms after the kill, as
  * a quiet client's would, so that the backoff's steps (then 400, 450,
- * 550, 750, 1150 and 1950 ms: 50 ms doubled up to a second) straddle the
- * promotion, which comes 1.2 to 1.5 s after the kill: a handle that
- * waited for the backoff's end would answer its first good decision 450
- * ms or more after the promotion. */
+ * 550, 750, 1150, 1950 and 2950 ms: 50 ms doubled up to a second)
+ * straddle the promotion, which comes 0.9 to 2.1 s after the kill: a
+ * handle that waited for the backoff's end answered its first good
+ * decision 469-568 ms after the promotion. */
 static void killed_master_under_load(void **state)
 {
     run how = {.name = "killed master (redis+multi+sentinel://)",

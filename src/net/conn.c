@@ -515,6 +515,11 @@ static const char *tls_hint(const sl_conn *cn)
 {
     if (cn->ep->tls || cn->got_reply || cn->ep->socket[0] != '\0')
         return "";
+    /* A failover's new master closes its clients' connections as it is
+     * promoted: no sign of a TLS port. */
+    if (cn->disc != NULL && cn->disc->retry_in != NULL &&
+        cn->disc->retry_in(cn) >= 0)
+        return "";
     return " before any reply (is this a TLS port? use rediss://, or tls=1 "
            "for redis+multi:// and redis-cluster://)";
 }
