@@ -38,6 +38,7 @@ bool sl_engine_add_conn(sl_engine *e, sl_conn *cn)
     if (e->nconns == SL_ENGINE_CONNS)
         return false;
     e->conns[e->nconns++] = cn;
+    e->subscribers |= cn->push;
     cn->ev = (sl_conn_events){e, conn_unwatch, conn_waited};
     return true;
 }
@@ -179,15 +180,18 @@ static void kick_all(sl_engine *e)
             sl_conn *cn = e->conns[i];
 
             sl_conn_kick(cn);
-            /* Queued again while in the backoff: failed at the next
-             * kick. */
-            again |= cn->phase == SL_PHASE_CLOSED && cn->qlen > 0 &&
-                     cn->failures > 0 && sl_mono_ms() < cn->retry_at;
+            /* Queued again: failed at the next kick while the backoff
+             * holds, or connected once it has ended, which it may have
+             * since the kick (a subscriber waits for that instead). */
+            again |=
+                cn->phase == SL_PHASE_CLOSED && cn->qlen > 0 &&
+                !(cn->push && cn->failures > 0 && sl_mono_ms() < cn->retry_at);
         }
     }
 }
 
-/* The earliest deadline of jobs, wakes and connects; -1 none. */
+/* The earliest deadline of jobs, wakes and connections (a connect, a
+ * subscriber's health check or the end of its backoff); -1 none. */
 static int64_t next_deadline(const sl_engine *e)
 {
     int64_t t = -1;
@@ -207,9 +211,7 @@ static int64_t next_deadline(const sl_engine *e)
         SOONER(j->wake_at);
     SOONER(e->wake_at);
     for (i = 0; i < e->nconns; i++)
-        if (e->conns[i]->phase != SL_PHASE_CLOSED &&
-            e->conns[i]->phase != SL_PHASE_READY)
-            SOONER(e->conns[i]->connect_deadline);
+        SOONER(sl_conn_next_timer(e->conns[i]));
 #undef SOONER
     return t;
 }
@@ -404,43 +406,69 @@ void sl_engine_wait(sl_engine *e, const bool *flag, int64_t deadline)
     sl_engine_wait_until(e, flag_set, (void *)(uintptr_t)flag, deadline);
 }
 
-void sl_engine_wait_until(sl_engine *e, bool (*done)(void *arg), void *arg,
-                          int64_t deadline)
+/* One turn of the blocking loop: polls the connections for at most
+ * timeout ms (-1: no limit), handles what is ready, then the timers.
+ * Subscribers first: a failover announced there closes the master's
+ * connection before a request is written to the old master. Returns
+ * false when poll() failed. */
+static bool turn(sl_engine *e, int timeout)
 {
     struct pollfd fds[SL_ENGINE_CONNS];
     sl_conn *of[SL_ENGINE_CONNS];
+    size_t i, nfds = 0;
+    int rc, pass;
+
+    for (i = 0; i < e->nconns; i++) {
+        short w = e->conns[i]->fd >= 0 ? sl_conn_wants(e->conns[i]) : 0;
+
+        if (w != 0) {
+            fds[nfds].fd = e->conns[i]->fd;
+            fds[nfds].events = w;
+            fds[nfds].revents = 0;
+            of[nfds++] = e->conns[i];
+        }
+    }
+    rc = poll(fds, nfds, timeout);
+    if (rc < 0 && errno != EINTR)
+        return false; /* cannot happen with valid fds; the deadlines hold */
+    for (pass = 0; rc > 0 && pass < 2; pass++)
+        for (i = 0; i < nfds; i++)
+            if (fds[i].revents != 0 && of[i]->push == (pass == 0) &&
+                of[i]->fd == fds[i].fd)
+                sl_conn_io(of[i], fds[i].revents);
+    run_timers(e, sl_mono_ms());
+    return true;
+}
+
+void sl_engine_wait_until(sl_engine *e, bool (*done)(void *arg), void *arg,
+                          int64_t deadline)
+{
+    bool turned = false;
 
     for (;;) {
         int64_t now, t;
-        size_t i, nfds = 0;
-        int rc;
 
         kick_all(e);
-        if (done(arg))
+        if (done(arg)) {
+            /* Answered without a turn (a connection in its backoff fails
+             * its requests at once): the subscribers and timers are
+             * looked at all the same, without waiting, or a failover
+             * announced would wait for the backoff's end to be read. */
+            if (!turned && e->subscribers) {
+                turn(e, 0);
+                kick_all(e);
+            }
             return;
+        }
         now = sl_mono_ms();
         if (deadline >= 0 && now >= deadline)
             return;
-        for (i = 0; i < e->nconns; i++) {
-            short w = e->conns[i]->fd >= 0 ? sl_conn_wants(e->conns[i]) : 0;
-
-            if (w != 0) {
-                fds[nfds].fd = e->conns[i]->fd;
-                fds[nfds].events = w;
-                fds[nfds].revents = 0;
-                of[nfds++] = e->conns[i];
-            }
-        }
         t = next_deadline(e);
         if (deadline >= 0 && (t < 0 || deadline < t))
             t = deadline;
-        rc = poll(fds, nfds, t < 0 ? -1 : t > now ? (int)(t - now) : 0);
-        if (rc < 0 && errno != EINTR)
-            return; /* cannot happen with valid fds; the deadlines hold */
-        for (i = 0; rc > 0 && i < nfds; i++)
-            if (fds[i].revents != 0 && of[i]->fd == fds[i].fd)
-                sl_conn_io(of[i], fds[i].revents);
-        run_timers(e, sl_mono_ms());
+        if (!turn(e, t < 0 ? -1 : t > now ? (int)(t - now) : 0))
+            return;
+        turned = true;
     }
 }
 

@@ -81,6 +81,7 @@ typedef struct sl_engine {
     const sl_url *url;
     struct sl_conn *conns[SL_ENGINE_CONNS];
     size_t nconns;
+    bool subscribers;                /* some are (Sentinel's announcements) */
     sl_job *head, *tail;             /* under way, soonest deadline first */
     sl_job *done_head, *done_tail;   /* answered, callbacks not yet run */
     sl_job *sleep_head, *sleep_tail; /* waiting to start again, soonest

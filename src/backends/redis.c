@@ -16,10 +16,16 @@
 sluice_status sl_conn_init_sentinels(sl_conn *cn, const sl_url *url,
                                      sl_engine *eng)
 {
+    sl_conn *sub;
+    size_t i;
+
     if (sl_conn_use_sentinels(cn, url) != SLUICE_OK)
         return SLUICE_ENOMEM;
-    if (eng != NULL && sl_engine_add_conn(eng, sl_sentinel_sub(cn)))
-        sl_sentinel_subscribe(cn);
+    /* A subscription on every sentinel: the one that leads a failover
+     * announces it first, and any of them may lead. */
+    for (i = 0; eng != NULL && (sub = sl_sentinel_sub(cn, i)) != NULL; i++)
+        if (sl_engine_add_conn(eng, sub))
+            sl_sentinel_subscribe(cn, i);
     return SLUICE_OK;
 }
 

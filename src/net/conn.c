@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* conn.c - a connection's life once its socket is up, and its command
- * and reply queue: the setup commands (AUTH, SELECT, PING), then the
- * commands queued, written without waiting; the replies read, each handed
- * to the callback of its command in order; and the failures, which close
- * the connection and fail the replies it awaited, so that the next command
- * reconnects. Bringing it up is connect.c's; the bytes go through
- * socket.c or tls.c, and RESP is resp.c's. */
+ * and reply queue: the setup commands written and their replies read
+ * (connect.c queues them), then the commands queued, written without
+ * waiting; the replies read, each handed to the callback of its command
+ * in order; a subscriber's health check (PING); and the failures, which
+ * close the connection and fail the replies it awaited, so that the next
+ * command reconnects. The bytes go through socket.c or tls.c, and RESP is
+ * resp.c's. */
 #include "net/conn.h"
 
 #include "net/socket.h"
@@ -91,6 +92,8 @@ static void drop_socket(sl_conn *cn)
     cn->slen = cn->swrote = 0;
     cn->setup_left = 0;
     cn->answered = false;
+    cn->ping_at = cn->pong_by = 0;
+    cn->ping_unsent = false;
 }
 
 /* Fails every reply awaited: st and msg, and whether its command may have
@@ -140,9 +143,15 @@ void sl_conn_fail(sl_conn *cn, sluice_status st, const char *fmt, ...)
         st = SLUICE_ECONNECT;
     if ((connecting || !cn->answered) && st != SLUICE_ENOMEM) {
         /* A server that accepts and then fails every exchange (closes,
-         * answers only errors) is backed off like one that refuses. */
+         * answers only errors) is backed off like one that refuses;
+         * unless the discovery says another is expected soon. */
+        int64_t soon = cn->disc != NULL && cn->disc->retry_in != NULL
+                           ? cn->disc->retry_in(cn)
+                           : -1;
+
         cn->failures++;
-        cn->retry_at = sl_mono_ms() + sl_socket_backoff_ms(cn->failures);
+        cn->retry_at = sl_mono_ms() +
+                       (soon >= 0 ? soon : sl_socket_backoff_ms(cn->failures));
     }
     cn->last_status = st;
     drop_socket(cn);
@@ -293,8 +302,6 @@ bool sl_conn_serves(const sl_conn *cn, const struct sl_job *job)
     return false;
 }
 
-/* ------------------------------------------------------------ connect */
-
 /* What the setup commands are, in order, for messages. */
 const char *sl_conn_setup_name(const sl_conn *cn, unsigned k)
 {
@@ -316,57 +323,11 @@ const char *sl_conn_setup_name(const sl_conn *cn, unsigned k)
 /* The backoff ends with the first answer that is not an error, not with
  * the connect: a server that accepts and closes, or answers "max number
  * of clients reached", is still failing. */
-static void ready(sl_conn *cn)
+void sl_conn_ready(sl_conn *cn)
 {
     cn->phase = SL_PHASE_READY;
-}
-
-/* Queues AUTH and SELECT, and over TLS without them a PING: something to
- * answer, so that a refused client is a failure to connect, not of the
- * first request. Nothing queued by callers is written before their
- * replies are in. */
-void sl_conn_begin_setup(sl_conn *cn)
-{
-    const sl_endpoint *u = cn->ep;
-    char db[16];
-
-    cn->slen = cn->swrote = 0;
-    cn->setup_left = 0;
-    if (u->tls && u->password[0] == '\0' && u->db == 0) {
-        const char *argv[1] = {"PING"};
-
-        cn->slen += sl_resp_format(cn->sbuf + cn->slen, 1, argv, NULL);
-        cn->setup_left++;
-    }
-    if (u->password[0] != '\0') {
-        const char *argv[3] = {"AUTH", u->user, u->password};
-
-        if (u->user[0] == '\0') {
-            argv[1] = u->password;
-            cn->slen += sl_resp_format(cn->sbuf + cn->slen, 2, argv, NULL);
-        } else {
-            cn->slen += sl_resp_format(cn->sbuf + cn->slen, 3, argv, NULL);
-        }
-        cn->setup_left++;
-    }
-    if (u->db != 0) {
-        const char *argv[2] = {"SELECT", db};
-
-        snprintf(db, sizeof(db), "%d", u->db);
-        cn->slen += sl_resp_format(cn->sbuf + cn->slen, 2, argv, NULL);
-        cn->setup_left++;
-    }
-    if (cn->disc != NULL) {
-        /* Is the address the sentinels named the master still? */
-        const char *argv[1] = {"ROLE"};
-
-        cn->slen += sl_resp_format(cn->sbuf + cn->slen, 1, argv, NULL);
-        cn->setup_left++;
-    }
-    if (cn->setup_left == 0)
-        ready(cn);
-    else
-        cn->phase = SL_PHASE_SETUP;
+    if (cn->ping_every_ms > 0)
+        cn->ping_at = sl_mono_ms() + cn->ping_every_ms;
 }
 
 /* ------------------------------------------------------------ writing */
@@ -534,8 +495,15 @@ void sl_conn_write(sl_conn *cn)
         if (!setup)
             cn->written += (uint64_t)n;
     }
-    if (!setup)
-        cn->olen = cn->owrote = 0;
+    if (setup)
+        return;
+    cn->olen = cn->owrote = 0;
+    /* The health check's wait starts when its PING has gone out: a
+     * blocking handle writes only during calls. */
+    if (cn->ping_unsent) {
+        cn->ping_unsent = false;
+        cn->pong_by = sl_mono_ms() + cn->ping_wait_ms;
+    }
 }
 
 /* ------------------------------------------------------------ reading */
@@ -546,6 +514,11 @@ void sl_conn_write(sl_conn *cn)
 static const char *tls_hint(const sl_conn *cn)
 {
     if (cn->ep->tls || cn->got_reply || cn->ep->socket[0] != '\0')
+        return "";
+    /* A failover's new master closes its clients' connections as it is
+     * promoted: no sign of a TLS port. */
+    if (cn->disc != NULL && cn->disc->retry_in != NULL &&
+        cn->disc->retry_in(cn) >= 0)
         return "";
     return " before any reply (is this a TLS port? use rediss://, or tls=1 "
            "for redis+multi:// and redis-cluster://)";
@@ -606,13 +579,12 @@ static void setup_reply(sl_conn *cn, redisReply *r)
     }
     if (cn->disc != NULL && cn->setup_left == 1 &&
         r->type != REDIS_REPLY_ERROR) {
-        char role[200];
+        char role[SL_ERR_LEN];
 
+        /* The discovery says who named the address, and what comes
+         * next. */
         if (!cn->disc->role(cn, r, role, sizeof(role))) {
-            sl_conn_fail(cn, SLUICE_ECONNECT,
-                         "is not the master: ROLE answered %s (a failover "
-                         "under way, or a sentinel that names a replica); "
-                         "the sentinels are asked again",
+            sl_conn_fail(cn, SLUICE_ECONNECT, "is not the master: ROLE %s",
                          role);
             return;
         }
@@ -626,7 +598,19 @@ static void setup_reply(sl_conn *cn, redisReply *r)
         return;
     }
     if (--cn->setup_left == 0)
-        ready(cn);
+        sl_conn_ready(cn);
+}
+
+/* PING's answer on a subscribed connection: ["pong", ""] (RESP2), or
+ * +PONG should it come before the subscription. */
+static bool is_pong(const redisReply *r)
+{
+    if (r->type == REDIS_REPLY_STATUS)
+        return r->len == 4 && memcmp(r->str, "PONG", 4) == 0;
+    return r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+           r->element[0]->type == REDIS_REPLY_STRING &&
+           r->element[0]->len == 4 &&
+           memcmp(r->element[0]->str, "pong", 4) == 0;
 }
 
 /* Hands complete replies to their callbacks, in order. */
@@ -656,6 +640,13 @@ static void dispatch(sl_conn *cn)
             e = cn->q[cn->qhead];
             cn->answered = true;
             cn->failures = 0;
+            if (cn->ping_every_ms > 0 && is_pong(r)) {
+                /* The health check's answer: the next one in a while. */
+                cn->pong_by = 0;
+                cn->ping_at = sl_mono_ms() + cn->ping_every_ms;
+                freeReplyObject(r);
+                continue;
+            }
             cn->kept = false;
             e.fn(cn, e.job, e.i, r, SLUICE_OK, true, NULL);
             if (!cn->kept)

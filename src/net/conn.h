@@ -80,6 +80,11 @@ typedef struct sl_conn_discovery {
      * master; else role says what it is, for the message. */
     bool (*role)(struct sl_conn *cn, const redisReply *r, char *role,
                  size_t role_len);
+    /* After a connect failed (ROLE refused the server, or it closed):
+     * ms until the next (a new master announced and awaited is tried
+     * again soon, its promotion a matter of ms), or -1: the usual
+     * backoff. */
+    int64_t (*retry_in)(const struct sl_conn *cn);
     void (*readonly)(struct sl_conn *cn); /* a READONLY reply came */
     /* The endpoint for messages, when discovery has something to say
      * about it (no address yet, a failover awaited); else false. */
@@ -114,7 +119,8 @@ typedef struct sl_conn {
     short watched;            /* events the loop was last told to watch */
     bool doomed;              /* closes once what was written is answered */
     bool push;                /* a subscriber: every reply goes to the
-                               * oldest expectation, which stays */
+                               * oldest expectation, which stays; in a
+                               * backoff it waits, its commands queued */
     bool kept;                /* the callback keeps the reply it got */
     bool answered;            /* a reply other than an error came */
     sl_conn_events ev;        /* the owner's loop; zero: none */
@@ -135,6 +141,15 @@ typedef struct sl_conn {
      * each, and is not hammered with connects. */
     unsigned failures;
     int64_t retry_at;
+    /* A subscriber's health check, as Redis clients have one (redis-py's
+     * health_check_interval): a socket that stays open to a server that
+     * hangs, or to a host gone without a reset, brings no message and no
+     * error, so a PING goes every ping_every_ms while it is ready, and no
+     * answer within ping_wait_ms closes it (it reconnects). 0: none. */
+    uint32_t ping_every_ms, ping_wait_ms;
+    int64_t ping_at;  /* the next PING (monotonic ms); 0: none due */
+    int64_t pong_by;  /* the answer's deadline, from its write; 0: none */
+    bool ping_unsent; /* a PING queued, not all written yet */
     char last_failure[SL_ERR_LEN]; /* the message of the last failure */
     sluice_status last_status;     /* and its status */
     bool got_reply;                /* any reply came on this connection */
@@ -209,8 +224,16 @@ void sl_conn_warm(sl_conn *cn);
 /* Whether a connect is under way: a lookup, connect(), the TLS handshake
  * or the setup. */
 bool sl_conn_is_connecting(const sl_conn *cn);
-/* Fails a connect that passed its deadline. */
+/* Fails a connect that passed its deadline; on a ready subscriber, sends
+ * the health check's PING when due, and closes it when the answer is
+ * late. */
 void sl_conn_check_deadline(sl_conn *cn, int64_t now);
+/* When sl_conn_check_deadline (or sl_conn_kick, for a subscriber waiting
+ * out its backoff) has something to do next: monotonic ms, -1 none. */
+int64_t sl_conn_next_timer(const sl_conn *cn);
+/* The server to connect to changed (a failover announced): the backoff
+ * earned on the old one ends, and the next connect goes at once. */
+void sl_conn_retry_now(sl_conn *cn);
 
 /* Connects (TLS handshake, AUTH, SELECT) unless already connected,
  * waiting with poll(): a handle's open. */
@@ -240,6 +263,9 @@ void sl_conn_fail_all(sl_conn *cn, sluice_status st, uint64_t written,
 void sl_conn_unwatch(sl_conn *cn);
 /* Queues AUTH, SELECT or PING as the connection needs, then is ready. */
 void sl_conn_begin_setup(sl_conn *cn);
+/* The setup is answered: the connection is ready (a subscriber's health
+ * check starts). */
+void sl_conn_ready(sl_conn *cn);
 /* The name of setup command k, for messages. */
 const char *sl_conn_setup_name(const sl_conn *cn, unsigned k);
 /* Writes, and reads and hands out replies, without waiting. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* connect.c - bringing a connection up: the host looked up, connect() to
- * each address in turn, the TLS handshake, then the setup (conn.c); the
- * connect deadline and the backoff after failures in a row; the socket's
+ * each address in turn, the TLS handshake, then the setup commands queued
+ * (their replies are read in conn.c); the connect deadline, the backoff
+ * after failures in a row, and a subscriber's health check; the socket's
  * readiness handed to the phase that waits for it (sl_conn_io); and the
  * one connect that waits, at a handle's open (sl_conn_ensure). */
 #include "net/conn.h"
@@ -12,8 +13,59 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+/* ------------------------------------------------------------ setup */
+
+/* Queues AUTH and SELECT, and over TLS without them a PING: something to
+ * answer, so that a refused client is a failure to connect, not of the
+ * first request. Nothing queued by callers is written before their
+ * replies are in. */
+void sl_conn_begin_setup(sl_conn *cn)
+{
+    const sl_endpoint *u = cn->ep;
+    char db[16];
+
+    cn->slen = cn->swrote = 0;
+    cn->setup_left = 0;
+    if (u->tls && u->password[0] == '\0' && u->db == 0) {
+        const char *argv[1] = {"PING"};
+
+        cn->slen += sl_resp_format(cn->sbuf + cn->slen, 1, argv, NULL);
+        cn->setup_left++;
+    }
+    if (u->password[0] != '\0') {
+        const char *argv[3] = {"AUTH", u->user, u->password};
+
+        if (u->user[0] == '\0') {
+            argv[1] = u->password;
+            cn->slen += sl_resp_format(cn->sbuf + cn->slen, 2, argv, NULL);
+        } else {
+            cn->slen += sl_resp_format(cn->sbuf + cn->slen, 3, argv, NULL);
+        }
+        cn->setup_left++;
+    }
+    if (u->db != 0) {
+        const char *argv[2] = {"SELECT", db};
+
+        snprintf(db, sizeof(db), "%d", u->db);
+        cn->slen += sl_resp_format(cn->sbuf + cn->slen, 2, argv, NULL);
+        cn->setup_left++;
+    }
+    if (cn->disc != NULL) {
+        /* Is the address the sentinels named the master still? */
+        const char *argv[1] = {"ROLE"};
+
+        cn->slen += sl_resp_format(cn->sbuf + cn->slen, 1, argv, NULL);
+        cn->setup_left++;
+    }
+    if (cn->setup_left == 0)
+        sl_conn_ready(cn);
+    else
+        cn->phase = SL_PHASE_SETUP;
+}
 
 /* One step of the TLS handshake, verification included; the setup once
  * it is done. */
@@ -181,16 +233,49 @@ void sl_conn_connect_found(sl_conn *cn)
         try_address(cn);
 }
 
+/* Whether a backoff holds now. */
+static bool backing_off(const sl_conn *cn)
+{
+    return cn->failures > 0 && sl_mono_ms() < cn->retry_at;
+}
+
 void sl_conn_kick(sl_conn *cn)
 {
-    if (cn->phase == SL_PHASE_CLOSED && cn->qlen > 0)
+    /* A subscriber has no caller to answer: it waits out its backoff
+     * (sl_conn_next_timer), its SUBSCRIBE queued. */
+    if (cn->phase == SL_PHASE_CLOSED && cn->qlen > 0 &&
+        !(cn->push && backing_off(cn)))
         start_connect(cn);
+}
+
+void sl_conn_retry_now(sl_conn *cn)
+{
+    cn->failures = 0;
+    cn->retry_at = 0;
+}
+
+int64_t sl_conn_next_timer(const sl_conn *cn)
+{
+    switch (cn->phase) {
+    case SL_PHASE_CLOSED:
+        return cn->push && cn->qlen > 0 && cn->failures > 0 ? cn->retry_at : -1;
+    case SL_PHASE_DISCOVER:
+    case SL_PHASE_RESOLVING:
+    case SL_PHASE_CONNECTING:
+    case SL_PHASE_TLS:
+    case SL_PHASE_SETUP:
+        return cn->connect_deadline;
+    case SL_PHASE_READY:
+        return cn->pong_by > 0                       ? cn->pong_by
+               : cn->ping_at > 0 && !cn->ping_unsent ? cn->ping_at
+                                                     : -1;
+    }
+    return -1;
 }
 
 void sl_conn_warm(sl_conn *cn)
 {
-    if (cn->phase == SL_PHASE_CLOSED &&
-        (cn->failures == 0 || sl_mono_ms() >= cn->retry_at))
+    if (cn->phase == SL_PHASE_CLOSED && !backing_off(cn))
         start_connect(cn);
 }
 
@@ -219,8 +304,41 @@ static void connect_done(sl_conn *cn)
     connect_failed(cn, soerr);
 }
 
+/* A ready subscriber's health check at now: its PING sent when due, and
+ * the connection closed when the answer is late. */
+static void check_alive(sl_conn *cn, int64_t now)
+{
+    char err[SL_ERR_LEN];
+
+    if (cn->pong_by > 0 && now >= cn->pong_by) {
+        /* What has come first: a loop may report the socket after the
+         * timer, and a blocking handle reads only during calls. */
+        sl_conn_read(cn);
+        if (cn->fd < 0 || cn->pong_by == 0)
+            return;
+        sl_conn_fail(cn, SLUICE_ETIMEOUT,
+                     "did not answer PING within %u ms (the health check "
+                     "of the subscription); reconnecting",
+                     cn->ping_wait_ms);
+        return;
+    }
+    if (cn->ping_at > 0 && now >= cn->ping_at && cn->pong_by == 0 &&
+        !cn->ping_unsent) {
+        const char *argv[1] = {"PING"};
+        size_t len = 4;
+
+        cn->ping_at = 0;
+        if (sl_conn_append(cn, 1, argv, &len, err, sizeof(err)) == SLUICE_OK)
+            cn->ping_unsent = true;
+        else
+            cn->ping_at = now + cn->ping_every_ms; /* out of memory */
+    }
+}
+
 void sl_conn_check_deadline(sl_conn *cn, int64_t now)
 {
+    if (cn->phase == SL_PHASE_READY && cn->ping_every_ms > 0)
+        check_alive(cn, now);
     if (cn->phase == SL_PHASE_CLOSED || cn->phase == SL_PHASE_READY ||
         now < cn->connect_deadline)
         return;

@@ -192,6 +192,8 @@ static void settle(sl_conn *cn)
             snprintf(s->last_host, sizeof(s->last_host), "%s",
                      s->master_ep.host);
             s->last_port = s->master_ep.port;
+            snprintf(s->named_by, sizeof(s->named_by), "the sentinel %s:%d",
+                     s->ask_ep.host, s->ask_ep.port);
             s->first = s->at;
             end_try(s);
             sl_conn_unwatch(cn);
@@ -219,38 +221,46 @@ static void settle(sl_conn *cn)
     }
 }
 
-static sl_sentinel *of_sub(sl_conn *sub)
+static sl_sentinel_listen *of_sub(sl_conn *conn)
 {
-    return (sl_sentinel *)(void *)((char *)sub - offsetof(sl_sentinel, sub));
+    return (sl_sentinel_listen *)(void *)((char *)conn -
+                                          offsetof(sl_sentinel_listen, conn));
 }
 
-static void on_switch(sl_conn *sub, struct sl_job *job, size_t i, redisReply *r,
-                      sluice_status st, bool sent, const char *msg);
+static void on_event(sl_conn *conn, struct sl_job *job, size_t i, redisReply *r,
+                     sluice_status st, bool sent, const char *msg);
 
-/* Queues SUBSCRIBE +switch-master on sentinel s->sub_at; the engine
- * starts its connect (kick: now), with the usual backoff after failures. */
-static void subscribe(sl_sentinel *s, bool kick)
+/* Queues the SUBSCRIBE of sub; the engine connects (kick: now; else at
+ * its next turn, after the connection's backoff). */
+static void subscribe(sl_sentinel_listen *sub, bool kick)
 {
     const char *argv[4] = {"SUBSCRIBE", "+switch-master", "+promoted-slave",
                            "+selected-slave"};
     size_t lens[4] = {9, 14, 15, 15};
     char err[SL_ERR_LEN];
 
-    if (s->sub.phase != SL_PHASE_CLOSED || s->sub.qlen > 0)
+    if (sub->conn.phase != SL_PHASE_CLOSED || sub->conn.qlen > 0)
         return;
-    s->sub_ep = s->url->sentinel_ep;
-    snprintf(s->sub_ep.host, sizeof(s->sub_ep.host), "%s",
-             s->url->seeds[s->sub_at].host);
-    s->sub_ep.port = s->url->seeds[s->sub_at].port;
-    s->sub.addrs.n = 0;
-    if (sl_conn_append(&s->sub, 4, argv, lens, err, sizeof(err)) == SLUICE_OK &&
-        sl_conn_expect(&s->sub, on_switch, NULL, 0) == SLUICE_OK && kick)
-        sl_conn_kick(&s->sub);
+    sub->conn.addrs.n = 0;
+    if (sl_conn_append(&sub->conn, 4, argv, lens, err, sizeof(err)) ==
+            SLUICE_OK &&
+        sl_conn_expect(&sub->conn, on_event, NULL, 0) == SLUICE_OK && kick)
+        sl_conn_kick(&sub->conn);
 }
 
-/* How long an announced new master is waited for: a failover's
- * promotion, in the sentinels' INFO period (1 s) and some. */
+/* How long an announced new master is the only one tried, from the last
+ * event that named it: its promotion (ms after +selected-slave), then
+ * until every sentinel names it (+switch-master, about a second after,
+ * the leader's hello every 2 s at most), and some. */
 #define HINT_MS 5000
+
+/* How soon an announced new master that said it is not one yet is tried
+ * again: a connect, AUTH and ROLE, a fraction of a ms of its time. */
+#define HINT_RETRY_MS 20
+
+/* A subscription's health check: a PING this often, answered within the
+ * connect timeout, or it reconnects. */
+#define SUB_PING_MS 1000
 
 /* Whether an event's text names our master: "+switch-master NAME ..."
  * starts with it, "+promoted-slave slave ... @ NAME IP PORT" has it after
@@ -269,53 +279,112 @@ static bool names(const sl_sentinel *s, const char *t, size_t n, size_t nl)
     return false;
 }
 
-/* The new master an event names, for the next connects to try alone
- * (their ROLE checked): "+switch-master NAME OIP OPORT NIP NPORT", or
- * "+selected-slave" and "+promoted-slave", "slave NAME IP PORT @ MASTER
- * ...", from the sentinel that leads a failover: it announces the
- * replica it chose, then, up to a second after the replica turned
- * master, its promotion. */
-static void hint(sl_sentinel *s, const redisReply *ch, const redisReply *m)
+/* The new master an event names: "+switch-master NAME OIP OPORT NIP
+ * NPORT", or "+selected-slave" and "+promoted-slave", "slave NAME IP PORT
+ * @ MASTER ...", from the sentinel that leads a failover: it announces the
+ * replica it chose, then, up to a second after the replica turned master,
+ * its promotion. False when the text names none. */
+static bool new_master(const redisReply *ch, const redisReply *m, char *host,
+                       size_t host_len, int *port)
 {
     char text[600], *w[8], *save = NULL, *p;
     size_t n = 0;
-    int port;
     bool sw = ch->type == REDIS_REPLY_STRING && ch->len == 14 &&
               memcmp(ch->str, "+switch-master", 14) == 0;
+    const char *h = NULL, *pt = NULL;
 
     if (m->len >= sizeof(text))
-        return;
+        return false;
     memcpy(text, m->str, m->len);
     text[m->len] = '\0';
     for (p = strtok_r(text, " ", &save); p != NULL && n < 8;
          p = strtok_r(NULL, " ", &save))
         w[n++] = p;
     /* switch: w[3], w[4]; promoted: w[2], w[3] (after "slave NAME"). */
-    if (sw && n >= 5 && read_port(w[4], strlen(w[4]), &port) &&
-        strlen(w[3]) < sizeof(s->hint_host)) {
-        snprintf(s->hint_host, sizeof(s->hint_host), "%s", w[3]);
+    if (sw && n >= 5) {
+        h = w[3];
+        pt = w[4];
+    } else if (!sw && n >= 4 && strcmp(w[0], "slave") == 0) {
+        h = w[2];
+        pt = w[3];
+    }
+    if (h == NULL || !read_port(pt, strlen(pt), port) || h[0] == '\0' ||
+        strlen(h) >= host_len)
+        return false;
+    snprintf(host, host_len, "%s", h);
+    return true;
+}
+
+/* An event for our master, from sub's sentinel: the next connects go to
+ * the new master it names, at once (the backoff earned on the old one
+ * ends), and the connection to the old one closes now: a request in
+ * flight there ends with SLUICE_EIO (its outcome unknown), one not sent
+ * yet goes to the new master. Nothing changes when the connection is with
+ * the new master already: every sentinel announces +switch-master, in
+ * turn.
+ *
+ * The leader's events come as it acts; +switch-master may be old news:
+ * the leader sends its own once every replica is reconfigured, seconds
+ * after the others (up to the failover timeout), and by then the next
+ * failover may have begun. So a +switch-master that names another new
+ * master than one announced within HINT_MS is not followed (it would lead
+ * back to the master being demoted); a leader's event always is. */
+static void failover(sl_sentinel_listen *sub, const redisReply *ch,
+                     const redisReply *m)
+{
+    sl_sentinel *s = sub->s;
+    sl_conn *cn = s->data;
+    char host[256];
+    int port = 0;
+    bool named = new_master(ch, m, host, sizeof(host), &port);
+    bool sw = ch->len == 14 && memcmp(ch->str, "+switch-master", 14) == 0;
+
+    s->announced++;
+    if (named && cn->phase != SL_PHASE_CLOSED &&
+        cn->phase != SL_PHASE_DISCOVER && s->master_ep.port == port &&
+        strcmp(s->master_ep.host, host) == 0)
+        return;
+    if (named && sw && s->hint_port != 0 && sl_mono_ms() < s->hint_until &&
+        (s->hint_port != port || strcmp(s->hint_host, host) != 0)) {
+        s->stale++;
+        return;
+    }
+    if (named) {
+        snprintf(s->hint_host, sizeof(s->hint_host), "%s", host);
         s->hint_port = port;
         s->hint_until = sl_mono_ms() + HINT_MS;
-    } else if (!sw && n >= 4 && strcmp(w[0], "slave") == 0 &&
-               read_port(w[3], strlen(w[3]), &port) &&
-               strlen(w[2]) < sizeof(s->hint_host)) {
-        snprintf(s->hint_host, sizeof(s->hint_host), "%s", w[2]);
-        s->hint_port = port;
-        s->hint_until = sl_mono_ms() + HINT_MS;
+        snprintf(s->hint_by, sizeof(s->hint_by), "%.*s from the sentinel %s:%d",
+                 (int)(ch->len > 20 ? 20 : ch->len), ch->str, sub->ep.host,
+                 sub->ep.port);
+    }
+    sl_conn_retry_now(cn);
+    if (cn->phase != SL_PHASE_CLOSED) {
+        char msg[SL_ERR_LEN];
+
+        /* What it carried and was not answered yet is not acknowledged:
+         * the master that would answer it is being demoted, and what it
+         * takes from the promotion on is lost. What was not sent goes to
+         * the new master. */
+        sl_errf(msg, sizeof(msg),
+                "sentinel: %s announced a failover: the master is being "
+                "demoted, and the outcome of what was in flight is unknown",
+                named ? s->hint_by : "an event");
+        sl_conn_abort(cn, SLUICE_EIO, msg);
     }
 }
 
 /* A subscription's reply: a confirmation, or an event: "+switch-master
  * NAME OLDIP OLDPORT NEWIP NEWPORT" from a sentinel that learnt of a
- * failover, or "+promoted-slave ..." from the one that leads it (which
- * switches only once every replica is reconfigured, seconds later: the
- * old master takes writes until then, and they are lost). Either, for our
- * master, closes the connection to it once what it sent is answered. A failure
- * of the subscription subscribes again (on the next sentinel's turn). */
-static void on_switch(sl_conn *sub, struct sl_job *job, size_t i, redisReply *r,
-                      sluice_status st, bool sent, const char *msg)
+ * failover, or "+selected-slave ..." and "+promoted-slave ..." from the
+ * one that leads it (which switches only once every replica is
+ * reconfigured, a second or more later: the old master takes writes until
+ * it is demoted, and they are lost). A failure of the subscription
+ * subscribes again, on the same sentinel, after its backoff. */
+static void on_event(sl_conn *conn, struct sl_job *job, size_t i, redisReply *r,
+                     sluice_status st, bool sent, const char *msg)
 {
-    sl_sentinel *s = of_sub(sub);
+    sl_sentinel_listen *sub = of_sub(conn);
+    sl_sentinel *s = sub->s;
     const redisReply *m;
     size_t nl = strlen(s->url->master);
 
@@ -325,36 +394,36 @@ static void on_switch(sl_conn *sub, struct sl_job *job, size_t i, redisReply *r,
     (void)sent;
     (void)msg;
     if (r == NULL) {
-        /* On the next sentinel, when the engine next turns (from within
-         * this callback a connect could fail into it again). */
-        if (!s->ending) {
-            s->sub_at = (s->sub_at + 1) % s->url->nseeds;
-            subscribe(s, false);
-        }
+        /* When the engine next turns (from within this callback a
+         * connect could fail into it again). */
+        if (!s->ending)
+            subscribe(sub, false);
         return;
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
         r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len != 7 ||
-        memcmp(r->element[0]->str, "message", 7))
+        memcmp(r->element[0]->str, "message", 7) != 0 ||
+        r->element[1]->type != REDIS_REPLY_STRING)
         return; /* a confirmation, or nothing of ours */
     m = r->element[2];
     if (m->type != REDIS_REPLY_STRING || !names(s, m->str, m->len, nl))
         return; /* another master's */
-    s->announced++;
-    hint(s, r->element[1], m);
-    if (s->data != NULL && s->data->phase == SL_PHASE_READY && !s->data->doomed)
-        sl_conn_doom(s->data);
+    failover(sub, r->element[1], m);
 }
 
-sl_conn *sl_sentinel_sub(sl_conn *cn)
+sl_conn *sl_sentinel_sub(sl_conn *cn, size_t i)
 {
-    return cn->disc_state != NULL ? &sen(cn)->sub : NULL;
+    sl_sentinel *s = cn->disc_state;
+
+    return s != NULL && i < s->url->nseeds ? &s->subs[i].conn : NULL;
 }
 
-void sl_sentinel_subscribe(sl_conn *cn)
+void sl_sentinel_subscribe(sl_conn *cn, size_t i)
 {
-    if (cn->disc_state != NULL)
-        subscribe(sen(cn), true);
+    sl_sentinel *s = cn->disc_state;
+
+    if (s != NULL && i < s->url->nseeds)
+        subscribe(&s->subs[i], true);
 }
 
 static void disc_start(sl_conn *cn)
@@ -362,9 +431,9 @@ static void disc_start(sl_conn *cn)
     sl_sentinel *s = sen(cn);
 
     /* A failover announced: only its new master, without asking, until
-     * ROLE says it is the master (sl_sentinel_ready) or HINT_MS pass: the
-     * sentinels would name the old one meanwhile, and what it takes then
-     * is lost when it turns replica. */
+     * HINT_MS after the last event: the sentinels name the old one until
+     * they switch, and what it takes then is lost when it turns
+     * replica. */
     if (s->hint_port != 0 && sl_mono_ms() >= s->hint_until)
         s->hint_port = 0;
     if (s->hint_port != 0) {
@@ -376,6 +445,7 @@ static void disc_start(sl_conn *cn)
             atomic_fetch_add(&s->switches, 1);
         snprintf(s->last_host, sizeof(s->last_host), "%s", s->hint_host);
         s->last_port = s->master_ep.port;
+        snprintf(s->named_by, sizeof(s->named_by), "%s", s->hint_by);
         cn->phase = SL_PHASE_CLOSED;
         sl_conn_connect_found(cn);
         return;
@@ -407,10 +477,37 @@ static void disc_check_deadline(sl_conn *cn, int64_t now)
     if (now < s->deadline)
         return;
     if (!s->done) {
-        char msg[96];
+        char msg[200];
+        long long ms = (long long)s->cfg.connect_timeout_ms;
 
-        snprintf(msg, sizeof(msg), "did not answer in %lld ms",
-                 (long long)s->cfg.connect_timeout_ms);
+        /* As a data node's connect says it (connect.c). */
+        switch (s->ask.phase) {
+        case SL_PHASE_RESOLVING:
+            snprintf(msg, sizeof(msg), "could not be looked up in %lld ms", ms);
+            break;
+        case SL_PHASE_CONNECTING:
+            snprintf(msg, sizeof(msg),
+                     "did not accept the connection in %lld ms", ms);
+            break;
+        case SL_PHASE_TLS:
+            snprintf(msg, sizeof(msg),
+                     "TLS handshake did not finish in %lld ms; is it a TLS "
+                     "port? (sentinel_tls=0 reaches sentinels without TLS)",
+                     ms);
+            break;
+        case SL_PHASE_SETUP:
+            snprintf(msg, sizeof(msg), "did not answer %s in %lld ms",
+                     sl_conn_setup_name(&s->ask, 0), ms);
+            break;
+        case SL_PHASE_CLOSED:
+        case SL_PHASE_DISCOVER:
+        case SL_PHASE_READY:
+            snprintf(msg, sizeof(msg),
+                     "did not answer SENTINEL GET-MASTER-ADDR-BY-NAME in "
+                     "%lld ms",
+                     ms);
+            break;
+        }
         note(s, msg);
         s->done = true;
     }
@@ -430,41 +527,67 @@ static void disc_drop(sl_conn *cn)
 static void disc_free(sl_conn *cn)
 {
     sl_sentinel *s = sen(cn);
+    size_t k;
 
     if (s == NULL)
         return;
     s->ask.ev.unwatch = NULL;
     end_try(s);
     s->ending = true;
-    sl_conn_close(&s->sub);
+    for (k = 0; s->subs != NULL && k < s->url->nseeds; k++)
+        sl_conn_close(&s->subs[k].conn);
+    sl_free(s->subs);
     sl_free(s);
 }
 
 /* ROLE in the setup: the master found (an awaited one included), or not
- * one: then the sentinel that named it is asked last next time, unless a
- * failover's new master is awaited (it says slave until promoted). */
+ * one: then role says what it is, who named it, and what comes next: the
+ * sentinel that named it is asked last next time, unless a failover's
+ * new master is awaited (it says slave until promoted). */
 static bool disc_role(sl_conn *cn, const redisReply *r, char *role,
                       size_t role_len)
 {
     sl_sentinel *s = sen(cn);
     const redisReply *e;
+    char what[200];
 
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
         (r->element[0]->type != REDIS_REPLY_STRING &&
          r->element[0]->type != REDIS_REPLY_STATUS)) {
-        sl_reply_describe(role, role_len, r);
+        sl_reply_describe(what, sizeof(what), r);
     } else {
         e = r->element[0];
-        snprintf(role, role_len, "%.*s", (int)(e->len > 40 ? 40 : e->len),
+        snprintf(what, sizeof(what), "%.*s", (int)(e->len > 40 ? 40 : e->len),
                  e->str);
-        if (e->len == 6 && memcmp(e->str, "master", 6) == 0) {
-            s->hint_port = 0;
+        /* The hint stays (HINT_MS): until +switch-master the sentinels
+         * name the old master, and a reconnect must not go back to it. */
+        if (e->len == 6 && memcmp(e->str, "master", 6) == 0)
             return true;
-        }
     }
-    if (s->hint_port == 0)
-        s->first = (s->first + 1) % s->url->nseeds;
+    if (s->hint_port != 0) {
+        snprintf(role, role_len,
+                 "answered %s: the new master that %s announced, not "
+                 "promoted yet; tried again",
+                 what, s->named_by);
+        return false;
+    }
+    snprintf(role, role_len,
+             "answered %s, and %s named it (a failover under way, or a "
+             "sentinel that names a replica); the sentinels are asked again",
+             what, s->named_by[0] ? s->named_by : "a sentinel");
+    s->first = (s->first + 1) % s->url->nseeds;
     return false;
+}
+
+/* A new master announced is tried every HINT_RETRY_MS until ROLE says it
+ * is one: the leader promotes it a few ms after +selected-slave, and the
+ * usual backoff would keep the calls failing up to a second after. */
+static int64_t disc_retry_in(const sl_conn *cn)
+{
+    const sl_sentinel *s = sen(cn);
+
+    return s->hint_port != 0 && sl_mono_ms() < s->hint_until ? HINT_RETRY_MS
+                                                             : -1;
 }
 
 static void disc_readonly(sl_conn *cn)
@@ -498,6 +621,7 @@ static const sl_conn_discovery sentinels = {
     .drop = disc_drop,
     .free = disc_free,
     .role = disc_role,
+    .retry_in = disc_retry_in,
     .readonly = disc_readonly,
     .describe = disc_describe,
 };
@@ -505,18 +629,32 @@ static const sl_conn_discovery sentinels = {
 sluice_status sl_conn_use_sentinels(sl_conn *cn, const sl_url *url)
 {
     sl_sentinel *s = sl_calloc(1, sizeof(*s));
+    size_t k;
 
     if (s == NULL)
         return SLUICE_ENOMEM;
+    if ((s->subs = sl_calloc(url->nseeds, sizeof(*s->subs))) == NULL) {
+        sl_free(s);
+        return SLUICE_ENOMEM;
+    }
     atomic_init(&s->switches, 0);
     s->url = url;
     s->cfg = *cn->cfg;
     s->ask_ep = url->sentinel_ep;
     s->master_ep = url->ep;
     sl_conn_prepare(&s->ask, &s->ask_ep, &s->cfg, "sentinel");
-    s->sub_ep = url->sentinel_ep;
-    sl_conn_prepare(&s->sub, &s->sub_ep, cn->cfg, "sentinel");
-    s->sub.push = true;
+    for (k = 0; k < url->nseeds; k++) {
+        sl_sentinel_listen *sub = &s->subs[k];
+
+        sub->s = s;
+        sub->ep = url->sentinel_ep;
+        snprintf(sub->ep.host, sizeof(sub->ep.host), "%s", url->seeds[k].host);
+        sub->ep.port = url->seeds[k].port;
+        sl_conn_prepare(&sub->conn, &sub->ep, cn->cfg, "sentinel");
+        sub->conn.push = true;
+        sub->conn.ping_every_ms = SUB_PING_MS;
+        sub->conn.ping_wait_ms = cn->cfg->connect_timeout_ms;
+    }
     s->data = cn;
     cn->disc = &sentinels;
     cn->disc_state = s;

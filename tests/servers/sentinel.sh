@@ -8,7 +8,8 @@
 #                          DIR/url-multi (redis+multi+sentinel://),
 #                          DIR/sentinels (host:port,...), DIR/master
 #                          (the master's name), DIR/servers (the data
-#                          nodes, host:port a line), DIR/node-N/port
+#                          nodes, host:port a line), DIR/node-N/port,
+#                          DIR/rogue (a sentinel that names a replica)
 #   sentinel.sh stop DIR   stops every process recorded under DIR
 # With SENTINEL_TLS=1 (sentinel-tls.sh) clients reach the data nodes and
 # the sentinels over TLS only (a CA and certificates made here; the plain
@@ -117,16 +118,20 @@ start)
     rm -f "$dir"/node-*/dump.rdb "$dir"/sentinel-*/sentinel.conf
     [[ $tls == 1 ]] && make_certs "$dir"
     # Started open (start_redis pings without a password), then closed.
-    # With TLS each node has a TLS port too, announced to its master.
+    # With TLS each node has a TLS port too, announced to its master. A
+    # replica moved to a new master syncs at once (no diskless delay): the
+    # failover's leader ends it only then, and the tests wait for that.
     for i in 0 1 2; do
         if [[ $tls == 1 ]]; then
             tp=$(pick_port)
             # shellcheck disable=SC2046 # tls_args is several words
             start_redis "$dir/node-$i" --masterauth "$data_pw" \
+                --repl-diskless-sync-delay 0 \
                 --tls-port "$tp" --replica-announce-port "$tp" $(tls_args)
             echo "$tp" >"$dir/node-$i/client-port"
         else
-            start_redis "$dir/node-$i" --masterauth "$data_pw"
+            start_redis "$dir/node-$i" --masterauth "$data_pw" \
+                --repl-diskless-sync-delay 0
             cp "$dir/node-$i/port" "$dir/node-$i/client-port"
         fi
         redis-cli -p "$(cat "$dir/node-$i/port")" config set requirepass \
@@ -141,7 +146,32 @@ start)
     for i in 1 2 3; do
         start_sentinel "$dir/sentinel-$i" "$master"
         sentinels+="${sentinels:+,}127.0.0.1:$(cat "$dir/sentinel-$i/client-port")"
+        # INFO from each node every second, not every 10 s (Redis 7's
+        # SENTINEL DEBUG): a sentinel that has not seen a node turn replica
+        # takes it, once promoted, for a master that must be converted
+        # back, and undoes the next failover; the tests wait until every
+        # sentinel has seen it, which this makes a second's wait.
+        redis-cli -p "$(cat "$dir/sentinel-$i/port")" -a "$sentinel_pw" \
+            --no-auth-warning sentinel debug info-period 1000 >/dev/null
     done
+    # A sentinel of its own that names a replica as the master (a mistake
+    # in its configuration, which a message must point at): it watches,
+    # under the master's name, a node that replicates from nothing
+    # reachable (port 1). It knows no other sentinel and never reaches its
+    # quorum, so it never acts.
+    if [[ $tls == 1 ]]; then
+        tp=$(pick_port)
+        # shellcheck disable=SC2046 # tls_args is several words
+        start_redis "$dir/node-rogue" --tls-port "$tp" $(tls_args)
+        echo "$tp" >"$dir/node-rogue/client-port"
+    else
+        start_redis "$dir/node-rogue"
+        cp "$dir/node-rogue/port" "$dir/node-rogue/client-port"
+    fi
+    redis-cli -p "$(cat "$dir/node-rogue/port")" replicaof 127.0.0.1 1 >/dev/null
+    redis-cli -p "$(cat "$dir/node-rogue/port")" config set requirepass \
+        "$data_pw" >/dev/null
+    start_sentinel "$dir/sentinel-rogue" "$(cat "$dir/node-rogue/client-port")"
     # Ready when the replicas are in sync and every sentinel knows the
     # other two and both replicas.
     for _ in $(seq 1 100); do
@@ -176,6 +206,7 @@ start)
         echo "redis+multi+sentinel://:$data_pw@$sentinels/$name?$q" >"$dir/url-multi"
     fi
     echo "$sentinels" >"$dir/sentinels"
+    echo "127.0.0.1:$(cat "$dir/sentinel-rogue/client-port")" >"$dir/rogue"
     echo "$name" >"$dir/master"
     for i in 0 1 2; do
         echo "127.0.0.1:$(cat "$dir/node-$i/port")"
