@@ -9,6 +9,7 @@
 #include <hiredis/hiredis.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -86,19 +87,23 @@ static inline int64_t tu_clock_us(clockid_t id)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* Read afresh at offset 0 of a file each thread keeps open (-2: not yet
+ * opened; -1: none to read). */
 static inline int64_t tu_runq_us(void)
 {
+    static _Thread_local int fd = -2;
     char buf[128];
     unsigned long long cpu_ns, runq_ns;
-    FILE *f = fopen("/proc/thread-self/schedstat", "r");
-    int got = 0;
+    ssize_t n;
 
-    if (f == NULL)
+    if (fd == -2)
+        fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || (n = pread(fd, buf, sizeof(buf) - 1, 0)) <= 0)
         return 0;
-    if (fgets(buf, sizeof(buf), f) != NULL)
-        got = sscanf(buf, "%llu %llu", &cpu_ns, &runq_ns);
-    fclose(f);
-    return got == 2 ? (int64_t)(runq_ns / 1000) : 0;
+    buf[n] = '\0';
+    if (sscanf(buf, "%llu %llu", &cpu_ns, &runq_ns) != 2)
+        return 0;
+    return (int64_t)(runq_ns / 1000);
 }
 
 /* The clock read between two readings of the count that agree: a
