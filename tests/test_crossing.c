@@ -1021,16 +1021,21 @@ static void define_limiter(const row *r)
 
 /* A name's rules and its clients' overrides read while healthy: a peek
  * for each client (nothing charged). A handle with a short timeout may
- * miss one on a loaded machine: tried again. */
+ * miss one on a loaded machine (a connect, over TLS a handshake, in
+ * connect_timeout_ms=50): tried again for 10 s (scaled), past the
+ * reconnect backoff's 1 s, not a number of times that the backoff
+ * answers at once. */
 static void read_before(row *r)
 {
     static const request peeks[] = {
         {REQ_IN, "c", 0}, {REQ_ALLOW, "allow", 1}, {REQ_DENY, "deny", 2}};
     static const sluice_status want[] = {SLUICE_OK, SLUICE_ALLOWLISTED,
                                          SLUICE_DENYLISTED};
+    int64_t until =
+        tu_clock_ms(CLOCK_MONOTONIC) + 10000 * (int64_t)tu_time_scale();
     answer a;
 
-    for (int tries = 0;; tries++) {
+    for (;;) {
         size_t i;
 
         for (i = 0; i < 3; i++) {
@@ -1040,7 +1045,7 @@ static void read_before(row *r)
         }
         if (i == 3)
             return;
-        if (tries == 20)
+        if (tu_clock_ms(CLOCK_MONOTONIC) > until)
             fail_msg("%s: reading the rules before the failure: %s (%s)",
                      r->name, status_text(a.ret), sluice_errmsg(r->sl));
         tu_sleep_ms(50);
