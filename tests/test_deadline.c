@@ -517,6 +517,55 @@ static void async_calls_end_by_their_deadline_on_libuv(void **s)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* A loop that runs late (its thread held elsewhere, or waiting for a
+ * CPU) finds a call past its deadline with other timers due beside it: a
+ * reconnect's connect_timeout_ms, a cluster's ask for the slot map. The
+ * call ends with its own timeout, its message saying how long it waited
+ * (once a cluster's call said "did not give the slot map within 1223 ms"
+ * after 459, the age of an ask that began before it). The first call
+ * times out and drops the connection; the thread sleeps through the
+ * second, which reconnects, past its deadline and the connect's. */
+static void a_late_loop_answers_with_the_calls_own_wait(void **s)
+{
+    struct event_base *base = event_base_new();
+    sluice *sl =
+        open_url(with_query(url_arg, "timeout_ms=50&connect_timeout_ms=100"));
+    int i;
+
+    (void)s;
+    assert_non_null(base);
+    warm(sl);
+    assert_int_equal(sluice_libevent_attach(sl, base), SLUICE_OK);
+    signal_all(SIGSTOP);
+    for (i = 0; i < 3; i++) {
+        const char *w;
+        call c;
+
+        memset(&c, 0, sizeof(c));
+        c.t0 = tu_mark_now();
+        assert_int_equal(
+            sluice_acquire_async(sl, "dl:late", 7, &rules, 1, on_done, &c),
+            SLUICE_OK);
+        if (i > 0)
+            tu_sleep_ms(250);
+        while (!c.done)
+            event_base_loop(base, EVLOOP_ONCE);
+        print_message("call %d: %s after %lld ms: %s\n", i,
+                      sluice_status_name(c.r.status), (long long)c.took, c.msg);
+        check_answer("late call", i, c.took, c.st, &c.r, c.msg);
+        if (i == 0)
+            continue;
+        w = strstr(c.msg, "within ");
+        if (w == NULL || atoll(w + 7) < c.took - slack_ms())
+            fail_msg("late call %d took %lld ms, and its message does not say "
+                     "so: %s",
+                     i, (long long)c.took, c.msg);
+    }
+    thaw();
+    sluice_close(sl);
+    event_base_free(base);
+}
+
 /* ---- no server at all ---- */
 
 /* A loopback port that nothing listens on (bound, then closed). */
@@ -957,6 +1006,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(async_calls_end_by_their_deadline_on_libuv,
                                   thaw_teardown),
         cmocka_unit_test_teardown(the_fallback_answers_within_the_timeout,
+                                  thaw_teardown),
+        cmocka_unit_test_teardown(a_late_loop_answers_with_the_calls_own_wait,
                                   thaw_teardown),
     };
     const struct CMUnitTest nothing[] = {
