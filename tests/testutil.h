@@ -196,9 +196,9 @@ static inline int64_t tu_held_clock_now(void *ctx)
 
 /* Opens url with a virtual clock and a prefix unique to this process and
  * tag, so runs never see each other's keys. A correctness test must not
- * fail because a loaded machine made one round trip slow: its calls get
- * 2 s (scaled) unless the URL says timeout_ms; the deadline tests hold the
- * timeouts themselves. */
+ * fail because a loaded machine made one round trip or one connect (a TLS
+ * handshake) slow: its calls and connects get 2 s (scaled) unless the URL
+ * says otherwise; the deadline tests hold the timeouts themselves. */
 static uint32_t tu_ttl_floor_ms; /* for tu_open; 0: the default */
 
 static inline sluice *tu_open(const char *url, tu_clock *clk, const char *tag)
@@ -212,6 +212,7 @@ static inline sluice *tu_open(const char *url, tu_clock *clk, const char *tag)
     o.clock = tu_clock_now;
     o.clock_ctx = clk;
     o.command_timeout_ms = 2000 * TU_TIME_SCALE;
+    o.connect_timeout_ms = 2000 * TU_TIME_SCALE;
     o.ttl_floor_ms = tu_ttl_floor_ms;
     size_t i;
 
