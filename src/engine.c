@@ -239,7 +239,7 @@ void sl_engine_wake_now(sl_engine *e, sl_job *job)
     sl_engine_sleep(e, job, sl_mono_ms(), job->woken); /* > 0: a time */
 }
 
-/* Runs what is due at now: connect deadlines, expired jobs, wakes. */
+/* Runs what is due at now: expired jobs, connect deadlines, wakes. */
 static void run_timers(sl_engine *e, int64_t now)
 {
     size_t i;
@@ -251,14 +251,13 @@ static void run_timers(sl_engine *e, int64_t now)
         j->woken(j);
     }
 
-    for (i = 0; i < e->nconns; i++)
-        sl_conn_check_deadline(e->conns[i], now);
-    if (e->wake_at > 0 && e->wake_at <= now) {
-        e->wake_at = 0;
-        e->ops->resume(e->state, NULL);
-    }
-    /* The expired: at the head. A backend's step may end other jobs, so
-     * the head is looked at afresh after each. */
+    /* The expired: at the head, and first, so that a job past its
+     * deadline ends with its own timeout and says how long it waited, not
+     * with what a connect's deadline or a backend's wake due in the same
+     * turn would fail it with (a loop that runs late finds them all due;
+     * a cluster's ask for the slot map may be older than the call). A
+     * backend's step may end other jobs, so the head is looked at afresh
+     * after each. */
     while ((j = e->head) != NULL && j->deadline <= now) {
         char msg[SL_ERR_LEN];
         size_t k;
@@ -282,6 +281,12 @@ static void run_timers(sl_engine *e, int64_t now)
         /* Its replies, should any still come, go nowhere. */
         for (i = 0; i < e->nconns; i++)
             sl_conn_forget(e->conns[i], j);
+    }
+    for (i = 0; i < e->nconns; i++)
+        sl_conn_check_deadline(e->conns[i], now);
+    if (e->wake_at > 0 && e->wake_at <= now) {
+        e->wake_at = 0;
+        e->ops->resume(e->state, NULL);
     }
     /* Wakes, when any job waits for one (a cluster's retry). */
 again:

@@ -23,6 +23,11 @@
 static const char *url;
 static char servers[2048];
 static bool with_kill;
+/* A frozen server costs a request its timeout, so the tests that freeze
+ * keep both short (100 ms); a killed server refuses at once, and there a
+ * loaded machine's slow connect or round trip to a server just started
+ * must not be what fails: 2 s and 1 s (scaled). */
+static bool long_timeouts;
 
 static sluice *open_policy(const char *u, const char *tag, unsigned share,
                            sluice_fail_policy fail, int64_t rules_cache_ms)
@@ -39,7 +44,7 @@ static sluice *open_policy(const char *u, const char *tag, unsigned share,
     o.fail = fail;
     o.fallback_instances = share;
     o.rules_cache_ms = rules_cache_ms;
-    o.command_timeout_ms = 100;
+    o.command_timeout_ms = long_timeouts ? 2000 * TU_TIME_SCALE : 100;
     /* A TLS handshake under valgrind takes far longer than 100 ms: there
      * the connect waits, and fewer requests fall back while frozen. The
      * URL's own connect_timeout_ms (the TLS fixtures' under valgrind)
@@ -58,7 +63,9 @@ static sluice *open_policy(const char *u, const char *tag, unsigned share,
           : strchr(base, '?') != NULL                         ? "&"
                                                               : "?";
     snprintf(full, sizeof(full), "%s%sconnect_timeout_ms=%d", base, sep,
-             tls ? 1500 : 100);
+             long_timeouts ? 1000 * TU_TIME_SCALE
+             : tls         ? 1500
+                           : 100);
     snprintf(prefix, sizeof(prefix), "fb%ld-%s:", (long)getpid(), tag);
     o.key_prefix = prefix;
     if (sluice_open(full, &o, &sl, err, sizeof(err)) != SLUICE_OK)
@@ -295,6 +302,7 @@ static void a_killed_server_falls_back_then_returns(void **state)
     int64_t t0;
 
     (void)state;
+    long_timeouts = true;
     start_own_url(u, sizeof(u));
     sl = open_fallback(u, "kill", 2);
     /* 10 an hour; 5 for this instance of two. */
@@ -346,6 +354,7 @@ a_settle_after_a_policy_admission_refunds_nothing_there(void **state)
     char u[128];
 
     (void)state;
+    long_timeouts = true;
     start_own_url(u, sizeof(u));
     open = open_policy(u, "settle", 1, SLUICE_FAIL_OPEN, 0);
     fb = open_policy(u, "settle", 1, SLUICE_FAIL_FALLBACK, 0);
@@ -393,6 +402,7 @@ a_settle_after_a_policy_admission_refunds_nothing_there(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    long_timeouts = false;
     kill_own();
     return 0;
 }

@@ -41,8 +41,11 @@ static sluice *open_on(tu_clock *clk, const char *tag, pid_t owner)
         o.clock_ctx = clk;
     }
     /* a correctness test: one slow round trip on a loaded machine is not a
-     * failure (the deadline tests hold the timeouts) */
+     * failure (the deadline tests hold the timeouts), nor a slow connect:
+     * 8 processes' TLS handshakes to a cluster beside four busy loops
+     * once took more than the default 1 s */
     o.command_timeout_ms = 2000 * TU_TIME_SCALE;
+    o.connect_timeout_ms = 2000 * TU_TIME_SCALE;
     snprintf(prefix, sizeof(prefix), "ls%ld-%s:", (long)owner, tag);
     o.key_prefix = prefix;
     if (sluice_open(u, &o, &sl, err, sizeof(err)) != SLUICE_OK) {
