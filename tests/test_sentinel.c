@@ -8,13 +8,15 @@
  * FAILOVER) led by each sentinel in turn, with the first sentinel frozen
  * before the open and before the failover, and with the subscription to
  * the leader cut without a word (tcprelay.h); and a killed master; each
- * under load from threads on one key, so that the count the new master
- * holds tells how many acknowledged decisions were lost, beside a window
- * limit that must not admit past it. The failovers change the fixture:
- * the tests run in order.
+ * under load from threads on one key (sentinel_load.h), so that the count
+ * the new master holds tells how many acknowledged decisions were lost,
+ * beside a window limit that must not admit past it; and one failover
+ * with the decisions on the caller's loop. The failovers change the
+ * fixture: the tests run in order.
  *   test_sentinel DIR    the fixture's directory (SENTINEL_TESTS=PATTERN:
  *                        those tests alone) */
 #include "sentinel_kit.h"
+#include "sentinel_load.h"
 #include "tcprelay.h"
 #include "testutil.h"
 
@@ -25,9 +27,6 @@
 
 #include <cmocka.h>
 
-#define THREADS 4
-#define LIMIT   500 /* the window limit decided beside the load */
-#define SPAN_MS 65536
 /* Room for the TLS handshakes of a busy machine where a message, not a
  * time, is tested: 1 s for each of the three sentinels asked. */
 #define SLOW_OK "timeout_ms=4000&connect_timeout_ms=3000"
@@ -35,30 +34,6 @@
 static pid_t frozen; /* a sentinel stopped, for the teardown to thaw */
 
 static char url[1024], url_multi[1024], sentinels[512], rogue[64];
-
-static sluice *open_url(const char *u, const char *query,
-                        const sluice_options *o)
-{
-    char full[1200], err[512];
-    sluice *sl = NULL;
-
-    snprintf(full, sizeof(full), "%s%s%s", u,
-             query[0] == '\0'         ? ""
-             : strchr(u, '?') != NULL ? "&"
-                                      : "?",
-             query);
-    if (sluice_open(full, o, &sl, err, sizeof(err)) != SLUICE_OK)
-        fail_msg("open: %s", err);
-    return sl;
-}
-
-static sluice_ruleset rules(const char *text)
-{
-    sluice_ruleset rs;
-
-    assert_int_equal(sluice_ruleset_parse(text, &rs, NULL, 0), SLUICE_OK);
-    return rs;
-}
 
 /* u with its list of sentinels replaced by with. */
 static void with_sentinels(char *out, size_t len, const char *u,
@@ -184,197 +159,6 @@ static void bad_input_is_a_clear_error(void **state)
     sluice_close(sl);
 }
 
-/* Load from threads on one handle while the master changes: THREADS
- * decide on one key under a limit never reached, so that the count the
- * new master holds tells how many acknowledged decisions the failover
- * lost; one more decides from the fault on, about once a millisecond, on
- * a key limited to LIMIT a window (the handle's clock stands still: one
- * window), which the lost charges would let admit past it. When each
- * good decision and each failure came is kept by the ms after t0. */
-typedef struct load {
-    sluice *sl;
-    tu_clock clock;
-    char key[64], limit_key[64];
-    pthread_mutex_t mu; /* over every field below */
-    int stop;
-    int64_t t0;        /* the fault (monotonic); 0 before */
-    int64_t resume_at; /* no calls before (monotonic); 0 none */
-    long decided, policy, failed, unknown, other, by_status[32];
-    long limit_admitted, limit_denied, limit_failed;
-    unsigned char good[SPAN_MS], bad[SPAN_MS];
-    char other_msg[256], fail_msg[256];
-    pthread_t th[THREADS + 1];
-    int nth;
-} load;
-
-static load *running; /* stopped by the teardown when a test fails */
-
-static void mark(unsigned char *at, const load *l)
-{
-    int64_t ms;
-
-    if (l->t0 > 0 && (ms = tu_clock_ms(CLOCK_MONOTONIC) - l->t0) >= 0 &&
-        ms < SPAN_MS)
-        at[ms] = 1;
-}
-
-/* Whether to call now: false to stop, *wait set to pause a while. */
-static bool go_on(load *l, bool *wait)
-{
-    bool on;
-
-    pthread_mutex_lock(&l->mu);
-    on = !l->stop;
-    *wait = l->resume_at > tu_clock_ms(CLOCK_MONOTONIC);
-    pthread_mutex_unlock(&l->mu);
-    if (on && *wait)
-        tu_sleep_ms(1);
-    return on;
-}
-
-static void *hammer(void *arg)
-{
-    load *l = arg;
-    sluice_ruleset rs = rules("fixed:1000000000/1h");
-    bool wait;
-
-    while (go_on(l, &wait)) {
-        sluice_result r;
-        sluice_status st;
-
-        if (wait)
-            continue;
-        memset(&r, 0, sizeof(r));
-        st = sluice_acquire(l->sl, l->key, strlen(l->key), &rs, 1, &r);
-        pthread_mutex_lock(&l->mu);
-        if (st == SLUICE_OK && r.status == SLUICE_OK && r.allowed) {
-            l->decided++;
-            mark(l->good, l);
-        } else if (st == SLUICE_OK && r.status != SLUICE_OK && r.allowed) {
-            l->policy++; /* fail=open's answer, its status the failure */
-            l->by_status[r.status % 32]++;
-            l->unknown += r.status == SLUICE_EIO || r.status == SLUICE_ETIMEOUT;
-            mark(l->bad, l);
-            snprintf(l->fail_msg, sizeof(l->fail_msg), "%s",
-                     sluice_errmsg(l->sl));
-            if (strstr(l->fail_msg, "use rediss://") != NULL)
-                snprintf(l->other_msg, sizeof(l->other_msg), "%s", l->fail_msg);
-        } else if (st == SLUICE_ECONNECT || st == SLUICE_EIO ||
-                   st == SLUICE_ETIMEOUT || st == SLUICE_ESERVER) {
-            l->failed++; /* fail=error */
-            l->by_status[st % 32]++;
-            l->unknown += st == SLUICE_EIO || st == SLUICE_ETIMEOUT;
-            mark(l->bad, l);
-            snprintf(l->fail_msg, sizeof(l->fail_msg), "%s",
-                     sluice_errmsg(l->sl));
-            /* A promoted replica closes its clients' connections: no
-             * reason to suggest rediss://. */
-            if (strstr(l->fail_msg, "use rediss://") != NULL)
-                snprintf(l->other_msg, sizeof(l->other_msg), "%s", l->fail_msg);
-        } else {
-            l->other++;
-            snprintf(l->other_msg, sizeof(l->other_msg), "%s (%s)",
-                     sluice_strerror(st != SLUICE_OK ? st : r.status),
-                     sluice_errmsg(l->sl));
-        }
-        pthread_mutex_unlock(&l->mu);
-    }
-    return NULL;
-}
-
-/* The limited key, about once a millisecond from the fault on: a call
- * every ms of the time since t0, at once when behind (a slow machine). */
-static void *limited(void *arg)
-{
-    load *l = arg;
-    char rule[64];
-    sluice_ruleset rs;
-    bool wait;
-    int64_t calls = 0;
-
-    snprintf(rule, sizeof(rule), "fixed:%d/1h", LIMIT);
-    rs = rules(rule);
-    while (go_on(l, &wait)) {
-        sluice_result r;
-        sluice_status st;
-        int64_t t0;
-
-        pthread_mutex_lock(&l->mu);
-        t0 = l->t0;
-        pthread_mutex_unlock(&l->mu);
-        if (t0 == 0 || wait || tu_clock_ms(CLOCK_MONOTONIC) < t0 + calls) {
-            tu_sleep_ms(1);
-            continue;
-        }
-        calls++;
-        memset(&r, 0, sizeof(r));
-        st = sluice_acquire(l->sl, l->limit_key, strlen(l->limit_key), &rs, 1,
-                            &r);
-        pthread_mutex_lock(&l->mu);
-        if (st == SLUICE_OK && r.status == SLUICE_OK)
-            r.allowed ? l->limit_admitted++ : l->limit_denied++;
-        else
-            l->limit_failed++;
-        pthread_mutex_unlock(&l->mu);
-    }
-    return NULL;
-}
-
-/* Opens u with query and a clock that stands still, and starts the
- * threads. */
-static void load_start(load *l, const char *u, const char *query)
-{
-    static int runs;
-    sluice_options o;
-    int i;
-
-    memset(l, 0, sizeof(*l));
-    pthread_mutex_init(&l->mu, NULL);
-    /* The process's own keys: a run again on the same fixture starts at
-     * 0. */
-    runs++;
-    snprintf(l->key, sizeof(l->key), "ctr-%ld-%d", (long)getpid(), runs);
-    snprintf(l->limit_key, sizeof(l->limit_key), "lim-%ld-%d", (long)getpid(),
-             runs);
-    l->clock.t = tu_clock_ms(CLOCK_REALTIME);
-    sluice_options_init(&o);
-    o.clock = tu_clock_now;
-    o.clock_ctx = &l->clock;
-    l->sl = open_url(u, query, &o);
-    running = l;
-    for (i = 0; i < THREADS; i++)
-        pthread_create(&l->th[l->nth++], NULL, hammer, l);
-    pthread_create(&l->th[l->nth++], NULL, limited, l);
-}
-
-/* The fault begins now; the calls pause for pause_ms. */
-static void load_begin(load *l, int64_t pause_ms)
-{
-    pthread_mutex_lock(&l->mu);
-    l->t0 = tu_clock_ms(CLOCK_MONOTONIC);
-    l->resume_at = pause_ms > 0 ? l->t0 + pause_ms : 0;
-    pthread_mutex_unlock(&l->mu);
-}
-
-static void load_stop(load *l)
-{
-    int i;
-
-    pthread_mutex_lock(&l->mu);
-    l->stop = 1;
-    pthread_mutex_unlock(&l->mu);
-    for (i = 0; i < l->nth; i++)
-        pthread_join(l->th[i], NULL);
-    l->nth = 0;
-    running = NULL;
-}
-
-static void load_close(load *l)
-{
-    sluice_close(l->sl);
-    pthread_mutex_destroy(&l->mu);
-}
-
 /* A failover under load: how names it, 1..3 the sentinel asked to lead a
  * planned one, 0 the master killed; via a sentinel never frozen. Waits
  * until the sentinels name another master and decisions have been good
@@ -396,26 +180,6 @@ static char run_url[1200];
 static tcprelay relay;
 static bool relaying;
 static sk_watch *watching;
-
-static int64_t first_at(const unsigned char *at, int64_t from)
-{
-    int64_t k;
-
-    for (k = from < 0 ? 0 : from; k < SPAN_MS; k++)
-        if (at[k])
-            return k;
-    return -1;
-}
-
-static int64_t last_at(const unsigned char *at)
-{
-    int64_t k;
-
-    for (k = SPAN_MS - 1; k >= 0; k--)
-        if (at[k])
-            return k;
-    return -1;
-}
 
 static void failover_under_load(const run *how)
 {
@@ -536,10 +300,15 @@ static void failover_under_load(const run *how)
                   "before\n",
                   how->name, (long long)(tu_clock_ms(CLOCK_MONOTONIC) - began),
                   (long long)settle_ms);
-    if (l.other > 0 || l.other_msg[0] != '\0')
-        fail_msg("%ld answers neither a decision nor a failure, or a "
-                 "message that is wrong: %s",
-                 l.other, l.other_msg);
+    if (l.other > 0)
+        fail_msg("%ld answers neither a decision nor a failure: %s", l.other,
+                 l.other_msg);
+    /* A replica promoted closes its clients' connections, before any reply
+     * to a connect under way: no sign of a TLS port (a killed master's
+     * resets are another story). */
+    if (how->leader > 0 && l.rediss_msg[0] != '\0')
+        fail_msg("%s: a message suggests rediss://: %s", how->name,
+                 l.rediss_msg);
     assert_true(moved);
     {
         sluice_stats st;
@@ -723,6 +492,145 @@ static void leader_subscription_cut(void **state)
     failover_under_load(&how);
 }
 
+/* The same on the caller's loop (sluice_attach, a poll loop on this
+ * thread): 8 decisions in flight on one key at all times, a failover led
+ * by sentinel 3. The subscriptions, their health checks and the
+ * connection to the master are the loop's sockets and timer. */
+typedef struct on_loop {
+    sluice *sl;
+    sluice_ruleset rs;
+    char key[64];
+    int64_t t0;
+    bool stop;
+    long inflight, decided, failed, unknown, other;
+    unsigned char good[SPAN_MS];
+    char other_msg[256];
+} on_loop;
+
+static void loop_submit(on_loop *a);
+
+static void loop_decided(sluice *sl, void *arg, sluice_status st,
+                         const sluice_result *res, size_t n)
+{
+    on_loop *a = arg;
+    int64_t ms = a->t0 > 0 ? tu_clock_ms(CLOCK_MONOTONIC) - a->t0 : -1;
+
+    (void)n;
+    a->inflight--;
+    if (st == SLUICE_OK && res[0].status == SLUICE_OK && res[0].allowed) {
+        a->decided++;
+        if (ms >= 0 && ms < SPAN_MS)
+            a->good[ms] = 1;
+    } else if (st == SLUICE_ECONNECT || st == SLUICE_EIO ||
+               st == SLUICE_ETIMEOUT || st == SLUICE_ESERVER) {
+        a->failed++;
+        a->unknown += st == SLUICE_EIO || st == SLUICE_ETIMEOUT;
+    } else {
+        a->other++;
+        snprintf(a->other_msg, sizeof(a->other_msg), "%s (%s)",
+                 sluice_strerror(st != SLUICE_OK ? st : res[0].status),
+                 sluice_errmsg(sl));
+    }
+    if (!a->stop)
+        loop_submit(a);
+}
+
+static void loop_submit(on_loop *a)
+{
+    if (sluice_acquire_async(a->sl, a->key, strlen(a->key), &a->rs, 1,
+                             loop_decided, a) == SLUICE_OK)
+        a->inflight++;
+}
+
+/* Turns the loop for ms. */
+static void loop_for(on_loop *a, tu_poll *lp, int64_t ms)
+{
+    int64_t end = tu_clock_ms(CLOCK_MONOTONIC) + ms;
+
+    while (tu_clock_ms(CLOCK_MONOTONIC) < end)
+        tu_poll_turn(a->sl, lp, 5);
+}
+
+static void failover_on_the_callers_loop(void **state)
+{
+    static on_loop a;
+    tu_poll lp;
+    sluice_loop loop;
+    sk_watch w;
+    int old, k;
+    int64_t end, promoted, g;
+    long long held;
+
+    (void)state;
+    wait_settled();
+    old = master_port(2);
+    sk_watch_start(&w);
+    watching = &w;
+    memset(&a, 0, sizeof(a));
+    a.rs = rules("fixed:1000000000/1h");
+    snprintf(a.key, sizeof(a.key), "loop-%ld", (long)getpid());
+    a.sl =
+        open_url(url, "timeout_ms=250&connect_timeout_ms=500&fail=error", NULL);
+    tu_poll_init(&lp);
+    loop = tu_poll_loop(&lp);
+    assert_int_equal(sluice_attach(a.sl, &loop), SLUICE_OK);
+    for (k = 0; k < 8; k++)
+        loop_submit(&a);
+    /* Until the handle is subscribed on the leader (the loop connects
+     * it). */
+    end = tu_clock_ms(CLOCK_MONOTONIC) + 5000;
+    do
+        loop_for(&a, &lp, 50);
+    while (sk_subscribers(3) < 2 && tu_clock_ms(CLOCK_MONOTONIC) < end);
+    loop_for(&a, &lp, 300);
+    a.t0 = tu_clock_ms(CLOCK_MONOTONIC);
+    atomic_store(&w.armed, a.t0);
+    planned(3);
+    end = a.t0 + 30000 * (int64_t)tu_time_scale();
+    for (;;) {
+        int64_t now;
+
+        loop_for(&a, &lp, 100);
+        now = tu_clock_ms(CLOCK_MONOTONIC);
+        if ((now - a.t0 > 2000 && master_port(2) != old &&
+             first_at(a.good, now - a.t0 - 150) >= 0) ||
+            now > end)
+            break;
+    }
+    a.stop = true;
+    end = tu_clock_ms(CLOCK_MONOTONIC) + 5000;
+    while (a.inflight > 0 && tu_clock_ms(CLOCK_MONOTONIC) < end)
+        tu_poll_turn(a.sl, &lp, 5);
+    sk_watch_stop(&w);
+    watching = NULL;
+    held = counted(a.key, 2);
+    promoted = w.promoted_at >= 0 ? w.promoted_at - a.t0 : -1;
+    g = promoted >= 0 ? first_at(a.good, promoted) : -1;
+    print_message("on the caller's loop, led by sentinel 3: master %d -> %d; "
+                  "%ld decided, %ld failed (%ld unknown); the new master "
+                  "holds %lld; promoted at %lld ms, the first good decision "
+                  "after it at %lld ms (control %lld ms)\n",
+                  old, master_port(2), a.decided, a.failed, a.unknown, held,
+                  (long long)promoted, (long long)g, (long long)w.control_ms);
+    sluice_close(a.sl);
+    if (a.other > 0)
+        fail_msg("%ld answers neither a decision nor a failure: %s", a.other,
+                 a.other_msg);
+    assert_int_equal(a.inflight, 0);
+    assert_true(master_port(2) != old);
+    if (held < a.decided)
+        fail_msg("on the caller's loop: %lld acknowledged decisions lost",
+                 (long long)a.decided - held);
+    assert_true(held <= a.decided + a.unknown);
+    if (promoted < 0 || g < 0 ||
+        g - promoted > (200 + 2 * (w.control_ms > 0 ? w.control_ms : 0)) *
+                           (int64_t)tu_time_scale())
+        fail_msg("on the caller's loop: good again %lld ms after the "
+                 "promotion",
+                 (long long)(g - promoted));
+    check_ttls();
+}
+
 /* The master killed: the failover's announcements end the backoff of
  * connects to the dead master. The calls pause 400 ms after the kill, as
  * a quiet client's would, so that the backoff's steps (then 400, 450,
@@ -755,6 +663,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(first_frozen_before_the_open, cleanup),
         cmocka_unit_test_teardown(first_frozen_before_the_failover, cleanup),
         cmocka_unit_test_teardown(leader_subscription_cut, cleanup),
+        cmocka_unit_test_teardown(failover_on_the_callers_loop, cleanup),
         /* Last: it leaves two data nodes. */
         cmocka_unit_test_teardown(killed_master_under_load, cleanup),
     };
