@@ -97,7 +97,7 @@ static void check_time(const char *what, int n, tu_mark t0, tu_mark t1,
     if (tu_wall_ms(t0, t1) > (double)(timeout_ms + slack_ms()))
         print_message("%s: %.1f ms, %.1f of them waiting for a CPU\n", name,
                       tu_wall_ms(t0, t1), tu_runq_ms(t0, t1));
-    if (net <= timeout_ms + slack_ms())
+    if (net <= (double)(timeout_ms + slack_ms()))
         return;
     c0 = tu_mark_now();
     assert_int_equal(poll(&p, 1, timeout_ms), 0);

@@ -86,7 +86,8 @@ static void waits_for(const char *text, int64_t limit)
     /* It fits no sooner than retry after the clock was released, and no
      * later than 600 ms past it but for the thread's waits for a CPU,
      * which are the machine's (tu_mark). */
-    assert_true(mono() - tp >= retry - 5 && tu_net_ms(t0, t1) <= retry + 600);
+    assert_true(mono() - tp >= retry - 5 &&
+                tu_net_ms(t0, t1) <= (double)(retry + 600));
     assert_true(sl_handle_batches(sl) - calls <= 4);
     sluice_close(sl);
 }
