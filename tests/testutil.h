@@ -77,6 +77,7 @@ static inline int64_t tu_clock_ms(clockid_t id)
 typedef struct tu_mark {
     int64_t at_us;   /* CLOCK_MONOTONIC */
     int64_t runq_us; /* this thread's time waiting for a CPU, so far */
+    int64_t cpu_us;  /* and on a CPU */
 } tu_mark;
 
 static inline int64_t tu_clock_us(clockid_t id)
@@ -87,15 +88,17 @@ static inline int64_t tu_clock_us(clockid_t id)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* Read afresh at offset 0 of a file each thread keeps open (-2: not yet
- * opened; -1: none to read). */
-static inline int64_t tu_runq_us(void)
+/* The thread's time waiting for a CPU, and on one in *cpu_us: read afresh
+ * at offset 0 of a file each thread keeps open (-2: not yet opened; -1:
+ * none to read, both 0). */
+static inline int64_t tu_runq_us(int64_t *cpu_us)
 {
     static _Thread_local int fd = -2;
     char buf[128];
     unsigned long long cpu_ns, runq_ns;
     ssize_t n;
 
+    *cpu_us = 0;
     if (fd == -2)
         fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
     if (fd < 0 || (n = pread(fd, buf, sizeof(buf) - 1, 0)) <= 0)
@@ -103,6 +106,7 @@ static inline int64_t tu_runq_us(void)
     buf[n] = '\0';
     if (sscanf(buf, "%llu %llu", &cpu_ns, &runq_ns) != 2)
         return 0;
+    *cpu_us = (int64_t)(cpu_ns / 1000);
     return (int64_t)(runq_ns / 1000);
 }
 
@@ -111,19 +115,22 @@ static inline int64_t tu_runq_us(void)
 static inline tu_mark tu_mark_now(void)
 {
     tu_mark m;
-    int64_t after = tu_runq_us();
+    int64_t cpu, after = tu_runq_us(&cpu);
     int tries = 0;
 
     do {
         m.runq_us = after;
+        m.cpu_us = cpu;
         m.at_us = tu_clock_us(CLOCK_MONOTONIC);
-        after = tu_runq_us();
+        after = tu_runq_us(&cpu);
     } while (after != m.runq_us && ++tries < 5);
     return m;
 }
 
-/* Wall milliseconds from a to b, and those of them the thread was not
- * waiting for a CPU (b marked on the thread that marked a). */
+/* Wall milliseconds from a to b (b marked on the thread that marked a);
+ * those of them the thread was not waiting for a CPU (it ran or slept);
+ * those it waited; those it slept (neither ran nor waited: a poll, a
+ * sleep, a lock). */
 static inline double tu_wall_ms(tu_mark a, tu_mark b)
 {
     return (double)(b.at_us - a.at_us) / 1000.0;
@@ -137,6 +144,11 @@ static inline double tu_net_ms(tu_mark a, tu_mark b)
 static inline double tu_runq_ms(tu_mark a, tu_mark b)
 {
     return (double)(b.runq_us - a.runq_us) / 1000.0;
+}
+
+static inline double tu_asleep_ms(tu_mark a, tu_mark b)
+{
+    return tu_net_ms(a, b) - (double)(b.cpu_us - a.cpu_us) / 1000.0;
 }
 
 /* How much slower this build runs than a plain one (valgrind 20, the

@@ -25,7 +25,11 @@ start)
         port=$(pick_port)
         stats=$(pick_port)
         # Keys of one hash tag {K} go to one server; a dead server is an
-        # error, not a silent re-hash (auto_eject_hosts: false).
+        # error, not a silent re-hash (auto_eject_hosts: false). The proxy
+        # waits 2 s for a server, as long as the tests' calls do (tu_open):
+        # on a busy machine 400 ms once ran out under a thousand decisions
+        # in flight (ERR Connection timed out), which is no failure of
+        # sluice.
         cat >"$dir/proxy/nutcracker.yml" <<YML
 sluice:
   listen: 127.0.0.1:$port
@@ -34,7 +38,7 @@ sluice:
   distribution: ketama
   redis: true
   auto_eject_hosts: false
-  timeout: ${TW_TIMEOUT:-400}
+  timeout: ${TW_TIMEOUT:-2000}
   servers:
    - 127.0.0.1:$(cat "$dir/r1/port"):1 server1
    - 127.0.0.1:$(cat "$dir/r2/port"):1 server2
