@@ -415,7 +415,7 @@ static void async_calls(sluice *sl, const loop_ops *ops, void *loop,
         batch[i] = (sluice_request){"dl:abatch", 9, &rules, 1};
     for (i = 0; i < CALLS; i++) {
         call c;
-        control ctl = {false, {0, 0}};
+        control ctl = {false, {0, 0, 0}};
         sluice_status st;
 
         memset(&c, 0, sizeof(c));
@@ -922,7 +922,7 @@ static void a_slow_lookup_is_bounded_by_the_deadlines(void **s)
     assert_int_equal(sluice_libevent_attach(sl, base), SLUICE_OK);
     for (i = 0; i < 5; i++) {
         call c;
-        control ctl = {false, {0, 0}};
+        control ctl = {false, {0, 0, 0}};
 
         memset(&c, 0, sizeof(c));
         c.t0 = tu_mark_now();
@@ -979,7 +979,7 @@ static void an_async_decision_by_name_is_one_budget(void **s)
     sluice *sl = NULL;
     fake f;
     call c;
-    control ctl = {false, {0, 0}};
+    control ctl = {false, {0, 0, 0}};
 
     (void)s;
     assert_non_null(timer);
