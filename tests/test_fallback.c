@@ -112,11 +112,21 @@ static void a_frozen_backend_falls_back_then_returns(void **state)
     /* 8 an hour on the backend; 2 for this instance of four. */
     assert_int_equal(sluice_ruleset_parse("fixed:8/1h", &rs, NULL, 0),
                      SLUICE_OK);
-    for (i = 0; i < 3; i++) {
+    /* Three decided by the backend. The first connects and loads what it
+     * needs within the 100 ms timeout, which a TLS handshake under
+     * valgrind on a busy machine may pass (then the fallback answers, and
+     * the server may have counted it: 5 such at most leave 3 of 8). */
+    for (i = 0, fb = 0; i < 3;) {
         assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
-        assert_int_equal(r.status, SLUICE_OK);
+        if (r.status != SLUICE_OK) {
+            printf("# %s: warming, %s\n", url, sluice_strerror(r.status));
+            assert_true(++fb <= 5);
+            continue;
+        }
         assert_true(r.allowed);
+        i++;
     }
+    fb = 0;
     n = freeze_all("1.2", pids, 16);
     t0 = tu_clock_ms(CLOCK_MONOTONIC);
     while (fb < 6 && tu_clock_ms(CLOCK_MONOTONIC) - t0 < 1000) {
