@@ -677,9 +677,29 @@ int main(int argc, char **argv)
     sk_read("sentinels", sentinels, sizeof(sentinels));
     sk_read("master", master_name, sizeof(master_name));
     sk_read("rogue", rogue, sizeof(rogue));
-    /* SENTINEL_TESTS=pattern runs those alone (each settles the fixture
-     * first). */
-    if (getenv("SENTINEL_TESTS") != NULL)
-        cmocka_set_test_filter(getenv("SENTINEL_TESTS"));
+    /* SENTINEL_TESTS=name,name,... runs those alone, in this order (each
+     * settles the fixture first). */
+    if (getenv("SENTINEL_TESTS") != NULL) {
+        struct CMUnitTest some[sizeof(tests) / sizeof(tests[0])];
+        const char *want = getenv("SENTINEL_TESTS");
+        size_t i, n = 0, len;
+
+        for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+            const char *at = want;
+
+            len = strlen(tests[i].name);
+            while ((at = strstr(at, tests[i].name)) != NULL &&
+                   !((at == want || at[-1] == ',') &&
+                     (at[len] == ',' || at[len] == '\0')))
+                at += len;
+            if (at != NULL)
+                some[n++] = tests[i];
+        }
+        if (n == 0) {
+            fprintf(stderr, "SENTINEL_TESTS=%s names no test\n", want);
+            return 2;
+        }
+        return _cmocka_run_group_tests("test_sentinel", some, n, NULL, NULL);
+    }
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
