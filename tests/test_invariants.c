@@ -308,6 +308,7 @@ static void two_backends_decide_alike(void **state)
     tu_clock ca, cb;
     sluice *a, *b;
     int i, decisions = 0, late = 0, batches = 0, at_most = 0, refunds = 0;
+    int64_t began;
     size_t k;
 
     (void)state;
@@ -317,6 +318,7 @@ static void two_backends_decide_alike(void **state)
      * of its steps would be gone on the server and kept on mem://. With an
      * hour's floor on both, no key expires during the run, and every
      * decision must still agree; expiry has tests of its own. */
+    began = tu_clock_ms(CLOCK_MONOTONIC);
     tu_ttl_floor_ms = 3600000;
     a = tu_open(url, &ca, "diff");
     b = tu_open(against, &cb, "diff");
@@ -409,7 +411,15 @@ static void two_backends_decide_alike(void **state)
         long checked;
 
         snprintf(prefix, sizeof(prefix), "t%ld-diff:", (long)getpid());
+        /* A penalty's block keeps the hour's floor as the rules' keys do (its
+         * key once took the block's length alone, and a busy machine
+         * outlived it: the model test on the TLS cluster then found a
+         * block gone that the virtual clock still held). A second's slack
+         * for the servers' clocks, which start a TTL. */
+        tu_min_pttl_ms =
+            3600000 - (tu_clock_ms(CLOCK_MONOTONIC) - began) - 1000;
         checked = tu_check_ttls(servers, prefix, why, sizeof(why));
+        tu_min_pttl_ms = 0;
         if (checked < 0)
             fail_msg("%s", why);
         printf("# SCAN + PTTL on %s: all %ld keys have a TTL\n", servers,

@@ -243,6 +243,11 @@ static inline sluice *tu_open(const char *url, tu_clock *clk, const char *tag)
 /* Checks that every key under prefix, on every server of the list
  * "host:port,host:port" (or newline separated), carries a TTL. Returns the
  * number of keys checked, or -1 with the first offender in why. */
+/* For tu_check_ttls: a penalty's block key (":block") must have a PTTL
+ * of at least this (0: any TTL); one at 0 is going (a reset's, seen on a
+ * replica before its DEL). */
+static long long tu_min_pttl_ms;
+
 static inline long tu_check_ttls(const char *servers, const char *prefix,
                                  char *why, size_t why_len)
 {
@@ -294,6 +299,16 @@ static inline long tu_check_ttls(const char *servers, const char *prefix,
                              "key %s on %s has no TTL (PTTL "
                              "%lld)",
                              k->str, hp, v);
+                    freeReplyObject(r);
+                    redisFree(c);
+                    return -1;
+                }
+                if (v > 0 && v < tu_min_pttl_ms && k->len > 6 &&
+                    memcmp(k->str + k->len - 6, ":block", 6) == 0) {
+                    snprintf(why, why_len,
+                             "key %s on %s has a PTTL of %lld ms, below "
+                             "the %lld the TTL floor leaves it",
+                             k->str, hp, v, tu_min_pttl_ms);
                     freeReplyObject(r);
                     redisFree(c);
                     return -1;
