@@ -104,7 +104,7 @@ static void a_frozen_backend_falls_back_then_returns(void **state)
     sluice_result r;
     pid_t pids[16];
     size_t n, i;
-    int fb = 0, fb_admitted = 0, status;
+    int fb = 0, fb_admitted = 0, status, warm;
     int64_t t0;
 
     (void)state;
@@ -119,13 +119,17 @@ static void a_frozen_backend_falls_back_then_returns(void **state)
     for (i = 0, fb = 0; i < 3;) {
         assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
         if (r.status != SLUICE_OK) {
+            /* The fallback store decided it: its admission counts in the
+             * 2 below. */
             printf("# %s: warming, %s\n", url, sluice_strerror(r.status));
             assert_true(++fb <= 5);
+            fb_admitted += r.allowed;
             continue;
         }
         assert_true(r.allowed);
         i++;
     }
+    warm = fb;
     fb = 0;
     n = freeze_all("1.2", pids, 16);
     t0 = tu_clock_ms(CLOCK_MONOTONIC);
@@ -140,10 +144,10 @@ static void a_frozen_backend_falls_back_then_returns(void **state)
         fb_admitted += r.allowed;
     }
     printf("# %s: servers frozen: %d requests decided by the fallback "
-           "(limit 8/4 = 2), %d admitted: %s\n",
-           url, fb, fb_admitted, sluice_strerror(r.status));
+           "(limit 8/4 = 2; %d more while warming), %d admitted: %s\n",
+           url, fb, warm, fb_admitted, sluice_strerror(r.status));
     assert_true(fb_admitted <= 2);
-    if (fb >= 3)
+    if (fb + warm >= 3)
         assert_int_equal(fb_admitted, 2);
     for (i = 0; i < n; i++)
         if (pids[i] > 0)
