@@ -863,26 +863,15 @@ if blk then
     local bk = KEYS[#KEYS]
     e0 = tonumber(redis.call('ZSCORE', bk, 'e')) or -1
     e1 = e0
-    local q, qb, bmax, blocked, bfloor = 33, 1, 0, e0 > t, 0
+    local q, qb, bmax, blocked = 33, 1, 0, e0 > t
     for i = 1, n do
-        local algo, l, p, a3, a4, a5, b, fl
-        algo, l, p, a3, a4, a5, q =
-            struct.unpack('<i8i8i8i8i8i8', ARGV[1], q)
+        local algo, l, p, a3, b
+        algo, l, p, a3, q = struct.unpack('<i8i8i8i8', ARGV[1], q)
+        q = q + 16
         b, qb = struct.unpack('<i8', blk, qb)
         local cap = l
         if algo >= 4 then
             cap = a3
-        end
-        -- The TTL floor (the layout above): the block's key keeps it too.
-        if algo <= 2 then
-            fl = a5
-        elseif algo == 3 then
-            fl = a3
-        else
-            fl = a4
-        end
-        if fl > bfloor then
-            bfloor = fl
         end
         if b < 0 and blocked then
             b = -b
@@ -912,9 +901,11 @@ if blk then
     end
     if e1 ~= e0 and (op == 1 or op == 3) then
         redis.call('ZADD', bk, string.format('%.0f', e1), 'e')
+        -- Never below the TTL floor, the handle's one value that phase 1
+        -- kept with each rule (st[3]: the first rule's).
         local ttl = e1 - t + bmax
-        if ttl < bfloor then
-            ttl = bfloor
+        if ttl < st[3] then
+            ttl = st[3]
         end
         redis.call('PEXPIRE', bk, string.format('%.0f', ttl))
     end

@@ -240,14 +240,14 @@ static inline sluice *tu_open(const char *url, tu_clock *clk, const char *tag)
     return sl;
 }
 
-/* Checks that every key under prefix, on every server of the list
- * "host:port,host:port" (or newline separated), carries a TTL. Returns the
- * number of keys checked, or -1 with the first offender in why. */
 /* For tu_check_ttls: a penalty's block key (":block") must have a PTTL
  * of at least this (0: any TTL); one at 0 is going (a reset's, seen on a
  * replica before its DEL). */
 static long long tu_min_pttl_ms;
 
+/* Checks that every key under prefix, on every server of the list
+ * "host:port,host:port" (or newline separated), carries a TTL. Returns the
+ * number of keys checked, or -1 with the first offender in why. */
 static inline long tu_check_ttls(const char *servers, const char *prefix,
                                  char *why, size_t why_len)
 {
