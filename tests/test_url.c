@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* test_url.c - backend URLs and their query options. */
 #include "internal.h"
+#include "net/socket.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -536,11 +537,12 @@ static void connects_back_off_after_failures(void **state)
         }
     }
     assert_true(n >= 2);
-    /* Past the backoff of n failures, a call tries for real. */
-    pause.tv_nsec = (n >= 7 ? 1000 : 50L << (n - 2)) * 1000000L + 20000000L;
-    if (pause.tv_nsec >= 1000000000L) {
-        pause.tv_sec = 1;
-        pause.tv_nsec -= 1000000000L;
+    /* Past the backoff of n failures (and 20 ms), a call tries for real. */
+    {
+        int64_t ms = sl_socket_backoff_ms((unsigned)n) + 20;
+
+        pause.tv_sec = (time_t)(ms / 1000);
+        pause.tv_nsec = (long)(ms % 1000) * 1000000L;
     }
     nanosleep(&pause, NULL);
     assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
