@@ -171,7 +171,7 @@ static void the_option_table_drives_the_parser_and_its_message(void **state)
         if (strstr(err, want) == NULL)
             fail_msg("the message does not name %s: %s", sl_url_option(i), err);
     }
-    assert_int_equal(i, 26);
+    assert_int_equal(i, 27);
 }
 
 /* Every form, with and without a query: the query never leaks into the
