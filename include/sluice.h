@@ -291,8 +291,8 @@ SLUICE_API sluice_status sluice_ruleset_check(const sluice_ruleset *rs,
  * Query options, each once (a scheme in any case):
  *   ?timeout_ms=&connect_timeout_ms=&clock=local|server
  *   &fail=error|open|closed|fallback&prefix=&ttl_floor_ms=
- *   &deny_cache=&metrics=&shadow=&fallback_instances=&rules_cache_ms=
- *   &rules_stale_ms=&reserve_ms=&reserve_share=
+ *   &deny_cache=&metrics=&shadow=&fallback_instances=&fallback_max_keys=
+ *   &rules_cache_ms=&rules_stale_ms=&reserve_ms=&reserve_share=
  *   &max_reply_bytes=&socket=&tls=&tls_verify=&tls_ca_file=&tls_ca_dir=
  *   &tls_cert=&tls_key=&tls_server_name=&sentinel_user=&sentinel_password=
  *   &sentinel_tls=   (`sluice --help` says each)
@@ -433,10 +433,11 @@ SLUICE_API const char *sluice_backend_name(const sluice *sl);
  * sluice_socket_action() when a socket is ready or the timer fires; each
  * decision ends in its done callback, called from sluice_socket_action(),
  * never from the call that started it. The sockets and timers are the
- * loop's; nothing on this path blocks, except a host name's first lookup
- * (numeric hosts and Unix sockets need none). Ready adapters:
- * <sluice/libevent.h> and <sluice/libuv.h>. An attached handle belongs to
- * its loop's thread, and its blocking calls return SLUICE_EINVAL. */
+ * loop's; nothing on this path blocks: a host name is looked up on a
+ * thread of its own, within connect_timeout_ms (docs/PRODUCTION.md). Ready
+ * adapters: <sluice/libevent.h> and <sluice/libuv.h>. A loop may serve
+ * several handles; an attached handle belongs to its loop's thread, and
+ * its blocking calls return SLUICE_EINVAL. */
 #define SLUICE_WATCH_IN       1  /* readable */
 #define SLUICE_WATCH_OUT      2  /* writable */
 #define SLUICE_SOCKET_TIMEOUT -1 /* sluice_socket_action's fd: the timer */

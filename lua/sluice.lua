@@ -370,10 +370,11 @@ end
 
 -- A refund (SEMANTICS.md, "refund") gives back up to c of what each rule
 -- counts, then the script answers as a peek of cost 1. Rare: it reads
--- what it needs plainly.
+-- what it needs plainly. A refund of 0 changes nothing (no rule is
+-- visited): no window written, no log entry dropped, no bucket re-stamped.
 if op == 4 then
     local q, kx = 33, 1
-    for i = 1, n do
+    for i = 1, c > 0 and n or 0 do
         local algo, l, p, a3, a4, a5
         algo, l, p, a3, a4, a5, q = struct.unpack('<i8i8i8i8i8i8', ARGV[1],
             q)

@@ -370,6 +370,13 @@ bool sl_refund_bucket(const sluice_rule *r, int64_t t, bool has, int64_t x,
 
     if (!has)
         return false;
+    /* A refund of 0 changes nothing: not even the stamp, which a late
+     * request after it would be decided at (SEMANTICS.md, "refund"). */
+    if (a == 0) {
+        *new_x = x;
+        *new_d = d;
+        return true;
+    }
     u = sl_max64(t, x);
     if (d <= 0 || u - x >= sl_cdiv(d, l))
         du = 0;
@@ -388,7 +395,9 @@ void sl_refund_log(const sluice_rule *r, int64_t t, const sl_log_entry *e,
     int64_t u = n > 0 ? sl_max64(t, e[n - 1].x) : t;
     size_t f = 0, k = n;
 
-    while (f < n && e[f].x <= u - r->period_ms)
+    /* A refund of 0 drops nothing, not even the entries that no longer
+     * count at u: a late request after it reads them (SEMANTICS.md). */
+    while (a > 0 && f < n && e[f].x <= u - r->period_ms)
         f++;
     *last_cost = 0;
     while (k > f && a > 0) {

@@ -117,7 +117,8 @@ void sl_describe(const sluice_ruleset *rs, const sl_state_view *views,
 bool sl_lease_decide(int64_t t, int64_t max, int64_t lease_ms, int64_t n,
                      int64_t first_end, int64_t last_end, sluice_result *out);
 
-/* Refunds of amount a at t (SEMANTICS.md, "refund"). Windows: what comes
+/* Refunds of amount a at t (SEMANTICS.md, "refund"); a of 0 changes
+ * nothing, the state is kept as it is. Windows: what comes
  * off the window of t (*take_cur) and, for sliding, the one before
  * (*take_prev). */
 void sl_refund_window(const sluice_rule *r, int64_t cur, int64_t prev,

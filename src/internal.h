@@ -193,6 +193,10 @@ typedef struct sl_config {
     int64_t rules_stale_ms;
     int64_t reserve_ms;     /* reservations' hold; 0: off */
     uint32_t reserve_share; /* percent of a capacity; 0: the default */
+    /* The most state entries an in-process store keeps (the fallback
+     * store, mem://), the least recently used evicted past it; 0: the
+     * default; < 0: no bound. URL only (fallback_max_keys=N, 0: none). */
+    int64_t fallback_max_keys;
 } sl_config;
 
 /* A parsed URL: where (the endpoint, a cluster's seeds) and how (the

@@ -31,6 +31,7 @@ typedef enum {
     METRICS,
     SHADOW,
     FALLBACK_INSTANCES,
+    FALLBACK_MAX_KEYS,
     RULES_CACHE_MS,
     RULES_STALE_MS,
     RESERVE_MS,
@@ -83,6 +84,8 @@ static const struct option {
      "admit all, report denials (default 0)"},
     {FALLBACK_INSTANCES, "fallback_instances", OPT_COUNT, "N", 1, 10000, NULL,
      "instances sharing fail=fallback's limit"},
+    {FALLBACK_MAX_KEYS, "fallback_max_keys", OPT_COUNT, "N", 0, 1000000000,
+     NULL, "keys in memory, LRU evicted (0: no bound)"},
     {RULES_CACHE_MS, "rules_cache_ms", OPT_MS, "N", 0, 86400000, NULL,
      "rules of limiters kept (default 1000)"},
     {RULES_STALE_MS, "rules_stale_ms", OPT_MS, "N", 0, 86400000, NULL,
@@ -289,6 +292,10 @@ static void store(option_id id, long long n, sl_url *u)
         break;
     case FALLBACK_INSTANCES:
         u->cfg.fallback_instances = (uint32_t)n;
+        break;
+    case FALLBACK_MAX_KEYS:
+        /* 0 in the URL is no bound: -1, where 0 means the default. */
+        u->cfg.fallback_max_keys = n == 0 ? -1 : (int64_t)n;
         break;
     case RULES_CACHE_MS:
         /* 0 in the URL reads the rules with every decision: -1 in the

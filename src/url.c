@@ -480,6 +480,45 @@ static sluice_status check_sentinel(const char *url, sl_url *u, char *err,
     return SLUICE_OK;
 }
 
+/* The fields of sluice_options that the URL's table did not check (a
+ * value from the URL is in range already; deny_cache is checked at open),
+ * each message quoting the value as the URL's forms do ("option
+ * reserve_ms=70000: ..."). */
+static sluice_status check_config(const char *url, const sl_config *c,
+                                  char *err, size_t err_len)
+{
+    char what[160];
+
+    if (c->fail != SLUICE_FAIL_ERROR && c->fail != SLUICE_FAIL_OPEN &&
+        c->fail != SLUICE_FAIL_CLOSED && c->fail != SLUICE_FAIL_FALLBACK)
+        snprintf(what, sizeof(what),
+                 "options.fail=%d: expected SLUICE_FAIL_ERROR, _OPEN, "
+                 "_CLOSED or _FALLBACK",
+                 (int)c->fail);
+    else if (c->fallback_instances > 10000)
+        snprintf(what, sizeof(what),
+                 "options.fallback_instances=%lu: expected 1..10000 (0: "
+                 "the default, 1)",
+                 (unsigned long)c->fallback_instances);
+    else if (c->rules_cache_ms > 86400000)
+        snprintf(what, sizeof(what),
+                 "options.rules_cache_ms=%lld: expected at most 86400000 "
+                 "(negative: never cached)",
+                 (long long)c->rules_cache_ms);
+    else if (c->reserve_ms < 0 || c->reserve_ms > 60000)
+        snprintf(what, sizeof(what),
+                 "options.reserve_ms=%lld: expected 0..60000 ms (0: off)",
+                 (long long)c->reserve_ms);
+    else if (c->reserve_share > 50)
+        snprintf(what, sizeof(what),
+                 "options.reserve_share=%lu: expected 1..50 percent (0: the "
+                 "default, 10)",
+                 (unsigned long)c->reserve_share);
+    else
+        return SLUICE_OK;
+    return bad(err, err_len, url, what);
+}
+
 sluice_status sl_url_parse(const char *url, const sluice_options *opts,
                            sl_url *out, char *err, size_t err_len)
 {
@@ -594,25 +633,8 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
         out->cfg.command_timeout_ms = 250;
     if (out->cfg.ttl_floor_ms == 0)
         out->cfg.ttl_floor_ms = 1000;
-    if (out->cfg.fail != SLUICE_FAIL_ERROR &&
-        out->cfg.fail != SLUICE_FAIL_OPEN &&
-        out->cfg.fail != SLUICE_FAIL_CLOSED &&
-        out->cfg.fail != SLUICE_FAIL_FALLBACK)
-        return bad(err, err_len, url, "options.fail is not a fail policy");
-    if (out->cfg.fallback_instances > 10000)
-        return bad(err, err_len, url,
-                   "options.fallback_instances: expected 1..10000");
-    if (out->cfg.rules_cache_ms > 86400000)
-        return bad(err, err_len, url,
-                   "options.rules_cache_ms: expected at most 86400000 "
-                   "(negative: never cached)");
-    if (out->cfg.reserve_ms < 0 || out->cfg.reserve_ms > 60000)
-        return bad(err, err_len, url,
-                   "options.reserve_ms: expected 0..60000 ms (0: off)");
-    if (out->cfg.reserve_share > 50)
-        return bad(err, err_len, url,
-                   "options.reserve_share: expected 1..50 percent (0: the "
-                   "default, 10)");
+    if ((st = check_config(url, &out->cfg, err, err_len)) != SLUICE_OK)
+        return st;
     if (out->cfg.reserve_share == 0)
         out->cfg.reserve_share = 10;
     return SLUICE_OK;

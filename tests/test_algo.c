@@ -254,6 +254,15 @@ static void refunds_give_back_what_counts(void **s)
     assert_int_equal(x, 5);
     assert_int_equal(d, 0);
     assert_false(sl_refund_bucket(&tk, 5, false, 0, 0, 1, &x, &d));
+    /* A refund of 0 changes nothing: no re-stamp at t, no dead entry
+     * dropped (a late request after it reads the state as it was). */
+    assert_true(sl_refund_bucket(&tk, 5, true, 0, 7, 0, &x, &d));
+    assert_int_equal(x, 0);
+    assert_int_equal(d, 7);
+    sl_refund_log(&lg, 1150, e, 3, 0, &first, &end, &last);
+    assert_int_equal(first, 0);
+    assert_int_equal(end, 3);
+    assert_int_equal(last, 3);
     /* Sliding: the current window first, then the previous one. */
     sl_refund_window(&sl, 3, 8, 5, &tc, &tp);
     assert_int_equal(tc, 3);

@@ -1082,6 +1082,56 @@ static void closing_answers_what_is_in_flight(void **state)
     loop_free();
 }
 
+/* Several handles attached to one loop (docs/PRODUCTION.md): each watches
+ * its own sockets and keeps its own timer, and the loop serves them all at
+ * once: their decisions on one key (one store: mem://NAME for mem://)
+ * admit exactly the limit between them; one closed, the others decide on. */
+static void several_handles_share_one_loop(void **state)
+{
+    enum {
+        HANDLES = 3,
+        EACH = 20
+    };
+    static answer as[HANDLES * EACH], after[HANDLES - 1];
+    const char *u = strcmp(url, "mem://") == 0 ? "mem://several" : url;
+    sluice *sl[HANDLES];
+    sluice_ruleset rs;
+    size_t h, i, allowed = 0;
+
+    (void)state;
+    loop_new();
+    for (h = 0; h < HANDLES; h++) {
+        sl[h] = open_url(u, "");
+        loop_attach(sl[h]);
+    }
+    assert_int_equal(sluice_ruleset_parse("fixed:30/1h", &rs, NULL, 0),
+                     SLUICE_OK);
+    /* In turns, so that every handle has some in flight at once. */
+    for (i = 0; i < EACH; i++)
+        for (h = 0; h < HANDLES; h++)
+            start(sl[h], "several", &rs, &as[h * EACH + i]);
+    for (h = 0; h < HANDLES; h++)
+        assert_int_equal(sluice_pending(sl[h]), EACH);
+    assert_true(run_until_done(as, HANDLES * EACH, 60000));
+    for (i = 0; i < HANDLES * EACH; i++) {
+        if (as[i].st != SLUICE_OK)
+            fail_msg("handle %zu, decision %zu: %s: %s", i / EACH, i % EACH,
+                     sluice_strerror(as[i].st), as[i].msg);
+        allowed += as[i].res.allowed;
+    }
+    assert_int_equal(allowed, 30);
+    sluice_close(sl[0]);
+    for (h = 1; h < HANDLES; h++)
+        start(sl[h], "several:after", &rs, &after[h - 1]);
+    assert_true(run_until_done(after, HANDLES - 1, 60000));
+    for (h = 1; h < HANDLES; h++) {
+        assert_int_equal(after[h - 1].st, SLUICE_OK);
+        assert_true(after[h - 1].res.allowed);
+        sluice_close(sl[h]);
+    }
+    loop_free();
+}
+
 /* ---- a frozen server ---- */
 
 static void server_of(const char *u, char *host, size_t len, int *port)
@@ -1409,6 +1459,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(the_deny_cache_answers_on_the_loop),
         cmocka_unit_test(an_acquire_waits_on_the_loop),
         cmocka_unit_test(closing_answers_what_is_in_flight),
+        cmocka_unit_test(several_handles_share_one_loop),
         cmocka_unit_test(grants_refunds_and_leases_on_the_loop),
         cmocka_unit_test(decisions_by_name_on_the_loop),
         cmocka_unit_test(overrides_on_the_loop),

@@ -317,6 +317,32 @@ expect_replay replay_overrides \
 {"t": 3, "op": "override", "limiter": "ovL", "client": "d", "override": "bogus"}
 {"t": 3, "op": "override", "limiter": "ovM", "client": "d", "override": "deny"}
 {"t": 3, "limiter": "ovL", "client": "d", "override": "deny"}'
+# Values that read back byte for byte (docs/CLI.md): bytes that are not
+# UTF-8 as NAME_hex, so the one-byte client 0xFF ("client_hex": "ff") is
+# not U+00FF ("\u00ff", bytes c3 bf); keys and names alike.
+expect_replay replay_hex_values \
+    '{"set": true}
+{"set": true}
+{"allowed": false, "limit": 0, "remaining": 0, "retry_after_ms": -1, "reset_after_ms": 0, "status": "denylisted"}
+{"allowed": true, "limit": 2, "remaining": 1, "retry_after_ms": -1, "reset_after_ms": 3599999}
+{"allowed": false, "limit": 0, "remaining": 0, "retry_after_ms": -1, "reset_after_ms": 0, "status": "denylisted"}
+{"allowed": true, "limit": 1, "remaining": 0, "retry_after_ms": -1, "reset_after_ms": 999}
+{"allowed": false, "limit": 1, "remaining": 0, "retry_after_ms": 999, "reset_after_ms": 999}
+{"allowed": true, "limit": 1, "remaining": 0, "retry_after_ms": -1, "reset_after_ms": 999}
+{"error": "input: \"client\" and \"client_hex\": give one of them"}
+{"error": "input: \"client_hex\" must be a string of hex digits, two a byte"}
+{"error": "input: \"key_hex\" must be a string of hex digits, two a byte"}' \
+    '{"t": 0, "op": "limiter_set", "limiter": "hxL", "rule": "fixed:2/1h"}
+{"t": 0, "op": "override", "limiter": "hxL", "client_hex": "ff", "override": "deny"}
+{"t": 1, "limiter": "hxL", "client_hex": "ff"}
+{"t": 1, "limiter": "hxL", "client": "\u00ff"}
+{"t": 1, "limiter_hex": "68784C", "client_hex": "FF"}
+{"t": 1, "key_hex": "ff00", "rule": "fixed:1/1s"}
+{"t": 1, "key_hex": "ff00", "rule": "fixed:1/1s"}
+{"t": 1, "key": "\u00ff\u0000", "rule": "fixed:1/1s"}
+{"t": 1, "limiter": "hxL", "client": "a", "client_hex": "61"}
+{"t": 1, "limiter": "hxL", "client_hex": "f"}
+{"t": 1, "key_hex": "zz", "rule": "fixed:1/1s"}'
 if [[ $url != mem://* ]]; then
     expect_exit limiter_define_keeps 0 "$bin" limiter define lim1 fixed:9/1h --url "$url"
     expect_text limiter_define_keeps_prints "$tmp/out" '"rules": "fixed:2/3600000ms", "keepalive_ms": 600000}$'
@@ -340,10 +366,15 @@ if [[ $url != mem://* ]]; then
     expect_exit overrides_list 0 "$bin" limiter overrides lim1 --url "$url"
     expect_text overrides_list_rules "$tmp/out" '^{"limiter": "lim1", "client": "p", "override": "fixed:5/3600000ms"}$'
     expect_text overrides_list_deny "$tmp/out" '"client": "bad", "override": "deny"}$'
+    # The line on stdout says why, not a limit of 0 that no rule has.
     expect_exit check_allowlisted 0 "$bin" check --limiter lim1 --client vip --url "$url"
     expect_text check_allowlisted_says "$tmp/err" '^sluice: allowlisted: '
+    expect_text check_allowlisted_prints "$tmp/out" '^allowed: the client is allow-listed, nothing counted$'
     expect_exit check_denylisted 3 "$bin" check --limiter lim1 --client bad --url "$url"
     expect_text check_denylisted_says "$tmp/err" '^sluice: denylisted: '
+    expect_text check_denylisted_prints "$tmp/out" '^denied: the client is deny-listed$'
+    expect_exit check_denylisted_peek 3 "$bin" check --peek --limiter lim1 --client bad --url "$url"
+    expect_text check_denylisted_peek_prints "$tmp/out" '^would be denied: the client is deny-listed$'
     expect_exit unoverride 0 "$bin" limiter unoverride lim1 bad --url "$url"
     expect_text unoverride_prints "$tmp/out" '^{"deleted": true}$'
     expect_exit unoverride_again 0 "$bin" limiter unoverride lim1 bad --url "$url"
@@ -353,6 +384,45 @@ if [[ $url != mem://* ]]; then
     expect_text override_bad_rules_says "$tmp/err" 'override "fixed:0/1h": expected rules, "unlimited" or "deny"'
     expect_exit override_no_kind 2 "$bin" limiter override lim1 p --url "$url"
     expect_exit override_no_limiter 3 "$bin" limiter override nope p deny --url "$url"
+    # overrides of a name with no rules: exit 3, as get
+    expect_exit overrides_no_limiter 3 "$bin" limiter overrides nope --url "$url"
+    expect_text overrides_no_limiter_says "$tmp/err" '^sluice: nolimiter: limiter "nope" has no rules stored'
+    expect_exit overrides_none 0 "$bin" limiter set lim0 fixed:1/1h --url "$url"
+    expect_exit overrides_none_listed 0 "$bin" limiter overrides lim0 --url "$url"
+    # One escaping that reads back: the one-byte client 0xFF, the four
+    # characters \xff and byte 1 are three clients, listed apart, and the
+    # listing fed to replay as override events sets them again as they were.
+    expect_exit esc_set 0 "$bin" limiter set esc fixed:2/1h --url "$url"
+    expect_exit esc_ff 0 "$bin" limiter override esc $'\xff' deny --url "$url"
+    expect_text esc_ff_prints "$tmp/out" '^{"limiter": "esc", "client_hex": "ff", "override": "deny"}$'
+    expect_exit esc_text 0 "$bin" limiter override esc '\xff' unlimited --url "$url"
+    expect_exit esc_one 0 "$bin" limiter override esc $'\x01' fixed:1/1h --url "$url"
+    expect_exit esc_list 0 "$bin" limiter overrides esc --url "$url"
+    sort "$tmp/out" >"$tmp/esc_listed"
+    expect_text esc_list_ff "$tmp/esc_listed" '^{"limiter": "esc", "client_hex": "ff", "override": "deny"}$'
+    expect_text esc_list_text "$tmp/esc_listed" '^{"limiter": "esc", "client": "\\\\xff", "override": "unlimited"}$'
+    expect_text esc_list_one "$tmp/esc_listed" '^{"limiter": "esc", "client": "\\u0001", "override": "fixed:1/3600000ms"}$'
+    for c in $'\xff' '\xff' $'\x01'; do
+        expect_exit esc_unoverride 0 "$bin" limiter unoverride esc "$c" --url "$url"
+        expect_text esc_unoverride_found "$tmp/out" '^{"deleted": true}$'
+    done
+    expect_replay esc_replayed '{"set": true}
+{"set": true}
+{"set": true}
+{"allowed": false, "limit": 0, "remaining": 0, "retry_after_ms": -1, "reset_after_ms": 0, "status": "denylisted"}
+{"allowed": true, "limit": 0, "remaining": 0, "retry_after_ms": -1, "reset_after_ms": 0, "status": "allowlisted"}' \
+        "$(sed 's/^{/{"t": 0, "op": "override", /' "$tmp/esc_listed")
+{\"t\": 1, \"limiter\": \"esc\", \"client_hex\": \"ff\"}
+{\"t\": 1, \"limiter\": \"esc\", \"client\": \"\\\\xff\"}"
+    expect_exit esc_relisted 0 "$bin" limiter overrides esc --url "$url"
+    sort "$tmp/out" >"$tmp/esc_relisted"
+    if cmp -s "$tmp/esc_listed" "$tmp/esc_relisted"; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL esc_round_trip: listed, replayed, listed again:"
+        diff "$tmp/esc_listed" "$tmp/esc_relisted"
+    fi
     expect_exit limiter_delete 0 "$bin" limiter delete lim1 --url "$url"
     expect_text limiter_delete_prints "$tmp/out" '^{"deleted": true}$'
     expect_exit check_by_name_deleted 2 "$bin" check --limiter lim1 --client a --url "$url"

@@ -159,6 +159,135 @@ static void memory_is_bounded_by_expiry(void **state)
     sluice_close(sl);
 }
 
+/* A store holds at most fallback_max_keys state entries (100,000 by
+ * default), the least recently used evicted past it: a key used all along
+ * keeps its count; one left unused since it was filled is forgotten, and
+ * admitted again. Rules that keep keys an hour, so that expiry frees none
+ * (without the bound: 120,000 entries held, 40 MB). */
+static void memory_is_bounded_by_max_keys(void **state)
+{
+    static const struct {
+        const char *url;
+        size_t max;
+    } cases[] = {{"mem://", 100000}, {"mem://?fallback_max_keys=1000", 1000}};
+    sluice_ruleset rs = rules("fixed:3/1h");
+    sluice_result r;
+    size_t c;
+
+    (void)state;
+    for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        vclock clk = {0};
+        sluice *sl = open_mem(cases[c].url, &clk);
+        size_t i, most = 0, n = cases[c].max + cases[c].max / 5;
+
+        for (i = 0; i < 3; i++) {
+            assert_int_equal(sluice_acquire(sl, "hot", 3, &rs, 1, &r),
+                             SLUICE_OK);
+            assert_int_equal(sluice_acquire(sl, "cold", 4, &rs, 1, &r),
+                             SLUICE_OK);
+        }
+        for (i = 0; i < n; i++) {
+            char key[32];
+
+            clk.t = (int64_t)(i / 100);
+            snprintf(key, sizeof(key), "user:%zu", i);
+            assert_int_equal(sluice_acquire(sl, key, strlen(key), &rs, 1, &r),
+                             SLUICE_OK);
+            /* A peek is a use too. */
+            if (i % 100 == 0)
+                assert_int_equal(sluice_peek(sl, "hot", 3, &rs, 1, &r),
+                                 SLUICE_OK);
+            if (sl_memory_count(sl_handle_state(sl)) > most)
+                most = sl_memory_count(sl_handle_state(sl));
+        }
+        printf("# %s: %zu keys a fixed:3/1h: at most %zu entries held\n",
+               cases[c].url, n, most);
+        assert_true(most <= cases[c].max);
+        assert_int_equal(sluice_acquire(sl, "hot", 3, &rs, 1, &r), SLUICE_OK);
+        assert_false(r.allowed);
+        assert_int_equal(sluice_acquire(sl, "cold", 4, &rs, 1, &r), SLUICE_OK);
+        assert_true(r.allowed);
+        sluice_close(sl);
+    }
+}
+
+/* The fallback store is bounded as mem:// is (fail=fallback against a
+ * server that refuses): a key filled there and left unused is forgotten
+ * once fallback_max_keys others came after it; with room, it is not. */
+static void the_fallback_store_is_bounded_too(void **state)
+{
+    static const char *const urls[] = {
+        "redis://127.0.0.1:1?fail=fallback&fallback_max_keys=50",
+        "redis://127.0.0.1:1?fail=fallback&fallback_max_keys=500"};
+    sluice_ruleset rs = rules("fixed:1/1h");
+    sluice_result r;
+    size_t u, i;
+
+    (void)state;
+    for (u = 0; u < 2; u++) {
+        vclock clk = {0};
+        sluice *sl = open_mem(urls[u], &clk);
+
+        assert_int_equal(sluice_acquire(sl, "a", 1, &rs, 1, &r), SLUICE_OK);
+        assert_true(r.allowed);
+        assert_int_equal(r.status, SLUICE_ECONNECT);
+        for (i = 0; i < 100; i++) {
+            char key[32];
+
+            snprintf(key, sizeof(key), "user:%zu", i);
+            assert_int_equal(sluice_acquire(sl, key, strlen(key), &rs, 1, &r),
+                             SLUICE_OK);
+            assert_int_equal(r.status, SLUICE_ECONNECT);
+        }
+        /* 50 kept: "a" evicted, admitted again; 500: still counted. */
+        assert_int_equal(sluice_acquire(sl, "a", 1, &rs, 1, &r), SLUICE_OK);
+        assert_int_equal(r.allowed, u == 0);
+        sluice_close(sl);
+    }
+}
+
+/* A bound below one request's entries (three rules and a block): the
+ * request keeps every entry it uses (none is evicted under it), and what
+ * it leaves is evicted by the next key's request. */
+static void a_request_keeps_its_entries_past_the_bound(void **state)
+{
+    vclock clk = {0};
+    sluice *sl = open_mem("mem://?fallback_max_keys=1", &clk);
+    sluice_ruleset rs = rules("fixed:2/1h,block=1m+sliding:3/1h+token:4/1h");
+    sluice_result r;
+    int i;
+
+    (void)state;
+    for (i = 0; i < 3; i++) {
+        assert_int_equal(sluice_acquire(sl, "a", 1, &rs, 1, &r), SLUICE_OK);
+        assert_int_equal(r.allowed, i < 2);
+        assert_true(sl_memory_count(sl_handle_state(sl)) <= 4);
+    }
+    assert_int_equal(sluice_acquire(sl, "b", 1, &rs, 1, &r), SLUICE_OK);
+    assert_true(r.allowed);
+    assert_true(sl_memory_count(sl_handle_state(sl)) <= 4);
+    /* a's entries, its block among them, went for b's. */
+    assert_int_equal(sluice_acquire(sl, "a", 1, &rs, 1, &r), SLUICE_OK);
+    assert_true(r.allowed);
+    sluice_close(sl);
+}
+
+/* One store, one bound: a handle that asks another of a named store is
+ * refused, naming the bound it has. */
+static void a_named_store_has_one_bound(void **state)
+{
+    sluice *a = open_mem("mem://bound?fallback_max_keys=10", NULL), *b = NULL;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(sluice_open("mem://bound?fallback_max_keys=20", NULL, &b,
+                                 err, sizeof(err)),
+                     SLUICE_EURL);
+    assert_non_null(strstr(err, "fallback_max_keys=10"));
+    sluice_close(open_mem("mem://bound?fallback_max_keys=10", NULL));
+    sluice_close(a);
+}
+
 /* An allocator that fails once `budget` allocations were served. */
 static long budget;
 
@@ -320,6 +449,10 @@ int main(void)
         cmocka_unit_test(named_stores_are_shared_and_private_ones_are_not),
         cmocka_unit_test(threads_on_one_store_admit_exactly_the_limit),
         cmocka_unit_test(memory_is_bounded_by_expiry),
+        cmocka_unit_test(memory_is_bounded_by_max_keys),
+        cmocka_unit_test(the_fallback_store_is_bounded_too),
+        cmocka_unit_test(a_named_store_has_one_bound),
+        cmocka_unit_test(a_request_keeps_its_entries_past_the_bound),
         cmocka_unit_test(allocation_failures_return_enomem_and_leak_nothing),
         cmocka_unit_test(a_batch_too_large_to_allocate_is_refused),
         cmocka_unit_test(expired_state_stays_gone_for_clocks_behind),

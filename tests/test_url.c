@@ -173,7 +173,7 @@ static void the_option_table_drives_the_parser_and_its_message(void **state)
         if (strstr(err, want) == NULL)
             fail_msg("the message does not name %s: %s", sl_url_option(i), err);
     }
-    assert_int_equal(i, 26);
+    assert_int_equal(i, 27);
 }
 
 /* Every form, with and without a query: the query never leaks into the
@@ -427,6 +427,49 @@ static void options_are_read_as_far_as_their_struct_size_says(void **state)
     assert_non_null(strstr(err, "does not know"));
 }
 
+/* A field of sluice_options out of its range is quoted in the message, as
+ * the URL's forms quote theirs ("option reserve_ms=70000: ..."). */
+static void out_of_range_options_are_quoted(void **state)
+{
+    static const struct {
+        const char *field, *quote;
+    } cases[] = {
+        {"fail", "options.fail=7: expected SLUICE_FAIL_ERROR"},
+        {"fallback_instances", "options.fallback_instances=10001: expected "
+                               "1..10000"},
+        {"rules_cache_ms", "options.rules_cache_ms=86400001: expected at "
+                           "most 86400000"},
+        {"reserve_ms", "options.reserve_ms=70000: expected 0..60000 ms"},
+        {"reserve_ms", "options.reserve_ms=-1: expected 0..60000 ms"},
+        {"reserve_share", "options.reserve_share=51: expected 1..50 percent"},
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        sluice_options o;
+        char err[512] = "";
+        sl_url u;
+
+        sluice_options_init(&o);
+        if (strcmp(cases[i].field, "fail") == 0)
+            o.fail = (sluice_fail_policy)7;
+        else if (strcmp(cases[i].field, "fallback_instances") == 0)
+            o.fallback_instances = 10001;
+        else if (strcmp(cases[i].field, "rules_cache_ms") == 0)
+            o.rules_cache_ms = 86400001;
+        else if (strcmp(cases[i].field, "reserve_ms") == 0)
+            o.reserve_ms = strstr(cases[i].quote, "=-1") ? -1 : 70000;
+        else
+            o.reserve_share = 51;
+        assert_int_equal(sl_url_parse("mem://", &o, &u, err, sizeof(err)),
+                         SLUICE_EURL);
+        if (strstr(err, cases[i].quote) == NULL)
+            fail_msg("options.%s: want \"%s\" in: %s", cases[i].field,
+                     cases[i].quote, err);
+    }
+}
+
 static void credentials_come_from_options_when_the_url_has_none(void **state)
 {
     sluice_options o;
@@ -648,6 +691,7 @@ int main(void)
         cmocka_unit_test(percent_escapes_are_two_hex_digits_and_never_nul),
         cmocka_unit_test(credentials_come_from_options_when_the_url_has_none),
         cmocka_unit_test(options_are_read_as_far_as_their_struct_size_says),
+        cmocka_unit_test(out_of_range_options_are_quoted),
         cmocka_unit_test(open_reports_bad_urls_and_unreachable_servers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

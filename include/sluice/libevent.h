@@ -16,6 +16,14 @@
 #include <sluice.h>
 #include <stdlib.h>
 
+/* C++ services include this header too: their casts, so that it compiles
+ * clean under g++ -Wold-style-cast -Wuseless-cast. Undefined at the end. */
+#ifdef __cplusplus
+#define SLUICE_EV_CAST(T, v) (static_cast<T>(v))
+#else
+#define SLUICE_EV_CAST(T, v) ((T)(v))
+#endif
+
 typedef struct sluice_libevent_fd {
     int fd;
     struct event *ev; /* NULL: a free slot */
@@ -31,16 +39,18 @@ typedef struct sluice_libevent {
 
 static void sluice_libevent_on_fd(evutil_socket_t fd, short what, void *arg)
 {
-    sluice_libevent *le = (sluice_libevent *)arg;
+    sluice_libevent *le = SLUICE_EV_CAST(sluice_libevent *, arg);
 
-    sluice_socket_action(le->sl, (int)fd,
+    /* evutil_socket_t is int on POSIX systems, the only ones sluice runs
+     * on. */
+    sluice_socket_action(le->sl, fd,
                          ((what & EV_READ) ? SLUICE_WATCH_IN : 0) |
                              ((what & EV_WRITE) ? SLUICE_WATCH_OUT : 0));
 }
 
 static void sluice_libevent_on_timer(evutil_socket_t fd, short what, void *arg)
 {
-    sluice_libevent *le = (sluice_libevent *)arg;
+    sluice_libevent *le = SLUICE_EV_CAST(sluice_libevent *, arg);
 
     (void)fd;
     (void)what;
@@ -49,10 +59,11 @@ static void sluice_libevent_on_timer(evutil_socket_t fd, short what, void *arg)
 
 static void sluice_libevent_watch(void *data, int fd, int events)
 {
-    sluice_libevent *le = (sluice_libevent *)data;
+    sluice_libevent *le = SLUICE_EV_CAST(sluice_libevent *, data);
     sluice_libevent_fd *slot = NULL;
-    short what = (short)(((events & SLUICE_WATCH_IN) ? EV_READ : 0) |
-                         ((events & SLUICE_WATCH_OUT) ? EV_WRITE : 0));
+    short what =
+        SLUICE_EV_CAST(short, ((events & SLUICE_WATCH_IN) ? EV_READ : 0) |
+                                  ((events & SLUICE_WATCH_OUT) ? EV_WRITE : 0));
     size_t i;
 
     for (i = 0; i < le->nfds; i++) {
@@ -73,7 +84,8 @@ static void sluice_libevent_watch(void *data, int fd, int events)
             slot = &le->fds[i];
     if (slot == NULL) {
         sluice_libevent_fd *p =
-            (sluice_libevent_fd *)realloc(le->fds, (le->nfds + 4) * sizeof(*p));
+            SLUICE_EV_CAST(sluice_libevent_fd *,
+                           realloc(le->fds, (le->nfds + 4) * sizeof(*p)));
 
         if (p == NULL)
             abort(); /* cannot watch the socket: nothing sound is left */
@@ -84,7 +96,7 @@ static void sluice_libevent_watch(void *data, int fd, int events)
         le->nfds += 4;
     }
     slot->fd = fd;
-    slot->ev = event_new(le->base, fd, (short)(what | EV_PERSIST),
+    slot->ev = event_new(le->base, fd, SLUICE_EV_CAST(short, what | EV_PERSIST),
                          sluice_libevent_on_fd, le);
     if (slot->ev == NULL || event_add(slot->ev, NULL) != 0)
         abort();
@@ -92,21 +104,23 @@ static void sluice_libevent_watch(void *data, int fd, int events)
 
 static void sluice_libevent_timer(void *data, int64_t timeout_ms)
 {
-    sluice_libevent *le = (sluice_libevent *)data;
+    sluice_libevent *le = SLUICE_EV_CAST(sluice_libevent *, data);
     struct timeval tv;
 
     if (timeout_ms < 0) {
         event_del(le->timer);
         return;
     }
-    tv.tv_sec = (time_t)(timeout_ms / 1000);
-    tv.tv_usec = (suseconds_t)((timeout_ms % 1000) * 1000);
+    /* In long long, so that neither cast is to the type it casts (time_t
+     * and suseconds_t are often int64_t's type): g++ -Wuseless-cast. */
+    tv.tv_sec = SLUICE_EV_CAST(time_t, timeout_ms / 1000LL);
+    tv.tv_usec = SLUICE_EV_CAST(suseconds_t, (timeout_ms % 1000LL) * 1000LL);
     event_add(le->timer, &tv);
 }
 
 static void sluice_libevent_cleanup(void *data)
 {
-    sluice_libevent *le = (sluice_libevent *)data;
+    sluice_libevent *le = SLUICE_EV_CAST(sluice_libevent *, data);
     size_t i;
 
     for (i = 0; i < le->nfds; i++)
@@ -121,7 +135,8 @@ static void sluice_libevent_cleanup(void *data)
 static inline sluice_status sluice_libevent_attach(sluice *sl,
                                                    struct event_base *base)
 {
-    sluice_libevent *le = (sluice_libevent *)calloc(1, sizeof(*le));
+    sluice_libevent *le =
+        SLUICE_EV_CAST(sluice_libevent *, calloc(1, sizeof(*le)));
     sluice_loop loop;
     sluice_status st;
 
@@ -143,5 +158,7 @@ static inline sluice_status sluice_libevent_attach(sluice *sl,
         sluice_libevent_cleanup(le);
     return st;
 }
+
+#undef SLUICE_EV_CAST
 
 #endif /* SLUICE_LIBEVENT_H */

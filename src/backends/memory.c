@@ -1,70 +1,23 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* memory.c - the in-process backend: a hash table of limiter state behind
- * one mutex, private to a handle (mem://) or shared by name (mem://NAME),
- * with memory bounded by expiry on the handle's clock. */
+/* memory.c - the in-process backend: decisions on a table of limiter
+ * state (memtab.c) behind one mutex, private to a handle (mem://) or shared
+ * by name (mem://NAME), its memory bounded by expiry on the handle's clock
+ * and by fallback_max_keys=. */
 #include "algo.h"
 #include "backend.h"
-#include "backends/overtab.h"
+#include "backends/memtab.h"
 #include "store.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-/* One stored key: the state of one rule of one limited key. */
-typedef struct entry {
-    struct entry *next;
-    uint64_t hash;
-    char *key;
-    size_t key_len;
-    int64_t expires_at; /* clock ms; the entry is empty from then on */
-    sluice_algorithm algorithm;
-    union {
-        struct { /* fixed, sliding: counts by window index, ascending */
-            int64_t *idx;
-            int64_t *count;
-            size_t n, cap;
-        } win;
-        struct { /* token, gcra */
-            bool has;
-            int64_t x, d;
-        } bucket;
-        struct { /* log: entries oldest first, live from head */
-            sl_log_entry *e;
-            size_t head, n, cap;
-        } log;
-        struct { /* a named limiter's rules (algorithm 0) */
-            char *v;
-            size_t n;
-            int64_t keepalive; /* ms; 0: none */
-            sl_overtab over;   /* its overrides: they live and go with it */
-        } blob;
-        struct { /* a key's block (algorithm 98): its end */
-            int64_t end;
-        } block;
-        struct { /* a key's leases (algorithm 99), unordered */
-            struct lease {
-                char id[24];
-                int64_t end;
-            } * l;
-            size_t n, cap;
-        } leases;
-    } u;
-} entry;
+typedef sl_memtab_entry entry;
+typedef sl_memtab store;
 
-#define BLOB   ((sluice_algorithm)0)
-#define LEASES ((sluice_algorithm)99)
-#define BLOCK  ((sluice_algorithm)98)
-
-typedef struct store {
-    pthread_mutex_t lock;
-    entry **buckets;
-    size_t nbuckets, count, gc_at;
-    /* Named stores only: registry link and handle count. */
-    struct store *next;
-    char name[128];
-    size_t refs;
-} store;
+#define BLOB   SL_MEMTAB_RULES
+#define LEASES SL_MEMTAB_LEASES
+#define BLOCK  SL_MEMTAB_BLOCK
 
 /* What a handle holds: its store and its key prefix. */
 typedef struct handle {
@@ -76,70 +29,24 @@ typedef struct handle {
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static store *registry; /* named stores: shared by handles of one process */
 
-/* The family of state an entry holds (store.h); 0 for rules and leases. */
 static sl_family family_of(const entry *e)
 {
-    return sl_store_of(e->algorithm).family;
+    return sl_memtab_family(e);
 }
 
-static void entry_free(entry *e)
-{
-    if (family_of(e) == SL_FAMILY_WINDOW) {
-        sl_free(e->u.win.idx);
-        sl_free(e->u.win.count);
-    } else if (family_of(e) == SL_FAMILY_LOG) {
-        sl_free(e->u.log.e);
-    } else if (e->algorithm == BLOB) {
-        sl_free(e->u.blob.v);
-        sl_overtab_free(&e->u.blob.over);
-    } else if (e->algorithm == LEASES) {
-        sl_free(e->u.leases.l);
-    }
-    sl_free(e->key);
-    sl_free(e);
-}
-
-static store *store_new(const char *name)
-{
-    store *s = sl_calloc(1, sizeof(*s));
-
-    if (s == NULL)
-        return NULL;
-    s->nbuckets = 64;
-    s->buckets = sl_calloc(s->nbuckets, sizeof(*s->buckets));
-    if (s->buckets == NULL || pthread_mutex_init(&s->lock, NULL) != 0) {
-        sl_free(s->buckets);
-        sl_free(s);
-        return NULL;
-    }
-    s->gc_at = 1024;
-    s->refs = 1;
-    strcpy(s->name, name);
-    return s;
-}
-
-static void store_free(store *s)
-{
-    size_t i;
-
-    for (i = 0; i < s->nbuckets; i++) {
-        entry *e = s->buckets[i], *next;
-
-        for (; e != NULL; e = next) {
-            next = e->next;
-            entry_free(e);
-        }
-    }
-    pthread_mutex_destroy(&s->lock);
-    sl_free(s->buckets);
-    sl_free(s);
-}
+/* fallback_max_keys's default: 18 to 32 MB of state (177 to 321 bytes an
+ * entry with its key, measured; docs/PRODUCTION.md), where without a bound
+ * a flood of new keys grew a store until they expired, an hour or a day
+ * later on such rules. */
+#define DEFAULT_MAX_KEYS 100000
 
 static sluice_status memory_open(const sl_url *url, sl_engine *eng,
                                  void **state, char *err, size_t err_len)
 {
     store *s;
     handle *h = sl_calloc(1, sizeof(*h));
+    int64_t cap = url->cfg.fallback_max_keys;
+    size_t max_keys = cap > 0 ? (size_t)cap : cap == 0 ? DEFAULT_MAX_KEYS : 0;
 
     (void)eng;
     if (h == NULL) {
@@ -148,15 +55,25 @@ static sluice_status memory_open(const sl_url *url, sl_engine *eng,
     }
 
     if (url->name[0] == '\0') {
-        s = store_new("");
+        s = sl_memtab_new("", max_keys);
     } else {
         pthread_mutex_lock(&registry_lock);
         for (s = registry; s != NULL; s = s->next)
             if (strcmp(s->name, url->name) == 0)
                 break;
+        if (s != NULL && s->max_keys != max_keys) {
+            /* One store, one bound: a second would hold for no one. */
+            pthread_mutex_unlock(&registry_lock);
+            sl_free(h);
+            sl_errf(err, err_len,
+                    "memory: mem://%s is open with fallback_max_keys=%zu; "
+                    "give every handle on it the same",
+                    url->name, s->max_keys);
+            return SLUICE_EURL;
+        }
         if (s != NULL) {
             s->refs++;
-        } else if ((s = store_new(url->name)) != NULL) {
+        } else if ((s = sl_memtab_new(url->name, max_keys)) != NULL) {
             s->next = registry;
             registry = s;
         }
@@ -184,7 +101,7 @@ static void memory_close(void *state)
     s = h->s;
     sl_free(h);
     if (s->name[0] == '\0') {
-        store_free(s);
+        sl_memtab_free(s);
         return;
     }
     pthread_mutex_lock(&registry_lock);
@@ -195,104 +112,9 @@ static void memory_close(void *state)
                 break;
             }
         }
-        store_free(s);
+        sl_memtab_free(s);
     }
     pthread_mutex_unlock(&registry_lock);
-}
-
-static entry **find_slot(store *s, const char *key, size_t len, uint64_t h)
-{
-    entry **pp = &s->buckets[h & (s->nbuckets - 1)];
-
-    for (; *pp != NULL; pp = &(*pp)->next)
-        if ((*pp)->hash == h && (*pp)->key_len == len &&
-            memcmp((*pp)->key, key, len) == 0)
-            return pp;
-    return pp;
-}
-
-/* Drops every entry that has expired by now; grows the table. */
-static void store_gc(store *s, int64_t now)
-{
-    size_t i, nb = s->nbuckets;
-    entry **grown = NULL;
-
-    for (i = 0; i < nb; i++) {
-        entry **pp = &s->buckets[i];
-
-        while (*pp != NULL) {
-            entry *e = *pp;
-
-            if (e->expires_at <= now) {
-                *pp = e->next;
-                entry_free(e);
-                s->count--;
-            } else {
-                pp = &e->next;
-            }
-        }
-    }
-    if (s->count > nb && (grown = sl_calloc(nb * 2, sizeof(*grown))) != NULL) {
-        for (i = 0; i < nb; i++) {
-            entry *e = s->buckets[i], *next;
-
-            for (; e != NULL; e = next) {
-                next = e->next;
-                e->next = grown[e->hash & (nb * 2 - 1)];
-                grown[e->hash & (nb * 2 - 1)] = e;
-            }
-        }
-        sl_free(s->buckets);
-        s->buckets = grown;
-        s->nbuckets = nb * 2;
-    }
-    s->gc_at = s->count * 2 > 1024 ? s->count * 2 : 1024;
-}
-
-/* Finds the live entry of key, or NULL. An entry found expired is
- * dropped: expiry goes one way, as a Redis key's does, so a request on a
- * clock behind never finds again what one ahead found gone. */
-static entry *lookup(store *s, const char *key, size_t len, int64_t now)
-{
-    entry **pp = find_slot(s, key, len, sl_hash64(key, len)), *e = *pp;
-
-    if (e != NULL && e->expires_at <= now) {
-        *pp = e->next;
-        entry_free(e);
-        s->count--;
-        return NULL;
-    }
-    return e;
-}
-
-/* Finds or creates key's entry, emptied if it had expired. */
-static entry *obtain(store *s, const char *key, size_t len, sluice_algorithm a,
-                     int64_t now)
-{
-    uint64_t h = sl_hash64(key, len);
-    entry **pp = find_slot(s, key, len, h), *e = *pp;
-
-    if (e != NULL && e->expires_at <= now) {
-        *pp = e->next;
-        entry_free(e);
-        s->count--;
-        e = NULL;
-        pp = find_slot(s, key, len, h);
-    }
-    if (e != NULL)
-        return e;
-    e = sl_calloc(1, sizeof(*e));
-    if (e == NULL || (e->key = sl_memdup(key, len)) == NULL) {
-        sl_free(e);
-        return NULL;
-    }
-    e->hash = h;
-    e->key_len = len;
-    e->algorithm = a;
-    e->expires_at = now;
-    *pp = e;
-    s->count++;
-    return e;
 }
 
 /* A reset: a bucket or log goes whole; a window rule loses the windows
@@ -301,7 +123,7 @@ static entry *obtain(store *s, const char *key, size_t len, sluice_algorithm a,
 static void reset_key(store *s, const char *key, size_t len,
                       const sluice_rule *r, int64_t t)
 {
-    entry **pp = find_slot(s, key, len, sl_hash64(key, len)), *e = *pp;
+    entry *e = sl_memtab_lookup(s, key, len, t);
     int64_t k, to_end;
     size_t i, o = 0;
 
@@ -319,9 +141,7 @@ static void reset_key(store *s, const char *key, size_t len,
         if (o > 0)
             return;
     }
-    *pp = e->next;
-    entry_free(e);
-    s->count--;
+    sl_memtab_drop(s, e);
 }
 
 /* Where window k is, or where it goes (found: *at holds it). Windows are
@@ -527,13 +347,13 @@ static sluice_status lease_request(store *s, const handle *h,
                              rq->prefix != NULL ? rq->prefix : h->prefix,
                              rq->key, rq->key_len);
     int64_t t = rq->now_ms, first = -1, last = -1;
-    entry *e = lookup(s, key, kl, t);
+    entry *e = sl_memtab_lookup(s, key, kl, t);
     size_t i, o = 0;
 
     out->status = SLUICE_OK;
     if (e != NULL) {
         for (i = 0; i < e->u.leases.n; i++) {
-            struct lease *l = &e->u.leases.l[i];
+            struct sl_memtab_lease *l = &e->u.leases.l[i];
 
             if (rq->op == SL_OP_LEASE_RELEASE ? strcmp(l->id, rq->lease.id) == 0
                                               : l->end <= t)
@@ -549,11 +369,11 @@ static sluice_status lease_request(store *s, const handle *h,
     if (!sl_lease_decide(t, rq->lease.max, rq->lease.lease_ms, (int64_t)o,
                          first, last, out))
         return SLUICE_OK;
-    if (e == NULL && (e = obtain(s, key, kl, LEASES, t)) == NULL)
+    if (e == NULL && (e = sl_memtab_obtain(s, key, kl, LEASES, t)) == NULL)
         goto nomem;
     if (e->u.leases.n == e->u.leases.cap) {
         size_t cap = e->u.leases.cap ? e->u.leases.cap * 2 : 4;
-        struct lease *l = sl_realloc(e->u.leases.l, cap * sizeof(*l));
+        struct sl_memtab_lease *l = sl_realloc(e->u.leases.l, cap * sizeof(*l));
 
         if (l == NULL)
             goto nomem;
@@ -581,7 +401,7 @@ static sluice_status rules_request(store *s, const handle *h,
                              rq->prefix != NULL ? rq->prefix : h->prefix,
                              rq->key, rq->key_len);
     int64_t t = rq->now_ms;
-    entry *e = lookup(s, key, kl, t);
+    entry *e = sl_memtab_lookup(s, key, kl, t);
     char *v;
 
     out->status = SLUICE_OK;
@@ -599,7 +419,7 @@ static sluice_status rules_request(store *s, const handle *h,
     }
     if (rq->op == SL_OP_RULES_PUT && (e == NULL || !rq->stored.if_absent)) {
         if ((v = sl_memdup(rq->stored.value, rq->stored.value_len)) == NULL ||
-            (e = obtain(s, key, kl, BLOB, t)) == NULL) {
+            (e = sl_memtab_obtain(s, key, kl, BLOB, t)) == NULL) {
             sl_free(v);
             sl_errf(err, err_len, "memory: out of memory storing rules");
             return SLUICE_ENOMEM;
@@ -650,7 +470,7 @@ static sluice_status decide_request(store *s, const handle *h,
             reset_key(s, keys[i], lens[i], &rs->rules[i], t);
             continue;
         }
-        es[i] = lookup(s, keys[i], lens[i], t);
+        es[i] = sl_memtab_lookup(s, keys[i], lens[i], t);
         view_of(es[i], &rs->rules[i], t, &views[i]);
     }
     if (rq->op == SL_OP_RESET) {
@@ -681,7 +501,7 @@ static sluice_status decide_request(store *s, const handle *h,
     }
     if (blocks) {
         bl = sl_key_block(bkey, sizeof(bkey), prefix, rq->key, rq->key_len);
-        be = lookup(s, bkey, bl, t);
+        be = sl_memtab_lookup(s, bkey, bl, t);
         end = be != NULL ? be->u.block.end : -1;
     }
     if (rq->op == SL_OP_AT_MOST) {
@@ -696,7 +516,7 @@ static sluice_status decide_request(store *s, const handle *h,
     if (new_end != end) {
         /* Started or extended: kept a longest block past its end, as a
          * Redis backend's key lives (its TTL only collects garbage). */
-        if ((be = obtain(s, bkey, bl, BLOCK, t)) == NULL) {
+        if ((be = sl_memtab_obtain(s, bkey, bl, BLOCK, t)) == NULL) {
             sl_errf(err, err_len, "memory: out of memory storing a block");
             return SLUICE_ENOMEM;
         }
@@ -711,7 +531,8 @@ charge:
      * live entry found above is the one to charge. */
     for (i = 0; i < rs->count; i++) {
         if (es[i] == NULL)
-            es[i] = obtain(s, keys[i], lens[i], rs->rules[i].algorithm, t);
+            es[i] = sl_memtab_obtain(s, keys[i], lens[i],
+                                     rs->rules[i].algorithm, t);
         if (es[i] == NULL || !reserve(es[i])) {
             sl_errf(err, err_len, "memory: out of memory storing a charge");
             return SLUICE_ENOMEM;
@@ -746,8 +567,7 @@ sluice_status sl_memory_decide(void *state, const sl_request *reqs, size_t n,
 
     pthread_mutex_lock(&s->lock);
     for (i = 0; i < n && st == SLUICE_OK; i++) {
-        if (s->count >= s->gc_at)
-            store_gc(s, reqs[i].now_ms);
+        sl_memtab_begin(s, reqs[i].now_ms);
         if ((reqs[i].op >= SL_OP_RULES_GET && reqs[i].op <= SL_OP_RULES_DEL) ||
             reqs[i].op >= SL_OP_OVER_SET)
             st = rules_request(s, h, &reqs[i], &out[i], err, err_len);

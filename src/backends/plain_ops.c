@@ -407,14 +407,14 @@ static size_t bucket_write(sl_plain *p, unit *u, size_t i)
 }
 
 /* A refund's write: the state after it, when there is one, its TTL
- * kept. */
+ * kept; none for a refund of 0, which changes nothing. */
 static size_t bucket_refund(sl_plain *p, unit *u, size_t i)
 {
     const sl_state_view *s = &u->views[i];
     char key[KEYBUF], packed[SL_BUCKET_LEN];
     size_t kl;
 
-    if (!s->has)
+    if (!s->has || u->rq->decide.cost == 0)
         return 0;
     kl = rule_key(p, u, i, 0, key);
     sl_bucket_pack(packed, s->x, s->d, u->io[i].keep);

@@ -128,6 +128,12 @@ decided:
     if (a.json) {
         cli_print_result(stdout, &res, a.limiter == NULL ? rs.count : 0, true,
                          NULL);
+    } else if (res.status == SLUICE_ALLOWLISTED) {
+        /* No rule was read: the numbers would be zeros, not a limit. */
+        printf("%sallowed: the client is allow-listed, nothing counted\n",
+               would);
+    } else if (res.status == SLUICE_DENYLISTED) {
+        printf("%sdenied: the client is deny-listed\n", would);
     } else if (res.allowed) {
         printf("%sallowed: %lld of %lld left, full again in %lld ms\n", would,
                (long long)res.remaining, (long long)res.limit,

@@ -338,6 +338,65 @@ static int settle_fields(jsonl_event *ev, bool tamed, const char *line,
     return 0;
 }
 
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* A value given as NAME_hex (jsonl_field: bytes that are not UTF-8 have
+ * no JSON string) becomes NAME in the document, its bytes decoded, as if
+ * it had been given so; giving both is bad input. Returns 0, or -1 with
+ * err written and the event emptied. */
+static int unhex_fields(jsonl_event *ev, char *err, size_t err_len)
+{
+    static const char *const names[] = {"key", "limiter", "client"};
+    size_t i, k, n;
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        char hex_name[16], *bytes;
+        const char *h;
+        json_t *jh, *js;
+        bool bad;
+
+        snprintf(hex_name, sizeof(hex_name), "%s_hex", names[i]);
+        if ((jh = json_object_get(ev->doc, hex_name)) == NULL)
+            continue;
+        if (json_object_get(ev->doc, names[i]) != NULL)
+            return fail(ev, err, err_len, "input",
+                        "\"%s\" and \"%s\": give one of them", names[i],
+                        hex_name);
+        h = json_string_value(jh);
+        n = json_string_length(jh);
+        bad = h == NULL || n % 2 != 0;
+        for (k = 0; !bad && k < n; k++)
+            bad = hex_digit(h[k]) < 0;
+        if (bad)
+            return fail(ev, err, err_len, "input",
+                        "\"%s\" must be a string of hex digits, two a byte",
+                        hex_name);
+        if ((bytes = malloc(n / 2 + 1)) == NULL)
+            return fail(ev, err, err_len, "input", "out of memory for \"%s\"",
+                        hex_name);
+        for (k = 0; k < n / 2; k++)
+            bytes[k] =
+                (char)(hex_digit(h[2 * k]) * 16 + hex_digit(h[2 * k + 1]));
+        /* Not checked as UTF-8: that is what the hex form is for. */
+        js = json_stringn_nocheck(bytes, n / 2);
+        free(bytes);
+        if (js == NULL || json_object_set_new(ev->doc, names[i], js) != 0)
+            return fail(ev, err, err_len, "input", "out of memory for \"%s\"",
+                        hex_name);
+        json_object_del(ev->doc, hex_name);
+    }
+    return 0;
+}
+
 int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
                 size_t err_len)
 {
@@ -385,15 +444,20 @@ int jsonl_parse(const char *line, size_t len, jsonl_event *ev, char *err,
             strcmp(name, "client") != 0 && strcmp(name, "max") != 0 &&
             strcmp(name, "lease_ms") != 0 && strcmp(name, "lease") != 0 &&
             strcmp(name, "reserved") != 0 && strcmp(name, "actual") != 0 &&
-            strcmp(name, "override") != 0) {
+            strcmp(name, "override") != 0 && strcmp(name, "key_hex") != 0 &&
+            strcmp(name, "limiter_hex") != 0 &&
+            strcmp(name, "client_hex") != 0) {
             show(q, sizeof(q), name, strlen(name));
             return fail(ev, err, err_len, "input",
                         "unknown field %s (known: t, key, rule, limiter, "
                         "client, cost, op, max, lease_ms, lease, reserved, "
-                        "actual, override)",
+                        "actual, override, key_hex, limiter_hex, "
+                        "client_hex)",
                         q);
         }
     }
+    if (unhex_fields(ev, err, err_len) != 0)
+        return -1;
     jt = json_object_get(ev->doc, "t");
     jkey = json_object_get(ev->doc, "key");
     jrule = json_object_get(ev->doc, "rule");
@@ -557,7 +621,10 @@ static size_t utf8_char(const unsigned char *s, size_t n)
     return len;
 }
 
-size_t jsonl_quote(char *dst, size_t dst_len, const char *s, size_t n)
+/* jsonl_quote, or with whole set: 0 (dst "") where the value would be
+ * cut. */
+static size_t quote(char *dst, size_t dst_len, const char *s, size_t n,
+                    bool whole)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0, o = 0;
@@ -589,6 +656,10 @@ size_t jsonl_quote(char *dst, size_t dst_len, const char *s, size_t n)
         }
         /* Room for the unit, then "...", the quote and the terminator. */
         if (o + ulen + 5 > dst_len) {
+            if (whole) {
+                dst[0] = '\0';
+                return 0;
+            }
             memcpy(dst + o, "...", 3);
             o += 3;
             break;
@@ -600,4 +671,41 @@ size_t jsonl_quote(char *dst, size_t dst_len, const char *s, size_t n)
     dst[o++] = '"';
     dst[o] = '\0';
     return o;
+}
+
+size_t jsonl_quote(char *dst, size_t dst_len, const char *s, size_t n)
+{
+    return quote(dst, dst_len, s, n, false);
+}
+
+size_t jsonl_field(char *dst, size_t dst_len, const char *name, const char *s,
+                   size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i, o, k;
+    bool utf8 = true;
+
+    for (i = 0; utf8 && i < n; i += k)
+        utf8 = (k = utf8_char(u + i, n - i)) > 0;
+    o = (size_t)snprintf(dst, dst_len, "\"%s%s\": ", name, utf8 ? "" : "_hex");
+    if (o >= dst_len)
+        goto cut;
+    if (utf8) {
+        if ((k = quote(dst + o, dst_len - o, s, n, true)) == 0)
+            goto cut;
+        return o + k;
+    }
+    if (o + 2 * n + 3 > dst_len)
+        goto cut;
+    dst[o++] = '"';
+    for (i = 0; i < n; i++) {
+        dst[o++] = "0123456789abcdef"[u[i] >> 4];
+        dst[o++] = "0123456789abcdef"[u[i] & 15];
+    }
+    dst[o++] = '"';
+    dst[o] = '\0';
+    return o;
+cut:
+    dst[0] = '\0';
+    return 0;
 }

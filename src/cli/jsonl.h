@@ -30,7 +30,7 @@ typedef enum jsonl_op {
 typedef struct jsonl_event {
     jsonl_op op;      /* default JSONL_ACQUIRE */
     int64_t t;        /* virtual time: 0 .. 2^53 - 1 ms */
-    const char *key;  /* key_len bytes of UTF-8, NUL bytes included */
+    const char *key;  /* key_len bytes (UTF-8 unless key_hex), NUL included */
     size_t key_len;   /* not checked against the cap: the library does */
     const char *rule; /* terminated, no NUL inside; NULL: none given */
     int64_t cost;     /* 1 .. 10^9; 1 for a reset, which ignores it */
@@ -69,10 +69,20 @@ void jsonl_event_free(jsonl_event *ev);
 bool jsonl_blank(const char *line, size_t len);
 
 /* Writes s (n bytes) as a JSON string literal, quotes included, into dst
- * and terminates it; returns its length. The literal is always valid JSON
- * and UTF-8: bytes that are not UTF-8 appear as the text \xNN, and a value
- * too long for dst is cut at a character and ends with "...". dst_len must
- * be at least 16. */
+ * and terminates it; returns its length. For text a person reads (a
+ * message): the literal is always valid JSON and UTF-8, bytes that are not
+ * UTF-8 appear as the text \xNN, and a value too long for dst is cut at a
+ * character and ends with "...". dst_len must be at least 16. */
 size_t jsonl_quote(char *dst, size_t dst_len, const char *s, size_t n);
+
+/* Writes the member `"name": VALUE` for a value a program reads back byte
+ * for byte (a limiter's name, a client id, a key): a JSON string with
+ * JSON's own escapes when its n bytes are UTF-8 (byte 1 is \u0001, the
+ * text \xff is "\\xff"), else `"name_hex": "ff01"`, two lowercase hex
+ * digits a byte, since a JSON string holds only UTF-8. jsonl_parse reads
+ * key_hex, limiter_hex and client_hex so. Returns the length written, or
+ * 0 (dst "") when dst_len is too small: a value is never cut. */
+size_t jsonl_field(char *dst, size_t dst_len, const char *name, const char *s,
+                   size_t n);
 
 #endif /* SLUICE_CLI_JSONL_H */

@@ -9,16 +9,17 @@
 #include <stdio.h>
 #include <string.h>
 
-/* {"limiter": NAME, "rules": TEXT, "keepalive_ms": N} */
+/* {"limiter": NAME, "rules": TEXT, "keepalive_ms": N}, the name in a
+ * member that reads back byte for byte (jsonl_field). */
 static void print_limiter_json(const char *name, const sluice_ruleset *rs,
                                long long keepalive)
 {
-    char text[600], qn[6 * 1024 + 16];
+    char text[600], qn[6 * 1024 + 32];
 
     sluice_ruleset_format(rs, text, sizeof(text));
-    jsonl_quote(qn, sizeof(qn), name, strlen(name));
-    printf("{\"limiter\": %s, \"rules\": \"%s\", \"keepalive_ms\": %lld}\n", qn,
-           text, keepalive);
+    jsonl_field(qn, sizeof(qn), "limiter", name, strlen(name));
+    printf("{%s, \"rules\": \"%s\", \"keepalive_ms\": %lld}\n", qn, text,
+           keepalive);
 }
 
 /* sluice limiter define|set NAME RULE | get|delete NAME [options] */

@@ -22,24 +22,56 @@ static void override_text(const sluice_limiter_override *ov, char *dst,
                                                        : "none");
 }
 
-/* {"limiter": NAME, "client": CLIENT, "override": TEXT} */
-static int print_override(void *arg, const void *client, size_t client_len,
-                          const sluice_limiter_override *ov)
+/* {"limiter": NAME, "client": CLIENT, "override": TEXT}, the name and the
+ * client in members that read back byte for byte (jsonl_field). */
+static void print_override(const char *name, const void *client,
+                           size_t client_len, const sluice_limiter_override *ov)
 {
-    const char *name = arg;
-    char text[600], qn[6 * 1024 + 16], qc[6 * 1024 + 16];
+    char text[600], qn[6 * 1024 + 32], qc[6 * 1024 + 32];
 
     override_text(ov, text, sizeof(text));
-    jsonl_quote(qn, sizeof(qn), name, strlen(name));
-    jsonl_quote(qc, sizeof(qc), client, client_len);
-    printf("{\"limiter\": %s, \"client\": %s, \"override\": \"%s\"}\n", qn, qc,
-           text);
+    jsonl_field(qn, sizeof(qn), "limiter", name, strlen(name));
+    jsonl_field(qc, sizeof(qc), "client", client, client_len);
+    printf("{%s, %s, \"override\": \"%s\"}\n", qn, qc, text);
+}
+
+/* A listing under way: the limiter's name, and the lines printed. */
+typedef struct listing {
+    const char *name;
+    size_t printed;
+} listing;
+
+static int print_listed(void *arg, const void *client, size_t client_len,
+                        const sluice_limiter_override *ov)
+{
+    listing *ls = arg;
+
+    ls->printed++;
+    print_override(ls->name, client, client_len, ov);
     return 0;
+}
+
+/* Lists name's overrides, a line each. A name with none listed may have
+ * no rules either: then SLUICE_ENOLIMITER (exit 3), as `limiter get`
+ * answers, not an empty list. Overrides live only with the rules, so the
+ * rules are read only when the list is empty. */
+static sluice_status list_overrides(sluice *sl, const char *name)
+{
+    listing ls = {name, 0};
+    sluice_ruleset rs;
+    sluice_status st;
+
+    st =
+        sluice_limiter_override_list(sl, name, strlen(name), print_listed, &ls);
+    if (st == SLUICE_OK && ls.printed == 0)
+        st = sluice_limiter_get(sl, name, strlen(name), &rs, NULL);
+    return st;
 }
 
 int cli_parse_override(const char *text, sluice_limiter_override *ov, char *err,
                        size_t err_len)
 {
+    char why[512];
     sluice_status st;
 
     memset(ov, 0, sizeof(*ov));
@@ -52,16 +84,14 @@ int cli_parse_override(const char *text, sluice_limiter_override *ov, char *err,
         return SLUICE_OK;
     }
     ov->kind = SLUICE_OVERRIDE_RULES;
-    st = sluice_ruleset_parse(text, &ov->rules, err, err_len);
-    if (st != SLUICE_OK) {
-        char msg[512];
-
-        snprintf(msg, sizeof(msg), "%s", err);
+    /* The parser's reason goes into a buffer of its own, then into err
+     * after the override's text: never a copy of err cut to fit. */
+    st = sluice_ruleset_parse(text, &ov->rules, why, sizeof(why));
+    if (st != SLUICE_OK)
         snprintf(err, err_len,
                  "override \"%s\": expected rules, \"unlimited\" or "
                  "\"deny\": %s",
-                 text, msg);
-    }
+                 text, why);
     return (int)st;
 }
 
@@ -110,8 +140,7 @@ int cmd_limiter_override(int argc, char **argv)
         st = sluice_limiter_override_delete(sl, name, strlen(name), client,
                                             strlen(client), &found);
     else
-        st = sluice_limiter_override_list(sl, name, strlen(name),
-                                          print_override, name);
+        st = list_overrides(sl, name);
     if (st != SLUICE_OK) {
         cli_report(sluice_status_name(st), sluice_errmsg(sl));
         sluice_close(sl);

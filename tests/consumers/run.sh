@@ -91,11 +91,20 @@ echo "pkg-config --cflags --libs sluice: $(pkg-config --cflags --libs sluice)"
 echo "pkg-config --static --libs sluice: $(pkg-config --static --libs sluice)"
 
 # (a) pkg-config and make; the shared programs find the library as an
-# installed one is found, here through LD_LIBRARY_PATH.
+# installed one is found, here through LD_LIBRARY_PATH, and c-rpath by
+# its rpath (docs/API.md, "Linking").
 mkdir -p "$tmp/a"
 if build_or_fail pkgconfig "$tmp/a.log" \
     make -C "$tmp/a" -f "$here/pkgconfig/Makefile" SRC="$here" -j "$jobs"; then
     LD_LIBRARY_PATH=$libdir run_programs pkgconfig "$tmp/a"
+    # The other way a program finds libsluice.so.0 in a prefix: its rpath.
+    if out=$(env -u LD_LIBRARY_PATH "$tmp/a/c-rpath" pkgconfig/c-rpath 2>&1) &&
+        [[ $out == *": allowed allowed denied" ]]; then
+        echo "ok   $out (by its rpath, $libdir)"
+        passed=$((passed + 1))
+    else
+        fail "pkgconfig/c-rpath: $out"
+    fi
 fi
 
 # (b) find_package(sluice CONFIG) with the prefix in CMAKE_PREFIX_PATH.

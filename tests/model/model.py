@@ -380,9 +380,10 @@ def refund_rule(state, rule, amount, t):
     """SEMANTICS, refund: one rule's state after giving back `amount`
     (None: nothing stored). Windows: t's window, then (sliding) the one
     before; log: dead entries dropped, then newest first; buckets: the
-    backlog drained to max(t, x) loses `amount` requests, not below 0."""
-    if state is None:
-        return None
+    backlog drained to max(t, x) loses `amount` requests, not below 0.
+    A refund of 0 changes nothing: no dead entry dropped, no re-stamp."""
+    if state is None or amount == 0:
+        return state
     if rule.alg in WINDOWED:
         k, _ = window_of(rule, t)
         out, left = dict(state), amount
