@@ -763,8 +763,12 @@ SLUICE_API size_t sluice_stats_prometheus(const sluice_stats *st, size_t size,
  *                     remaining counts against, a bucket's burst, and w
  *                     the time it takes to come back whole: a window's
  *                     period, a bucket's burst * period / limit)
- *   RateLimit: "NAME";r=REMAINING;t=RESET_S      (res->rule, the rule
- *                     that binds, and sluice_result_rule_reset_ms)
+ *   RateLimit: "NAME";r=REMAINING;t=WINDOW_S     (res->rule, the rule
+ *                     that binds; t the draft's effective window, the time
+ *                     within which r is all the client can use: a
+ *                     window's reset (sluice_result_rule_reset_ms), a
+ *                     bucket's next unit; on a denial never past
+ *                     Retry-After)
  *   Retry-After: SECONDS                         (a denial that can fit:
  *                     retry_after_ms, the wait of the rule that denies)
  * Seconds are rounded up. name NULL: "sluice". Returns the length the

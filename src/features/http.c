@@ -58,6 +58,31 @@ static void policy_of(const sluice_rule *r, long long *q, long long *w)
         *w = (long long)((double)cap / (double)l * ((double)p / 1000.0)) + 1;
 }
 
+/* The draft's t for the rule that binds (draft -11, 4.1.2: the effective
+ * window, the time within which the client can use no more than r), in
+ * ms. A window gives nothing back before its reset, or (sliding, log)
+ * gives back gradually until then: its reset bounds t. A bucket gains a
+ * unit every period / limit: with r of capacity b left, its reset counts
+ * b - r units still to come, and t is the first of them, the reset less
+ * the b - r - 1 after it (one unit's time when full), rounded up. A
+ * denial's t is never past its wait: Retry-After SHOULD NOT come before
+ * the end of the effective window (draft -11, section 6). */
+static int64_t window_ms(const sluice_rule *r, const sluice_result *res)
+{
+    int64_t t = sluice_result_rule_reset_ms(res);
+
+    if (sl_store_is_bucket(r)) {
+        int64_t b = sl_rule_capacity(r), left = res->remaining;
+        /* (b - left - 1) * period < 2^53: capacity * period is (rule.c) */
+        int64_t after = b - (left < 0 ? 0 : left > b ? b : left) - 1;
+
+        t -= after * r->period_ms / r->limit;
+    }
+    if (!res->allowed && res->retry_after_ms >= 0 && res->retry_after_ms < t)
+        t = res->retry_after_ms;
+    return t;
+}
+
 static const char *const units[] = {NULL, "content-bytes",
                                     "concurrent-requests"};
 
@@ -126,7 +151,7 @@ size_t sluice_http_fields(const sluice_ruleset *rules, const sluice_result *res,
     put_name(&t, name, binding, rules->count);
     sl_textf(&t, ";r=%lld;t=%lld",
              (long long)(res->remaining > 0 ? res->remaining : 0),
-             seconds_up(sluice_result_rule_reset_ms(res)));
+             seconds_up(window_ms(&rules->rules[binding], res)));
     if (partition_key != NULL)
         put_pk(&t, partition_key, partition_key_len,
                (flags & SLUICE_HTTP_RAW_PK) != 0);
