@@ -132,6 +132,11 @@ void sl_refund_log(const sluice_rule *r, int64_t t, const sl_log_entry *e,
                    size_t n, int64_t a, size_t *first, size_t *end,
                    int64_t *last_cost);
 
+/* The rule_reset_code of an answer no rule decided (fail=open and
+ * fail=closed): sluice_result_decided() is false, and the rule's reset
+ * reads as reset_after_ms. sl_result_set_rule_reset never makes it. */
+#define SL_RESET_UNDECIDED 0xffffu
+
 /* Stores ms as the binding rule's reset in out (sluice_result_rule_reset_ms
  * reads it back, rounded up by less than 0.1 %): code 0 when it is
  * out->reset_after_ms, which must be set first. */

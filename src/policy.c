@@ -3,6 +3,7 @@
  * failures of the backend it answers, what it answers, and the fallback
  * store, a private memory store that decides in this process while the
  * backend cannot. */
+#include "algo.h"
 #include "handle.h"
 #include "store.h"
 
@@ -140,7 +141,7 @@ static void policy_result(const sluice *sl, const sl_request *rq,
     out->retry_after_ms = open ? -1 : (int64_t)sl->url.cfg.connect_timeout_ms;
     out->reset_after_ms = 0;
     out->rule = 0;
-    out->rule_reset_code = 0;
+    out->rule_reset_code = SL_RESET_UNDECIDED; /* placeholders, not numbers */
 }
 
 /* The backend failed the request with st: the policy's answer in *out

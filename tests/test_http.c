@@ -417,6 +417,7 @@ static void a_denial_as_problem_details(void **state)
     sluice_result r = {.status = SLUICE_OK,
                        .allowed = false,
                        .rule = 1,
+                       .limit = 10,
                        .remaining = 0,
                        .retry_after_ms = 1000,
                        .reset_after_ms = 3600000};
