@@ -431,6 +431,19 @@ SLUICE_API sluice_status sluice_acquire_many(sluice *sl,
  * sharing a handle each see their own. */
 SLUICE_API const char *sluice_errmsg(const sluice *sl);
 
+/* The rules the request of answer i exceeded (added after 0.1.0): bit k
+ * set when rule k of its ruleset denied it, on its own, in the decision
+ * the answer reports (a composite's every rule that denied, where
+ * res->rule names one; the HTTP problem's "violated-policies"). Of the
+ * calling thread's last call on this handle (answer 0 of a single call,
+ * i of a batch), valid until the thread's next call on it; in an async
+ * callback, of the call it answers. 0 for an admission, for an answer no
+ * rule decided (fail=open or fail=closed, an allow- or deny-listed
+ * client), for a failed call, and for i past the call's answers. The deny
+ * cache answers with its denial's; shadow mode's admission keeps the
+ * rules' denial's; fail=fallback's is the fallback store's. */
+SLUICE_API unsigned sluice_violated(const sluice *sl, size_t i);
+
 /* Name of the handle's backend: "memory", "evalsha", ... */
 SLUICE_API const char *sluice_backend_name(const sluice *sl);
 

@@ -142,6 +142,19 @@ void sl_refund_log(const sluice_rule *r, int64_t t, const sl_log_entry *e,
  * out->reset_after_ms, which must be set first. */
 void sl_result_set_rule_reset(sluice_result *out, int64_t ms);
 
+/* The rules of rs whose verdict in v denies: bit i for rule i. */
+static inline unsigned sl_violated(const sluice_ruleset *rs,
+                                   const sl_verdict *v)
+{
+    unsigned m = 0;
+    size_t i;
+
+    for (i = 0; i < rs->count; i++)
+        if (!v[i].admit)
+            m |= 1u << i;
+    return m;
+}
+
 /* Combines per-rule verdicts into the composite's result, with the rule
  * that binds and its own reset. */
 void sl_combine(const sluice_ruleset *rs, const sl_verdict *v,

@@ -25,6 +25,7 @@ sluice_status sl_pipe_prepare_at(sluice *sl, sl_op op, const void *key,
     if (sl_op_decides(op)) {
         r->prefix = NULL;
         r->decide.granted = NULL;
+        r->decide.violated = NULL;
     } else {
         memset(r, 0, sizeof(*r));
     }
@@ -143,10 +144,12 @@ void sl_pipe_by_name(sl_pipe *p, sl_pipe_name *nm)
 }
 
 void sl_pipe_many(sl_pipe *p, sluice *sl, const sluice_request *reqs, size_t n,
-                  sluice_result *out, sl_request *send, sluice_result *res,
-                  size_t *map, char *first_msg, char *err)
+                  sluice_result *out, uint8_t *violated, sl_request *send,
+                  sluice_result *res, size_t *map, char *first_msg, char *err)
 {
     sl_pipe_one(p, sl, NULL, out, send, res, err);
+    memset(violated, 0, n);
+    p->violated = violated;
     p->first = SLUICE_OK;
     p->state = SL_PIPE_BATCH;
     p->many = true;
@@ -331,6 +334,7 @@ static sl_pipe_need stage_local(sl_pipe *p)
     sluice *sl = p->sl;
     sl_request *r = &p->reqs[0];
 
+    *p->violated = 0; /* a waiting acquire's last denial is not this one */
     if (p->after != NULL &&
         !(p->after->allowed && (p->after->status == SLUICE_OK ||
                                 p->after->status == SLUICE_RESERVED)))
@@ -538,6 +542,8 @@ static sl_pipe_need stage_local_many(sl_pipe *p)
 
         memset(&p->out[i], 0, sizeof(p->out[i]));
         p->out[i].status = rst;
+        if (rst == SLUICE_OK)
+            p->send[m].decide.violated = &p->violated[i];
         if (rst == SLUICE_OK &&
             sl_reserve_before(&sl->rsv, &sl->url.cfg, &p->send[m], false,
                               &p->out[i], &plan)) {

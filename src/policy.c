@@ -125,6 +125,8 @@ static void policy_result(const sluice *sl, const sl_request *rq,
 {
     bool open = sl->url.cfg.fail == SLUICE_FAIL_OPEN;
 
+    /* No rule decided, unless the fallback store does (it says so). */
+    sl_request_violated(rq, 0);
     if (sl->url.cfg.fail == SLUICE_FAIL_FALLBACK && !no_rules(rq) &&
         fallback_result(sl, rq, st, out))
         return;

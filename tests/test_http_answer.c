@@ -193,6 +193,7 @@ static void fail_policy_answers_carry_no_invented_numbers(void **state)
     assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
     assert_false(r.allowed);
     assert_false(sluice_result_decided(&r));
+    assert_int_equal(sluice_violated(sl, 0), 0);
     assert_int_equal(sluice_result_rule_reset_ms(&r), 0);
     assert_int_equal(sluice_http_status(&r, NULL), 503);
     assert_int_equal(sluice_http_headers(&rs, &r, "api", buf, sizeof(buf)), 0);
@@ -211,6 +212,7 @@ static void fail_policy_answers_carry_no_invented_numbers(void **state)
         assert_true(sluice_result_decided(&r));
     }
     assert_false(r.allowed);
+    assert_int_equal(sluice_violated(sl, 0), 1); /* the fallback's rule */
     assert_int_equal(sluice_http_status(&r, NULL), 429);
     sluice_http_headers(&rs, &r, "api", buf, sizeof(buf));
     assert_string_equal(buf, "RateLimit-Policy: \"api\";q=2;w=60\r\n"
