@@ -104,14 +104,14 @@ static void every_rule_that_denied(void **state)
 
 /* Request i of the batch: A cost 3 (never fits either rule: 3), B cost 3
  * (never fits the day: 1), A cost 1 on a new key (admitted: 0). */
-static void batch_of(sluice_request *q, char keys[][16], size_t n,
+static void batch_of(sluice_request *q, char keys[][32], size_t n,
                      const char *tag, const sluice_ruleset *a,
                      const sluice_ruleset *b)
 {
     size_t i;
 
     for (i = 0; i < n; i++) {
-        snprintf(keys[i], 16, "%s%zu", tag, i);
+        snprintf(keys[i], 32, "%s%zu", tag, i);
         q[i].key = keys[i];
         q[i].key_len = strlen(keys[i]);
         q[i].rules = i % 3 == 1 ? b : a;
@@ -134,7 +134,7 @@ static void a_batch_past_the_inline_masks(void **state)
                    b = rules("fixed:2/1d+fixed:5/1h");
     sluice_request q[BATCH];
     sluice_result out[BATCH];
-    char keys[BATCH][16];
+    char keys[BATCH][32];
     size_t i;
 
     (void)state;
@@ -233,7 +233,7 @@ static void on_the_loop(void **state)
     sluice_ruleset a = rules("fixed:2/1d+fixed:2/1h"),
                    b = rules("fixed:2/1d+fixed:5/1h");
     sluice_request q[BATCH];
-    char keys[BATCH][16];
+    char keys[BATCH][32];
     sluice_loop lp;
     tu_poll l;
     seen s;
