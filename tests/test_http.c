@@ -254,6 +254,31 @@ static void a_denial_t_is_never_past_retry_after(void **s)
     sluice_close(sl);
 }
 
+/* A composite's binding reset is rounded up to 11 significant bits:
+ * log:3/1h+log:3/1d after one request, the hour binds with its reset of
+ * 3,600,000 ms, kept as 1,758 * 2^11 = 3,600,384 (t=3601 before). A log
+ * is whole again within its period, so t is 3600; a block may hold the
+ * key longer, and is not cut. */
+static void a_rounded_reset_never_passes_the_rule(void **s)
+{
+    sluice_ruleset rs = rules("log:3/1h+log:3/1d"),
+                   blocked = rules("log:3/1h,block=2h+log:3/1d");
+    sluice *sl = open_mem();
+    sluice_result r;
+    char buf[512];
+
+    (void)s;
+    now_ms = MIDNIGHT;
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_int_equal(r.rule, 0);
+    assert_int_equal(sluice_result_rule_reset_ms(&r), 3600384);
+    sluice_http_headers(&rs, &r, "api", buf, sizeof(buf));
+    assert_non_null(strstr(buf, "RateLimit: \"api-1\";r=2;t=3600\r\n"));
+    sluice_http_headers(&blocked, &r, "api", buf, sizeof(buf));
+    assert_non_null(strstr(buf, "RateLimit: \"api-1\";r=2;t=3601\r\n"));
+    sluice_close(sl);
+}
+
 static void a_denial_that_never_fits_has_no_retry_after(void **state)
 {
     sluice_ruleset rs = rules("token:5/1s");
@@ -453,6 +478,7 @@ int main(void)
         cmocka_unit_test(a_bucket_quota_is_its_burst),
         cmocka_unit_test(a_bucket_t_is_the_time_to_its_next_unit),
         cmocka_unit_test(a_denial_t_is_never_past_retry_after),
+        cmocka_unit_test(a_rounded_reset_never_passes_the_rule),
         cmocka_unit_test(a_denial_that_never_fits_has_no_retry_after),
         cmocka_unit_test(names_are_structured_field_strings),
         cmocka_unit_test(the_snprintf_contract),

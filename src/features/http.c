@@ -185,15 +185,24 @@ static void policy_of(const sluice_rule *r, long long *q, long long *w)
  * the end of the effective window (draft -11, section 6). */
 static int64_t window_ms(const sluice_rule *r, const sluice_result *res)
 {
-    int64_t t = sluice_result_rule_reset_ms(res);
+    int64_t t = sluice_result_rule_reset_ms(res), p = r->period_ms, most;
 
     if (sl_store_is_bucket(r)) {
         int64_t b = sl_rule_capacity(r), left = res->remaining;
         /* (b - left - 1) * period < 2^53: capacity * period is (rule.c) */
         int64_t after = b - (left < 0 ? 0 : left > b ? b : left) - 1;
 
-        t -= after * r->period_ms / r->limit;
+        t -= after * p / r->limit;
+        most = (p + r->limit - 1) / r->limit;
+    } else {
+        most = r->algorithm == SLUICE_SLIDING ? 2 * p : p;
     }
+    /* A composite's binding reset is rounded up to 11 significant bits
+     * (SEMANTICS.md): t never passes what the rule can take, one unit's
+     * time or a window's span (on clocks that agree), unless a block
+     * holds the key longer. */
+    if (r->block_s == 0 && t > most)
+        t = most;
     if (!res->allowed && res->retry_after_ms >= 0 && res->retry_after_ms < t)
         t = res->retry_after_ms;
     return t;
