@@ -383,6 +383,7 @@ static sl_pipe_need stage_sent(sl_pipe *p)
     p->settled = (how & SL_RSV_SETTLED) != 0;
     if (how & SL_RSV_RESCUED) {
         p->answered = true; /* admitted from the key's lots */
+        *p->violated = 0;   /* the backend's denial is not the answer */
     } else if (p->sent_st == SLUICE_OK) {
         sl_deny_after(&sl->deny, &sl->url.cfg, &p->reqs[0], res, 1);
         p->st = res->status;
@@ -577,8 +578,15 @@ static sl_pipe_need stage_answer_many(sl_pipe *p)
     p->st = sl_policy_many(sl, p->send, p->res, p->nsend, p->map, p->sent_st,
                            p->out, p->first, p->first_msg, p->err);
     for (i = 0; i < p->n; i++) {
+        sluice_status rst = p->out[i].status;
+
         shadow(sl, SL_OP_ACQUIRE, &p->out[i]);
         count_result(sl, SL_OP_ACQUIRE, &p->out[i]);
+        /* A request that failed has no rules it exceeded, whatever a
+         * try of it decided before it failed. */
+        if (!((unsigned)rst < 32 && (ANSWERED >> (unsigned)rst & 1u)) &&
+            !sl_policy_answers(sl, rst))
+            p->violated[i] = 0;
     }
     sl_stats_call(&sl->stats, p->t0);
     mstate(p, SL_PIPE_DONE);
