@@ -877,9 +877,11 @@ SLUICE_API int sluice_http_status(const sluice_result *res,
 /* The fields for res, decided by rules (the ruleset of the decision: for
  * a decision by name, the limiter's, or the client's override's), as
  * text: "Name: value" lines, each ending in CRLF; "" when the answer has
- * none. Returns the length the whole text needs, as snprintf does; 0 (and
- * buf "") for NULL or bad arguments, and rules not those of res (rules
- * must pass sluice_ruleset_check). */
+ * none. rules must pass sluice_ruleset_check and be those that decided
+ * res; they may be NULL for an answer without fields (a listed client,
+ * fail=open, fail=closed), which sluice_http_body writes too. Returns the
+ * length the whole text needs, as snprintf does; 0 (and buf "") for NULL
+ * or bad arguments. */
 SLUICE_API size_t sluice_http_text(const sluice_ruleset *rules,
                                    const sluice_result *res,
                                    const sluice_http_options *opts, char *buf,

@@ -5,6 +5,7 @@
 #define SL_ALGO_H
 
 #include "internal.h"
+#include "request.h"
 
 /* One rule's decision. Outputs assume the request was charged when
  * admit && charge (a composite charges only when every rule admits). */
@@ -142,17 +143,21 @@ void sl_refund_log(const sluice_rule *r, int64_t t, const sl_log_entry *e,
  * out->reset_after_ms, which must be set first. */
 void sl_result_set_rule_reset(sluice_result *out, int64_t ms);
 
-/* The rules of rs whose verdict in v denies: bit i for rule i. */
-static inline unsigned sl_violated(const sluice_ruleset *rs,
-                                   const sl_verdict *v)
+/* Records for rq, where it asks (sluice_violated), the rules of rs whose
+ * verdict in v denies: bit i for rule i. */
+static inline void sl_note_violated(const sl_request *rq,
+                                    const sluice_ruleset *rs,
+                                    const sl_verdict *v)
 {
     unsigned m = 0;
     size_t i;
 
+    if (rq->decide.violated == NULL)
+        return;
     for (i = 0; i < rs->count; i++)
         if (!v[i].admit)
             m |= 1u << i;
-    return m;
+    *rq->decide.violated = (uint8_t)m;
 }
 
 /* Combines per-rule verdicts into the composite's result, with the rule

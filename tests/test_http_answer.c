@@ -112,6 +112,10 @@ static void a_deny_listed_client_is_forbidden(void **state)
     assert_string_equal(buf, "{\"type\": \"about:blank\", \"title\": "
                              "\"Forbidden\", \"status\": 403, \"detail\": "
                              "\"The client is deny-listed.\"}");
+    /* No rules needed: a caller by name that never read them. */
+    assert_int_equal(sluice_http_body(NULL, &r, NULL, buf, sizeof(buf)),
+                     strlen(buf));
+    assert_non_null(strstr(buf, "\"status\": 403"));
     sluice_close(sl);
 
     sl = open_at("mem://?shadow=1");

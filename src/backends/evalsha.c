@@ -669,7 +669,7 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
         sl_describe(rs, views, t, out);
     } else {
         sl_combine(rs, v, out);
-        sl_request_violated(rq, sl_violated(rs, v));
+        sl_note_violated(rq, rs, v);
     }
     return SLUICE_OK;
 }
