@@ -2,9 +2,13 @@
 /* http_server.c - an HTTP service that limits each client: libevent's
  * evhttp answers every request on the same loop as sluice's async calls.
  * The client is named by its X-Client-Key header, else its address; a
- * request within the limit gets 200, one over it 429, both with the
- * RateLimit-Policy and RateLimit fields of the IETF draft, and Retry-After
- * on a 429. Nothing blocks: a slow Redis delays only its own requests.
+ * request costs its X-Cost header (default 1). The answer is the one
+ * sluice_http_status gives (docs/HTTP.md): 200 within the limit, 429 over
+ * it, 400 for a cost that can never fit, 503 when the limiter cannot
+ * decide and fails closed; the RateLimit-Policy and RateLimit fields of
+ * the IETF draft added one by one, Retry-After on a 429, and an RFC 9457
+ * problem body naming every rule the request exceeded. Nothing blocks: a
+ * slow Redis delays only its own requests.
  *   http_server URL PORT [RULES]    e.g. redis://127.0.0.1:6379 8080
  *                                   "fixed:100/1m" (the default) */
 #include <event2/buffer.h>
@@ -21,30 +25,23 @@ typedef struct service {
     sluice_ruleset rules;
 } service;
 
-/* Writes each "Name: value" line of the helper's text as a header. */
-static void add_headers(struct evkeyvalq *out, char *text)
-{
-    char *line, *save = NULL;
-
-    for (line = strtok_r(text, "\r\n", &save); line != NULL;
-         line = strtok_r(NULL, "\r\n", &save)) {
-        char *colon = strchr(line, ':');
-
-        if (colon == NULL)
-            continue;
-        *colon = '\0';
-        evhttp_add_header(out, line, colon + 2);
-    }
-}
-
 static service *the;
+
+/* sluice_http_each's callback: one field of the answer. */
+static int add_field(void *headers, const char *name, const char *value)
+{
+    return evhttp_add_header(headers, name, value);
+}
 
 static void decided(sluice *sl, void *arg, sluice_status st,
                     const sluice_result *res, size_t n)
 {
     struct evhttp_request *req = arg;
+    struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
     struct evbuffer *body = evbuffer_new();
-    char fields[1024];
+    sluice_http_options o;
+    char problem[1024];
+    int code;
 
     (void)n;
     if (st != SLUICE_OK) {
@@ -55,23 +52,18 @@ static void decided(sluice *sl, void *arg, sluice_status st,
         evbuffer_free(body);
         return;
     }
-    sluice_http_headers(&the->rules, &res[0], "default", fields,
-                        sizeof(fields));
-    add_headers(evhttp_request_get_output_headers(req), fields);
-    if (res[0].allowed) {
-        evbuffer_add_printf(body, "ok, %lld left\n",
-                            (long long)res[0].remaining);
+    sluice_http_options_init(&o);
+    o.name = "default";
+    o.violated = sluice_violated(sl, 0); /* every rule it exceeded */
+    sluice_http_each(&the->rules, &res[0], &o, add_field, headers);
+    if ((code = sluice_http_status(&res[0], &o)) == 0) {
+        evbuffer_add_printf(body, "ok\n");
         evhttp_send_reply(req, 200, "OK", body);
     } else {
-        /* RFC 9457 problem details: the draft's quota-exceeded type. */
-        char problem[512];
-
-        sluice_http_problem(&the->rules, &res[0], "default", problem,
-                            sizeof(problem));
-        evhttp_add_header(evhttp_request_get_output_headers(req),
-                          "Content-Type", "application/problem+json");
+        sluice_http_body(&the->rules, &res[0], &o, problem, sizeof(problem));
+        evhttp_add_header(headers, "Content-Type", SLUICE_HTTP_PROBLEM_TYPE);
         evbuffer_add_printf(body, "%s\n", problem);
-        evhttp_send_reply(req, 429, "Too Many Requests", body);
+        evhttp_send_reply(req, code, NULL, body); /* the code's phrase */
     }
     evbuffer_free(body);
 }
@@ -79,8 +71,9 @@ static void decided(sluice *sl, void *arg, sluice_status st,
 static void handle(struct evhttp_request *req, void *arg)
 {
     service *s = arg;
-    const char *key = evhttp_find_header(evhttp_request_get_input_headers(req),
-                                         "X-Client-Key");
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    const char *key = evhttp_find_header(in, "X-Client-Key");
+    const char *cost = evhttp_find_header(in, "X-Cost");
     char *peer = NULL;
     ev_uint16_t port;
 
@@ -89,7 +82,8 @@ static void handle(struct evhttp_request *req, void *arg)
                                    &port);
         key = peer != NULL ? peer : "unknown";
     }
-    if (sluice_acquire_async(s->sl, key, strlen(key), &s->rules, 1, decided,
+    if (sluice_acquire_async(s->sl, key, strlen(key), &s->rules,
+                             cost != NULL ? atoll(cost) : 1, decided,
                              req) != SLUICE_OK) {
         struct evbuffer *body = evbuffer_new();
 

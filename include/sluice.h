@@ -213,7 +213,8 @@ typedef struct sluice_result {
     uint8_t rule; /* index in the ruleset of the rule that binds; 0 when no
                      rule decided (a fail policy's answer, a lease) */
     /* That rule's own reset, encoded to fit the padding: read it with
-     * sluice_result_rule_reset_ms(). 0 means reset_after_ms. */
+     * sluice_result_rule_reset_ms(). 0 means reset_after_ms; 0xffff that
+     * no rule decided the numbers (sluice_result_decided()). */
     uint16_t rule_reset_code;
     int64_t limit;     /* capacity of the first rule with the least remaining */
     int64_t remaining; /* cost-1 requests still admitted now */
@@ -247,6 +248,14 @@ SLUICE_API void sluice_options_init(sluice_options *opts);
  * same or when no rule decided. For a single rule it is always reset_after_ms.
  * NULL: 0. */
 SLUICE_API int64_t sluice_result_rule_reset_ms(const sluice_result *res);
+
+/* Whether the numbers of res were decided (added after 0.1.0): by the
+ * backend, the deny cache, a reservation, or, with fail=fallback, the
+ * fallback store. False for the answers no rule decided, whose limit,
+ * remaining and waits are placeholders: fail=open's and fail=closed's
+ * (their status the failure), an allow- or deny-listed client's (and a
+ * deny-listed one's in shadow mode), a reset's; and for NULL. */
+SLUICE_API bool sluice_result_decided(const sluice_result *res);
 
 /* Static text for a status; never NULL, never to be freed. */
 SLUICE_API const char *sluice_strerror(sluice_status st);
@@ -421,6 +430,19 @@ SLUICE_API sluice_status sluice_acquire_many(sluice *sl,
  * last call succeeded); valid until the thread's next call on it. Threads
  * sharing a handle each see their own. */
 SLUICE_API const char *sluice_errmsg(const sluice *sl);
+
+/* The rules the request of answer i exceeded (added after 0.1.0): bit k
+ * set when rule k of its ruleset denied it, on its own, in the decision
+ * the answer reports (a composite's every rule that denied, where
+ * res->rule names one; the HTTP problem's "violated-policies"). Of the
+ * calling thread's last call on this handle (answer 0 of a single call,
+ * i of a batch), valid until the thread's next call on it; in an async
+ * callback, of the call it answers. 0 for an admission, for an answer no
+ * rule decided (fail=open or fail=closed, an allow- or deny-listed
+ * client), for a failed call, and for i past the call's answers. The deny
+ * cache answers with its denial's; shadow mode's admission keeps the
+ * rules' denial's; fail=fallback's is the fallback store's. */
+SLUICE_API unsigned sluice_violated(const sluice *sl, size_t i);
 
 /* Name of the handle's backend: "memory", "evalsha", ... */
 SLUICE_API const char *sluice_backend_name(const sluice *sl);
@@ -756,23 +778,43 @@ SLUICE_API size_t sluice_stats_prometheus(const sluice_stats *st, size_t size,
 
 /* ------------------------------------------------------------- HTTP
  *
- * Writes a decision as HTTP response header fields, per the IETF draft
- * "RateLimit header fields for HTTP" (draft-ietf-httpapi-ratelimit-headers
- * -11), each line ending in CRLF:
+ * A decision as an HTTP answer, per the IETF draft "RateLimit header
+ * fields for HTTP" (draft-ietf-httpapi-ratelimit-headers-11) and RFC 9457
+ * (problem details); docs/HTTP.md has the table of answers by status.
+ * Pure formatting: no handle, any thread. The answer follows res->status:
+ *   admitted by the rules (OK, RESERVED, SHADOWED, or the fallback
+ *     store's answer with fail=fallback): the service answers as it
+ *     would, with the fields;
+ *   denied, fits later (OK, CACHED, fail=fallback): 429, the fields,
+ *     Retry-After, a quota-exceeded problem;
+ *   denied, the cost can never fit (retry_after_ms -1): 413 when the
+ *     quota counts content bytes, else 400; the fields but no
+ *     Retry-After, a quota-exceeded problem;
+ *   a deny-listed client: 403, no fields, an about:blank problem;
+ *   an allow-listed client, or fail=open's admission: no fields;
+ *   fail=closed's denial: 503, no fields, an about:blank problem.
+ * Fail-policy and listed answers carry no numbers: none was decided
+ * (sluice_result_decided()). The fields, in this order:
  *   RateLimit-Policy: "NAME";q=QUOTA;w=WINDOW_S  (one item a rule; a
  *                     composite's are "NAME-1", "NAME-2", ...; q is what
  *                     remaining counts against, a bucket's burst, and w
  *                     the time it takes to come back whole: a window's
- *                     period, a bucket's burst * period / limit)
- *   RateLimit: "NAME";r=REMAINING;t=RESET_S      (res->rule, the rule
- *                     that binds, and sluice_result_rule_reset_ms)
+ *                     period, a bucket's burst * period / limit; with
+ *                     qu="UNIT" unless the unit is requests, and no w
+ *                     for concurrent requests)
+ *   RateLimit: "NAME";r=REMAINING;t=WINDOW_S     (res->rule, the rule
+ *                     that binds; t the draft's effective window, the time
+ *                     within which r is all the client can use: a
+ *                     window's reset (sluice_result_rule_reset_ms), a
+ *                     bucket's next unit; on a denial never past
+ *                     Retry-After; pk=:BASE64: with a partition key)
  *   Retry-After: SECONDS                         (a denial that can fit:
  *                     retry_after_ms, the wait of the rule that denies)
- * Seconds are rounded up. name NULL: "sluice". Returns the length the
- * whole text needs, as snprintf does (0 for NULL or empty rules). */
-SLUICE_API size_t sluice_http_headers(const sluice_ruleset *rules,
-                                      const sluice_result *res,
-                                      const char *name, char *buf, size_t len);
+ *   X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset (opt-in,
+ *                     SLUICE_HTTP_LEGACY: the binding rule's q, r, and
+ *                     the seconds until it is whole again, or with
+ *                     SLUICE_HTTP_LEGACY_EPOCH that time as a Unix time)
+ * Seconds are rounded up. */
 
 /* What a quota counts (the draft's "qu"). */
 typedef enum sluice_quota_unit {
@@ -782,31 +824,111 @@ typedef enum sluice_quota_unit {
                                        no w, a concurrency has no window */
 } sluice_quota_unit;
 
-/* Flags of sluice_http_fields. */
+/* Flags of the HTTP helpers. */
 #define SLUICE_HTTP_RAW_PK                         \
     1u /* pk is the partition key's own bytes, not \
           its hash: only for keys that are public */
+#define SLUICE_HTTP_LEGACY       2u /* the X-RateLimit-* trio as well */
+#define SLUICE_HTTP_LEGACY_EPOCH 4u /* X-RateLimit-Reset a Unix time */
 
-/* sluice_http_headers with the draft's other parameters: every policy
- * item gets qu="UNIT" unless unit is SLUICE_UNIT_REQUESTS, and, when
- * partition_key is not NULL, the RateLimit item gets pk=:BASE64: (a Byte
- * Sequence): the first 16 bytes of the key's SHA-256, never the key
- * itself unless flags has SLUICE_HTTP_RAW_PK. Returns as
- * sluice_http_headers does; 0 for an unknown unit or flag. */
+/* The media type of the bodies sluice_http_body writes. */
+#define SLUICE_HTTP_PROBLEM_TYPE "application/problem+json"
+
+/* How to answer (added after 0.1.0): zero it with
+ * sluice_http_options_init(), which stamps struct_size; a zero field
+ * means the default shown. Grows at its end only, as sluice_options does
+ * (docs/ABI.md): the library reads struct_size bytes of it (0: those of
+ * this first version), and refuses a larger struct whose bytes past its
+ * own are not all zero. Nothing is kept after a call. */
+typedef struct sluice_http_options {
+    size_t struct_size;
+    const char *name;       /* the policy's name; default (NULL or "")
+                               "sluice"; a String: printable ASCII, other
+                               bytes written as '_' */
+    sluice_quota_unit unit; /* default SLUICE_UNIT_REQUESTS */
+    /* A unit the caller names (qu="tokens" for a budget of LLM tokens),
+     * in place of unit's: 1..64 of A-Z a-z 0-9 '.' '_' '-'. The draft's
+     * registry holds requests, content-bytes and concurrent-requests;
+     * another name is the service's own. Default NULL: unit's. */
+    const char *unit_name;
+    /* The partition key (pk): the first 16 bytes of its SHA-256, never
+     * the key itself unless flags has SLUICE_HTTP_RAW_PK. NULL: none. */
+    const void *partition_key;
+    size_t partition_key_len; /* 0..SLUICE_MAX_KEY_LEN */
+    unsigned flags;           /* SLUICE_HTTP_*; default 0 */
+    /* The rules the request exceeded, bit i for rule i
+     * (sluice_violated() after the decision): the problem's
+     * "violated-policies". 0: the rule that binds alone, which is all a
+     * result names. */
+    unsigned violated;
+    /* SLUICE_HTTP_LEGACY_EPOCH: the time of the decision, ms since the
+     * epoch (the handle's clock); required, > 0. */
+    int64_t now_ms;
+} sluice_http_options;
+
+/* Zeroes *opts (every field its default) and stamps struct_size. */
+SLUICE_API void sluice_http_options_init(sluice_http_options *opts);
+
+/* The status code to answer res with: 0 when it was admitted (the service
+ * answers as it would), 429, 413, 400, 403 or 503 as above; -1 for a NULL
+ * res or bad opts (opts may be NULL: the defaults). */
+SLUICE_API int sluice_http_status(const sluice_result *res,
+                                  const sluice_http_options *opts);
+
+/* The fields for res, decided by rules (the ruleset of the decision: for
+ * a decision by name, the limiter's, or the client's override's), as
+ * text: "Name: value" lines, each ending in CRLF; "" when the answer has
+ * none. rules must pass sluice_ruleset_check and be those that decided
+ * res; they may be NULL for an answer without fields (a listed client,
+ * fail=open, fail=closed), which sluice_http_body writes too. Returns the
+ * length the whole text needs, as snprintf does; 0 (and buf "") for NULL
+ * or bad arguments. */
+SLUICE_API size_t sluice_http_text(const sluice_ruleset *rules,
+                                   const sluice_result *res,
+                                   const sluice_http_options *opts, char *buf,
+                                   size_t len);
+
+/* The same fields one by one, for servers that add each (evhttp's
+ * evhttp_add_header, nginx's headers_out list, a libuv server's own):
+ * fn(arg, name, value) with NUL-terminated strings valid during the call
+ * only; a nonzero return stops the walk. SLUICE_OK (none called when the
+ * answer has no fields), SLUICE_EINVAL for bad arguments, SLUICE_ENOMEM
+ * when a value longer than 511 bytes finds no memory. */
+typedef int (*sluice_http_field_fn)(void *arg, const char *name,
+                                    const char *value);
+SLUICE_API sluice_status sluice_http_each(const sluice_ruleset *rules,
+                                          const sluice_result *res,
+                                          const sluice_http_options *opts,
+                                          sluice_http_field_fn fn, void *arg);
+
+/* The body of an answer that is not an admission: an RFC 9457 problem
+ * (SLUICE_HTTP_PROBLEM_TYPE) whose "status" is sluice_http_status's. 429,
+ * 413 and 400: the draft's type
+ * "https://iana.org/assignments/http-problem-types#quota-exceeded", its
+ * title, and "violated-policies", the policies named as in the fields
+ * (opts->violated, or the rule that binds); 413 and 400 say in "detail"
+ * that the cost can never fit. 403 and 503: "about:blank" with the
+ * status's phrase as title and a "detail". Returns the length the whole
+ * text needs, as snprintf does; 0 (buf "") for an admission and for NULL
+ * or bad arguments. */
+SLUICE_API size_t sluice_http_body(const sluice_ruleset *rules,
+                                   const sluice_result *res,
+                                   const sluice_http_options *opts, char *buf,
+                                   size_t len);
+
+/* Shorthands: sluice_http_text with the options' name alone;
+ * sluice_http_fields with name, unit, partition key and flags
+ * (SLUICE_HTTP_RAW_PK only; 0 for an unknown unit or flag);
+ * sluice_http_problem is sluice_http_body with name alone. */
+SLUICE_API size_t sluice_http_headers(const sluice_ruleset *rules,
+                                      const sluice_result *res,
+                                      const char *name, char *buf, size_t len);
 SLUICE_API size_t sluice_http_fields(const sluice_ruleset *rules,
                                      const sluice_result *res, const char *name,
                                      sluice_quota_unit unit,
                                      const void *partition_key,
                                      size_t partition_key_len, unsigned flags,
                                      char *buf, size_t len);
-
-/* An RFC 9457 problem details body (application/problem+json) for a
- * denial (res->allowed false): the draft's problem type
- * "https://iana.org/assignments/http-problem-types#quota-exceeded", its
- * title, "status": 429, and "violated-policies" naming the policy that
- * denied as sluice_http_headers names it (the rule that binds; a result
- * names no other). Returns the length the whole text needs, as snprintf
- * does; 0 (nothing written) for an admission or NULL arguments. */
 SLUICE_API size_t sluice_http_problem(const sluice_ruleset *rules,
                                       const sluice_result *res,
                                       const char *name, char *buf, size_t len);

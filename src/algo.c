@@ -169,13 +169,22 @@ int64_t sluice_result_rule_reset_ms(const sluice_result *res)
 
     if (res == NULL)
         return 0;
-    if (res->rule_reset_code == 0)
+    if (res->rule_reset_code == 0 || res->rule_reset_code == SL_RESET_UNDECIDED)
         return res->reset_after_ms;
     c = (unsigned)res->rule_reset_code - 1;
     ms = (int64_t)(c & ((1u << RESET_MANT_BITS) - 1)) << (c >> RESET_MANT_BITS);
     /* Rounded up, but never past the key's reset, which is at least the
      * rule's own: as exact as the 16 bits allow, never early. */
     return ms < res->reset_after_ms ? ms : res->reset_after_ms;
+}
+
+bool sluice_result_decided(const sluice_result *res)
+{
+    /* Every rule and lease has a capacity of 1 or more: a limit of 0 is
+     * an answer without rules (a listed client, a reset). */
+    return res != NULL && res->status != SLUICE_ALLOWLISTED &&
+           res->status != SLUICE_DENYLISTED && res->limit > 0 &&
+           res->rule_reset_code != SL_RESET_UNDECIDED;
 }
 
 void sl_combine(const sluice_ruleset *rs, const sl_verdict *v,

@@ -5,6 +5,7 @@
 #define SL_ALGO_H
 
 #include "internal.h"
+#include "request.h"
 
 /* One rule's decision. Outputs assume the request was charged when
  * admit && charge (a composite charges only when every rule admits). */
@@ -133,10 +134,32 @@ void sl_refund_log(const sluice_rule *r, int64_t t, const sl_log_entry *e,
                    size_t n, int64_t a, size_t *first, size_t *end,
                    int64_t *last_cost);
 
+/* The rule_reset_code of an answer no rule decided (fail=open and
+ * fail=closed): sluice_result_decided() is false, and the rule's reset
+ * reads as reset_after_ms. sl_result_set_rule_reset never makes it. */
+#define SL_RESET_UNDECIDED 0xffffu
+
 /* Stores ms as the binding rule's reset in out (sluice_result_rule_reset_ms
  * reads it back, rounded up by less than 0.1 %): code 0 when it is
  * out->reset_after_ms, which must be set first. */
 void sl_result_set_rule_reset(sluice_result *out, int64_t ms);
+
+/* Records for rq, where it asks (sluice_violated), the rules of rs whose
+ * verdict in v denies: bit i for rule i. */
+static inline void sl_note_violated(const sl_request *rq,
+                                    const sluice_ruleset *rs,
+                                    const sl_verdict *v)
+{
+    unsigned m = 0;
+    size_t i;
+
+    if (rq->decide.violated == NULL)
+        return;
+    for (i = 0; i < rs->count; i++)
+        if (!v[i].admit)
+            m |= 1u << i;
+    *rq->decide.violated = (uint8_t)m;
+}
 
 /* Combines per-rule verdicts into the composite's result, with the rule
  * that binds and its own reset. */

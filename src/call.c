@@ -98,6 +98,7 @@ static sluice_status run(sluice *sl, sl_request *r, sl_pipe_name *nm,
 {
     sl_request send[3]; /* a refund, the request, a batch (reserve.h) */
     sluice_result res[3], none;
+    sluice_status st;
     sl_pipe p;
 
     sl_pipe_one(&p, sl, r, out != NULL ? out : &none, send, res, err);
@@ -106,7 +107,9 @@ static sluice_status run(sluice *sl, sl_request *r, sl_pipe_name *nm,
     if (wait_ms > 0)
         p.wait_until = sl_mono_ms() + wait_ms;
     p.after = after;
-    return drive(&p);
+    st = drive(&p);
+    sl_share_violated(sl, p.violated, st == SLUICE_OK ? 1 : 0);
+    return st;
 }
 
 sluice_status sl_call_run(sluice *sl, sl_request *r, sluice_result *out,
@@ -271,6 +274,7 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
 {
     sl_request stack_reqs[64], *rs = stack_reqs;
     sluice_result stack_res[64], *res = stack_res;
+    uint8_t stack_v[64], *v = stack_v;
     size_t *map = NULL;
     sluice_status st;
     char first_msg[SL_ERR_LEN], *err;
@@ -292,20 +296,24 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
     if (n > 64) {
         rs = sl_calloc(n, sizeof(*rs));
         res = sl_calloc(n, sizeof(*res));
+        v = sl_calloc(n, 1);
     }
     map = sl_calloc(n, sizeof(*map));
-    if (rs == NULL || res == NULL || map == NULL) {
+    if (rs == NULL || res == NULL || v == NULL || map == NULL) {
         st = SLUICE_ENOMEM;
         sl_errf(err, SL_ERR_LEN, "acquire_many: out of memory for %zu requests",
                 n);
     } else {
-        sl_pipe_many(&p, sl, reqs, n, out, rs, res, map, first_msg, err);
+        sl_pipe_many(&p, sl, reqs, n, out, v, rs, res, map, first_msg, err);
         st = drive(&p);
+        sl_share_violated(sl, v, st == SLUICE_OK ? n : 0);
     }
     if (rs != stack_reqs)
         sl_free(rs);
     if (res != stack_res)
         sl_free(res);
+    if (v != stack_v)
+        sl_free(v);
     sl_free(map);
     return st;
 }

@@ -26,6 +26,7 @@ typedef struct async_call {
     sl_request *send;      /* 3, or n for a batch */
     sluice_result *res;    /* as many */
     sluice_result *out;    /* n: what the callback gets */
+    uint8_t *violated;     /* n: the rules each exceeded (a batch's) */
     size_t *map;           /* n */
     sluice_ruleset *rules; /* a copy of each request's rules */
     unsigned char *marks;  /* the job's, as many as send */
@@ -103,6 +104,7 @@ static void answer(async_call *a)
     sluice_status st = a->p.st;
 
     memcpy(sl_share_err(sl), a->err, SL_ERR_LEN);
+    sl_share_violated(sl, a->p.violated, st == SLUICE_OK ? a->p.n : 0);
     if (st != SLUICE_OK && !a->p.many) /* the callback's result says so */
         a->out->status = st;
     if (a->to.granted != NULL)
@@ -188,7 +190,7 @@ static async_call *new_call(size_t n, size_t key_bytes, bool named,
                             const sl_call_to *to)
 {
     size_t at = sizeof(async_call), m = n > 1 ? n : 3, o_reqs, o_send, o_res,
-           o_out, o_map, o_rules, o_marks, o_keys, o_name = 0;
+           o_out, o_map, o_rules, o_marks, o_viol, o_keys, o_name = 0;
     async_call *a;
     char *base;
 
@@ -205,6 +207,7 @@ static async_call *new_call(size_t n, size_t key_bytes, bool named,
     if (named)
         o_name = place(&at, 1, sizeof(sl_pipe_name), _Alignof(sl_pipe_name));
     o_marks = place(&at, m, 1, 1);
+    o_viol = place(&at, n, 1, 1);
     o_keys = place(&at, key_bytes, 1, 1);
     if ((base = sl_calloc(1, at)) == NULL)
         return NULL;
@@ -218,6 +221,7 @@ static async_call *new_call(size_t n, size_t key_bytes, bool named,
     a->rules = (sluice_ruleset *)(base + o_rules);
     a->name = named ? (sl_pipe_name *)(base + o_name) : NULL;
     a->marks = (unsigned char *)(base + o_marks);
+    a->violated = (uint8_t *)(base + o_viol);
     a->keys = base + o_keys;
     a->job.marks = a->marks;
     a->job.done = job_done;
@@ -490,8 +494,8 @@ sluice_status sluice_acquire_many_async(sluice *sl, const sluice_request *reqs,
                 "acquire_many_async: out of memory for %zu requests", n);
         return SLUICE_ENOMEM;
     }
-    sl_pipe_many(&a->p, sl, reqs, n, a->out, a->send, a->res, a->map,
-                 a->first_msg, a->err);
+    sl_pipe_many(&a->p, sl, reqs, n, a->out, a->violated, a->send, a->res,
+                 a->map, a->first_msg, a->err);
     a->p.began = sl_mono_ms();
     /* Prepared and asked of the reservations and the deny cache now,
      * while the caller's requests are there; what is sent, copied. */

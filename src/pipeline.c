@@ -25,6 +25,7 @@ sluice_status sl_pipe_prepare_at(sluice *sl, sl_op op, const void *key,
     if (sl_op_decides(op)) {
         r->prefix = NULL;
         r->decide.granted = NULL;
+        r->decide.violated = NULL;
     } else {
         memset(r, 0, sizeof(*r));
     }
@@ -143,10 +144,12 @@ void sl_pipe_by_name(sl_pipe *p, sl_pipe_name *nm)
 }
 
 void sl_pipe_many(sl_pipe *p, sluice *sl, const sluice_request *reqs, size_t n,
-                  sluice_result *out, sl_request *send, sluice_result *res,
-                  size_t *map, char *first_msg, char *err)
+                  sluice_result *out, uint8_t *violated, sl_request *send,
+                  sluice_result *res, size_t *map, char *first_msg, char *err)
 {
     sl_pipe_one(p, sl, NULL, out, send, res, err);
+    memset(violated, 0, n);
+    p->violated = violated;
     p->first = SLUICE_OK;
     p->state = SL_PIPE_BATCH;
     p->many = true;
@@ -331,6 +334,7 @@ static sl_pipe_need stage_local(sl_pipe *p)
     sluice *sl = p->sl;
     sl_request *r = &p->reqs[0];
 
+    *p->violated = 0; /* a waiting acquire's last denial is not this one */
     if (p->after != NULL &&
         !(p->after->allowed && (p->after->status == SLUICE_OK ||
                                 p->after->status == SLUICE_RESERVED)))
@@ -379,6 +383,7 @@ static sl_pipe_need stage_sent(sl_pipe *p)
     p->settled = (how & SL_RSV_SETTLED) != 0;
     if (how & SL_RSV_RESCUED) {
         p->answered = true; /* admitted from the key's lots */
+        *p->violated = 0;   /* the backend's denial is not the answer */
     } else if (p->sent_st == SLUICE_OK) {
         sl_deny_after(&sl->deny, &sl->url.cfg, &p->reqs[0], res, 1);
         p->st = res->status;
@@ -538,6 +543,8 @@ static sl_pipe_need stage_local_many(sl_pipe *p)
 
         memset(&p->out[i], 0, sizeof(p->out[i]));
         p->out[i].status = rst;
+        if (rst == SLUICE_OK)
+            p->send[m].decide.violated = &p->violated[i];
         if (rst == SLUICE_OK &&
             sl_reserve_before(&sl->rsv, &sl->url.cfg, &p->send[m], false,
                               &p->out[i], &plan)) {
@@ -571,8 +578,15 @@ static sl_pipe_need stage_answer_many(sl_pipe *p)
     p->st = sl_policy_many(sl, p->send, p->res, p->nsend, p->map, p->sent_st,
                            p->out, p->first, p->first_msg, p->err);
     for (i = 0; i < p->n; i++) {
+        sluice_status rst = p->out[i].status;
+
         shadow(sl, SL_OP_ACQUIRE, &p->out[i]);
         count_result(sl, SL_OP_ACQUIRE, &p->out[i]);
+        /* A request that failed has no rules it exceeded, whatever a
+         * try of it decided before it failed. */
+        if (!((unsigned)rst < 32 && (ANSWERED >> (unsigned)rst & 1u)) &&
+            !sl_policy_answers(sl, rst))
+            p->violated[i] = 0;
     }
     sl_stats_call(&sl->stats, p->t0);
     mstate(p, SL_PIPE_DONE);

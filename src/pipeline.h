@@ -73,8 +73,13 @@ typedef struct sl_pipe {
     size_t n;
     sl_request *reqs;   /* a single call: its request (reqs[0]) */
     sluice_result *out; /* n answers */
-    sluice_status st;   /* a single call's: the request's status until
-                           ANSWER, then the call's */
+    /* n: the rules each answer's request exceeded (sluice_violated), its
+     * decision's pointer (sl_decision.violated); a single call's is
+     * violated1. */
+    uint8_t *violated;
+    uint8_t violated1;
+    sluice_status st; /* a single call's: the request's status until
+                         ANSWER, then the call's */
     /* The round trip at hand. */
     sl_request *send; /* room for 3 (a single call) or n */
     sluice_result *res;
@@ -145,6 +150,10 @@ static inline void sl_pipe_one(sl_pipe *p, sluice *sl, sl_request *reqs,
     p->n = 1;
     p->reqs = reqs;
     p->out = out;
+    p->violated = &p->violated1;
+    p->violated1 = 0;
+    if (reqs != NULL && sl_op_decides(reqs[0].op))
+        reqs[0].decide.violated = p->violated;
     p->st = SLUICE_OK;
     p->send = send;
     p->res = res;
@@ -167,11 +176,11 @@ sluice_status sl_pipe_name_prepare(sluice *sl, sl_op op, const void *name,
                                    size_t name_len, const void *client,
                                    size_t client_len, int64_t cost,
                                    sl_pipe_name *nm, sl_request *r, char *err);
-/* Sets p up for the batch reqs (n), answered into out; send, res and map
- * have room for n. */
+/* Sets p up for the batch reqs (n), answered into out, the rules each
+ * exceeded into violated (n); send, res and map have room for n. */
 void sl_pipe_many(sl_pipe *p, sluice *sl, const sluice_request *reqs, size_t n,
-                  sluice_result *out, sl_request *send, sluice_result *res,
-                  size_t *map, char *first_msg, char *err);
+                  sluice_result *out, uint8_t *violated, sl_request *send,
+                  sluice_result *res, size_t *map, char *first_msg, char *err);
 
 /* The stage of each state (pipeline.c): the order of the stages, as
  * data. */

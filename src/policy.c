@@ -3,6 +3,7 @@
  * failures of the backend it answers, what it answers, and the fallback
  * store, a private memory store that decides in this process while the
  * backend cannot. */
+#include "algo.h"
 #include "handle.h"
 #include "store.h"
 
@@ -124,6 +125,8 @@ static void policy_result(const sluice *sl, const sl_request *rq,
 {
     bool open = sl->url.cfg.fail == SLUICE_FAIL_OPEN;
 
+    /* No rule decided, unless the fallback store does (it says so). */
+    sl_request_violated(rq, 0);
     if (sl->url.cfg.fail == SLUICE_FAIL_FALLBACK && !no_rules(rq) &&
         fallback_result(sl, rq, st, out))
         return;
@@ -140,7 +143,7 @@ static void policy_result(const sluice *sl, const sl_request *rq,
     out->retry_after_ms = open ? -1 : (int64_t)sl->url.cfg.connect_timeout_ms;
     out->reset_after_ms = 0;
     out->rule = 0;
-    out->rule_reset_code = 0;
+    out->rule_reset_code = SL_RESET_UNDECIDED; /* placeholders, not numbers */
 }
 
 /* The backend failed the request with st: the policy's answer in *out

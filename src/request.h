@@ -100,6 +100,11 @@ typedef struct sl_decision {
     const sluice_ruleset *rules;
     int64_t cost;     /* ignored by reset */
     int64_t *granted; /* SL_OP_AT_MOST: where the amount granted goes */
+    /* Where the rules that denied go, bit i for rule i (sluice_violated),
+     * or NULL: written by whatever answers the request with a decision of
+     * its rules (a backend, the fallback store, the deny cache), 0 by
+     * what answers it without (a fail policy). */
+    uint8_t *violated;
 } sl_decision;
 
 /* A stored-rules op's: the value to store (PUT), whether only if absent
@@ -156,6 +161,13 @@ typedef struct sl_request {
 static inline bool sl_op_decides(sl_op op)
 {
     return op <= SL_OP_FORCE;
+}
+
+/* Records the rules that denied rq (bit i: rule i) where it asks. */
+static inline void sl_request_violated(const sl_request *rq, unsigned mask)
+{
+    if (sl_op_decides(rq->op) && rq->decide.violated != NULL)
+        *rq->decide.violated = (uint8_t)mask;
 }
 
 #endif /* SL_REQUEST_H */

@@ -17,39 +17,127 @@
 
 #include <string.h>
 
-/* sluice_errmsg: each thread keeps the message of its last call on each of
- * the last few handles it used, so that threads sharing a handle never
- * read each other's messages. */
-#define ERR_SLOTS 4
+/* sluice_errmsg and sluice_violated: each thread keeps the message of its
+ * last call on each of the last few handles it used, and the rules its
+ * answers exceeded, so that threads sharing a handle never read each
+ * other's. */
+#define ERR_SLOTS   4
+#define VIOL_INLINE 64 /* a batch's masks past these are on the heap */
 static _Thread_local struct err_slot {
     const sluice *sl;
     unsigned long used;
     int64_t began; /* monotonic ms: when this thread's call on sl began */
     char msg[SL_ERR_LEN];
+    size_t nv;              /* answers of the call, 0: none */
+    uint8_t v[VIOL_INLINE]; /* their masks, when nv <= VIOL_INLINE */
+    uint8_t *heap;          /* else here, sl_malloc'd */
+    size_t heap_cap;
 } err_slots[ERR_SLOTS];
 static _Thread_local unsigned long err_clock;
+/* The slot the thread's last call began with: where its end looks first. */
+static _Thread_local struct err_slot *err_last;
+
+/* The heap masks go with their thread: a key whose destructor frees them. */
+static pthread_once_t heap_once = PTHREAD_ONCE_INIT;
+static pthread_key_t heap_key;
+static bool heap_key_made;
+
+static void free_heaps(void *unused)
+{
+    size_t i;
+
+    (void)unused;
+    for (i = 0; i < ERR_SLOTS; i++) {
+        sl_free(err_slots[i].heap);
+        err_slots[i].heap = NULL;
+        err_slots[i].heap_cap = 0;
+        err_slots[i].nv = 0;
+    }
+}
+
+static void make_heap_key(void)
+{
+    heap_key_made = pthread_key_create(&heap_key, free_heaps) == 0;
+}
+
+/* This thread's slot for sl: its own, else the least used one, taken. */
+static struct err_slot *slot_of(const sluice *sl)
+{
+    struct err_slot *e = &err_slots[0];
+    size_t i;
+
+    for (i = 0; i < ERR_SLOTS; i++) {
+        if (err_slots[i].sl == sl)
+            return &err_slots[i];
+        if (err_slots[i].used < e->used)
+            e = &err_slots[i];
+    }
+    e->sl = sl;
+    e->nv = 0;
+    e->msg[0] = '\0';
+    return e;
+}
 
 /* This thread's message buffer for sl, emptied; every call begins here,
  * so the slot keeps when, and the call's round trips share one budget (a
  * decision by name reads the rules, then decides). */
 char *sl_share_err(const sluice *sl)
 {
-    struct err_slot *e = &err_slots[0];
-    size_t i;
+    struct err_slot *e = slot_of(sl);
 
-    for (i = 0; i < ERR_SLOTS; i++) {
-        if (err_slots[i].sl == sl) {
-            e = &err_slots[i];
-            break;
-        }
-        if (err_slots[i].used < e->used)
-            e = &err_slots[i];
-    }
-    e->sl = sl;
+    err_last = e;
     e->used = ++err_clock;
     e->began = sl_mono_ms();
     e->msg[0] = '\0';
+    e->nv = 0;
     return e->msg;
+}
+
+void sl_share_violated(const sluice *sl, const uint8_t *v, size_t n)
+{
+    struct err_slot *e = err_last;
+    uint8_t *dst;
+
+    if (e == NULL || e->sl != sl)
+        e = slot_of(sl);
+    if (n == 1) { /* a single call's: every decision ends here */
+        e->v[0] = v[0];
+        e->nv = 1;
+        return;
+    }
+    dst = e->v;
+    e->nv = 0;
+    if (n > VIOL_INLINE) {
+        if (n > e->heap_cap) {
+            uint8_t *h = sl_realloc(e->heap, n);
+
+            if (h == NULL) /* no masks rather than wrong ones: all read 0 */
+                return;
+            if (e->heap == NULL) {
+                (void)pthread_once(&heap_once, make_heap_key);
+                if (heap_key_made)
+                    (void)pthread_setspecific(heap_key, err_slots);
+            }
+            e->heap = h;
+            e->heap_cap = n;
+        }
+        dst = e->heap;
+    }
+    memcpy(dst, v, n);
+    e->nv = n;
+}
+
+unsigned sluice_violated(const sluice *sl, size_t i)
+{
+    size_t k;
+
+    for (k = 0; sl != NULL && k < ERR_SLOTS; k++) {
+        const struct err_slot *e = &err_slots[k];
+
+        if (e->sl == sl)
+            return i < e->nv ? (e->nv > VIOL_INLINE ? e->heap : e->v)[i] : 0;
+    }
+    return 0;
 }
 
 int64_t sl_share_began(const sluice *sl)

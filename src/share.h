@@ -11,4 +11,9 @@
  * which also notes when the call began (its timeout_ms runs from then). */
 char *sl_share_err(const sluice *sl);
 
+/* The rules each of the call's n answers exceeded (v[i] for answer i),
+ * where sluice_violated() reads them in this thread: at the end of a
+ * blocking call, before an async call's callback. */
+void sl_share_violated(const sluice *sl, const uint8_t *v, size_t n);
+
 #endif /* SL_SHARE_H */

@@ -176,6 +176,109 @@ static void a_bucket_quota_is_its_burst(void **s)
     sluice_close(sl);
 }
 
+/* draft-ietf-httpapi-ratelimit-headers-11, 4.1.2: t is the effective
+ * window, the time within which the client can use no more than r. A
+ * bucket gains a unit every period / limit, so t is the time to its next
+ * unit, not the time until it is full. token:10/1m,burst=5 (a unit every
+ * 6 s): a peek answers as the acquire would, its unit taken and back in
+ * 6 s; five requests at one instant, the sixth denied with r=0, t=6 (not
+ * 30, the time until full) and Retry-After: 6; 3 s on, half a unit is in
+ * and the next whole one 3 s away; 7 s on, one is in, and a peek that
+ * takes it sees the next in 5 s. */
+static void a_bucket_t_is_the_time_to_its_next_unit(void **s)
+{
+    sluice_ruleset rs = rules("token:10/1m,burst=5");
+    sluice *sl = open_mem();
+    sluice_result r;
+    char buf[512];
+    int i;
+
+    (void)s;
+    now_ms = MIDNIGHT;
+    assert_int_equal(sluice_peek(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    sluice_http_headers(&rs, &r, "default", buf, sizeof(buf));
+    assert_non_null(strstr(buf, "RateLimit: \"default\";r=4;t=6\r\n"));
+    for (i = 0; i < 5; i++) {
+        assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+        assert_true(r.allowed);
+    }
+    sluice_http_headers(&rs, &r, "default", buf, sizeof(buf));
+    assert_non_null(strstr(buf, "RateLimit: \"default\";r=0;t=6\r\n"));
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_false(r.allowed);
+    assert_int_equal(r.retry_after_ms, 6000);
+    assert_int_equal(r.reset_after_ms, 30000);
+    sluice_http_headers(&rs, &r, "default", buf, sizeof(buf));
+    assert_string_equal(buf, "RateLimit-Policy: \"default\";q=5;w=30\r\n"
+                             "RateLimit: \"default\";r=0;t=6\r\n"
+                             "Retry-After: 6\r\n");
+    now_ms += 3000;
+    assert_int_equal(sluice_peek(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    sluice_http_headers(&rs, &r, "default", buf, sizeof(buf));
+    assert_non_null(strstr(buf, "RateLimit: \"default\";r=0;t=3\r\n"
+                                "Retry-After: 3\r\n"));
+    now_ms += 4000;
+    assert_int_equal(sluice_peek(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_true(r.allowed);
+    sluice_http_headers(&rs, &r, "default", buf, sizeof(buf));
+    assert_non_null(strstr(buf, "RateLimit: \"default\";r=0;t=5\r\n"));
+    sluice_close(sl);
+}
+
+/* Draft -11, section 6: Retry-After SHOULD NOT be earlier than the end
+ * of the effective window. sliding:2/1s, two requests in the window
+ * [0, 1000) and one at 1500 (the old window weighs 1 of 2): the next one
+ * at 1500 fits once that weight drops, in 500 ms, while the rule is whole
+ * again only in 1500 ms. t is the effective window, so at most the
+ * wait: t=1, Retry-After: 1 (it was t=2 against Retry-After: 1). */
+static void a_denial_t_is_never_past_retry_after(void **s)
+{
+    sluice_ruleset rs = rules("sliding:2/1s");
+    sluice *sl = open_mem();
+    sluice_result r;
+    char buf[512];
+
+    (void)s;
+    now_ms = MIDNIGHT;
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 2, &r), SLUICE_OK);
+    now_ms += 1500;
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_true(r.allowed);
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_false(r.allowed);
+    assert_int_equal(r.retry_after_ms, 500);
+    assert_int_equal(r.reset_after_ms, 1500);
+    sluice_http_headers(&rs, &r, "s", buf, sizeof(buf));
+    assert_non_null(strstr(buf, "RateLimit: \"s\";r=0;t=1\r\n"
+                                "Retry-After: 1\r\n"));
+    sluice_close(sl);
+}
+
+/* A composite's binding reset is rounded up to 11 significant bits:
+ * log:3/1h+log:3/1d after one request, the hour binds with its reset of
+ * 3,600,000 ms, kept as 1,758 * 2^11 = 3,600,384 (t=3601 before). A log
+ * is whole again within its period, so t is 3600; a block may hold the
+ * key longer, and is not cut. */
+static void a_rounded_reset_never_passes_the_rule(void **s)
+{
+    sluice_ruleset rs = rules("log:3/1h+log:3/1d"),
+                   blocked = rules("log:3/1h,block=2h+log:3/1d");
+    sluice *sl = open_mem();
+    sluice_result r;
+    char buf[512];
+
+    (void)s;
+    now_ms = MIDNIGHT;
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+    assert_int_equal(r.rule, 0);
+    assert_int_equal(sluice_result_rule_reset_ms(&r), 3600384);
+    sluice_http_headers(&rs, &r, "api", buf, sizeof(buf));
+    assert_non_null(strstr(buf, "RateLimit: \"api-1\";r=2;t=3600\r\n"));
+    sluice_http_headers(&blocked, &r, "api", buf, sizeof(buf));
+    assert_non_null(strstr(buf, "RateLimit: \"api-1\";r=2;t=3601\r\n"));
+    sluice_close(sl);
+}
+
 static void a_denial_that_never_fits_has_no_retry_after(void **state)
 {
     sluice_ruleset rs = rules("token:5/1s");
@@ -190,7 +293,9 @@ static void a_denial_that_never_fits_has_no_retry_after(void **state)
     (void)state;
     sluice_http_headers(&rs, &r, "x", buf, sizeof(buf));
     assert_null(strstr(buf, "Retry-After"));
-    assert_non_null(strstr(buf, "RateLimit: \"x\";r=5;t=0\r\n"));
+    /* A full bucket: its next unit one unit's time (200 ms) after one
+     * is taken. */
+    assert_non_null(strstr(buf, "RateLimit: \"x\";r=5;t=1\r\n"));
 }
 
 static void names_are_structured_field_strings(void **state)
@@ -337,6 +442,7 @@ static void a_denial_as_problem_details(void **state)
     sluice_result r = {.status = SLUICE_OK,
                        .allowed = false,
                        .rule = 1,
+                       .limit = 10,
                        .remaining = 0,
                        .retry_after_ms = 1000,
                        .reset_after_ms = 3600000};
@@ -370,6 +476,9 @@ int main(void)
         cmocka_unit_test(a_denial_names_the_rule_that_denies_longest),
         cmocka_unit_test(a_cached_denial_keeps_the_binding_rule),
         cmocka_unit_test(a_bucket_quota_is_its_burst),
+        cmocka_unit_test(a_bucket_t_is_the_time_to_its_next_unit),
+        cmocka_unit_test(a_denial_t_is_never_past_retry_after),
+        cmocka_unit_test(a_rounded_reset_never_passes_the_rule),
         cmocka_unit_test(a_denial_that_never_fits_has_no_retry_after),
         cmocka_unit_test(names_are_structured_field_strings),
         cmocka_unit_test(the_snprintf_contract),

@@ -665,10 +665,12 @@ sluice_status sl_evalsha_result(const sl_request *rq, const redisReply *rep,
             return SLUICE_EPROTO;
         }
     }
-    if (rq->op == SL_OP_REFUND || rq->op == SL_OP_FORCE)
+    if (rq->op == SL_OP_REFUND || rq->op == SL_OP_FORCE) {
         sl_describe(rs, views, t, out);
-    else
+    } else {
         sl_combine(rs, v, out);
+        sl_note_violated(rq, rs, v);
+    }
     return SLUICE_OK;
 }
 

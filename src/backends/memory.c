@@ -511,6 +511,7 @@ static sluice_status decide_request(store *s, const handle *h,
     }
     all = sl_decide_block(rs, views, t, cost, end, v, ch, &new_end);
     sl_combine(rs, v, out);
+    sl_note_violated(rq, rs, v);
     if (rq->op != SL_OP_ACQUIRE && rq->op != SL_OP_AT_MOST)
         return SLUICE_OK;
     if (new_end != end) {

@@ -354,6 +354,7 @@ static void block_done(sl_plain *p, unit *u)
     }
     u->all = decide(u);
     sl_combine(rq->decide.rules, u->v, out);
+    sl_note_violated(rq, rq->decide.rules, u->v);
     if (u->mode == JOB_READ) {
         finish(u, SLUICE_OK, NULL);
         return;
@@ -414,6 +415,7 @@ static void watch_done(sl_plain *p, unit *u)
     }
     u->all = decide(u);
     sl_combine(rq->decide.rules, u->v, &u->job->out[u->i]);
+    sl_note_violated(rq, rq->decide.rules, u->v);
     if (!u->all) {
         unwatch(p, u);
         finish(u, SLUICE_OK, NULL);

@@ -97,6 +97,7 @@ bool sl_deny_lookup(sl_deny_cache *c, const sl_request *rq, int64_t now,
         sl_result_set_rule_reset(
             out,
             sl_max64(0, sluice_result_rule_reset_ms(&e->res) - (now - e->at)));
+        sl_request_violated(rq, e->violated);
         hit = true;
         break;
     }
@@ -158,6 +159,7 @@ void sl_deny_store(sl_deny_cache *c, const sl_request *rq, int64_t now,
     e->cost = rq->decide.cost;
     e->rules = *rq->decide.rules;
     e->res = *res;
+    e->violated = rq->decide.violated != NULL ? *rq->decide.violated : 0;
     e->at = now;
     e->until = now + res->retry_after_ms;
     pthread_mutex_unlock(&c->mu);

@@ -28,6 +28,7 @@ typedef struct sl_deny_entry {
     int64_t at, until; /* the handle's clock: denied at, fits again at */
     sluice_ruleset rules;
     sluice_result res;
+    uint8_t violated; /* the rules that denied it (sluice_violated) */
 } sl_deny_entry;
 
 typedef struct sl_deny_cache {

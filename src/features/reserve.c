@@ -506,6 +506,7 @@ size_t sl_reserve_plan(sl_reserve *rv, const sl_request *r, sl_rsv_plan *p,
         rs[n].op = SL_OP_REFUND;
         rs[n].decide.cost = p->refund;
         rs[n].decide.granted = NULL;
+        rs[n].decide.violated = NULL;
         n++;
     }
     p->main = n;
@@ -515,6 +516,7 @@ size_t sl_reserve_plan(sl_reserve *rv, const sl_request *r, sl_rsv_plan *p,
         rs[n].op = SL_OP_AT_MOST;
         rs[n].decide.cost = p->ask;
         rs[n].decide.granted = &p->granted;
+        rs[n].decide.violated = NULL; /* the batch's, not the request's */
         n++;
     }
     p->n = n;
@@ -543,6 +545,7 @@ size_t sl_reserve_refill(const sl_request *r, sl_rsv_plan *p, sl_request *rs)
     rs[0].op = SL_OP_AT_MOST;
     rs[0].decide.cost = p->ask;
     rs[0].decide.granted = &p->granted;
+    rs[0].decide.violated = NULL;
     p->n = 1;
     return 1;
 }

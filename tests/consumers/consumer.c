@@ -72,6 +72,21 @@ int main(int argc, char **argv)
         }
         printf(" %s", r.allowed ? "allowed" : "denied");
     }
+    /* The denial as an HTTP answer: 429 and its three fields. */
+    {
+        sluice_http_options ho;
+        char fields[512];
+
+        sluice_http_options_init(&ho);
+        ho.name = "api";
+        if (sluice_http_status(&r, &ho) != 429 ||
+            sluice_http_text(&rules, &r, &ho, fields, sizeof(fields)) == 0 ||
+            strstr(fields, "Retry-After: 1\r\n") == NULL) {
+            printf(" the HTTP answer is wrong\n");
+            sluice_close(sl);
+            return 1;
+        }
+    }
     printf("\n");
     sluice_close(sl);
     return 0;

@@ -87,6 +87,25 @@ int main(int argc, char **argv)
         }
         std::cout << (r.allowed ? " allowed" : " denied");
     }
+    // The denial as an HTTP answer, field by field, as a C++ server adds
+    // them: a lambda without captures is the C callback.
+    sluice_http_options ho;
+    std::string fields;
+    sluice_http_options_init(&ho);
+    ho.name = "api";
+    if (sluice_http_status(&r, &ho) != 429 ||
+        sluice_http_each(
+            &rules, &r, &ho,
+            [](void *arg, const char *name, const char *value) {
+                *static_cast<std::string *>(arg) +=
+                    std::string(name) + "=" + value + ";";
+                return 0;
+            },
+            &fields) != SLUICE_OK ||
+        fields.find("Retry-After=1;") == std::string::npos) {
+        std::cout << " the HTTP answer is wrong: " << fields << "\n";
+        return 1;
+    }
     std::cout << "\n";
     return 0;
 }
