@@ -132,8 +132,10 @@ sluice_status sl_pipe_name_prepare(sluice *sl, sl_op op, const void *name,
     if (client == NULL)
         client_len = 0;
     st = sl_names_check(name, name_len, client, client_len, err);
-    if (st != SLUICE_OK)
+    if (st != SLUICE_OK) {
+        count_refused(sl, NULL, 0, op, st); /* no name to count it by */
         return st;
+    }
     name_set(nm, name, name_len, client, client_len);
     st = sl_pipe_prepare(sl, op, nm->key, nm->kl, &any, cost, r, err);
     if (st != SLUICE_OK) {
