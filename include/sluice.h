@@ -760,12 +760,12 @@ SLUICE_API size_t sluice_stats_prometheus(const sluice_stats *st, size_t size,
 /* Added after 0.1.0. The counters of one named limiter's requests in a
  * handle (sluice_limiter_acquire, _peek, _reset, blocking or on the
  * loop): each counts once, as in sluice_stats, in one of allowed, denied,
- * peeks, resets or failures (a request whose name or client id is refused
- * as too long or empty counts in neither). A handle keeps the counters of
- * SLUICE_STATS_LIMITERS names apart, the first it meets; the requests of
- * any other name (or of one met when memory ran out) count together, as
- * the overflow. Names are the caller's configuration, never a client id,
- * so the set is bounded (docs/PRODUCTION.md, "Metrics"). */
+ * peeks, resets or failures (one refused for its name or client id,
+ * empty or too long, counts by the handle only). A handle keeps the
+ * counters of SLUICE_STATS_LIMITERS names apart, the first it meets; the
+ * requests of any other name (or of one met when memory ran out) count
+ * together, as the overflow. Names are the caller's configuration, never
+ * a client id, so the set is bounded (docs/PRODUCTION.md, "Metrics"). */
 #define SLUICE_STATS_LIMITERS 256
 
 typedef struct sluice_limiter_stats {
