@@ -41,7 +41,7 @@ endfunction()
 sluice_layer_check(sluice_layers_no_transport
   ${SLUICE_LAYERS_DIR}/no-transport
   src/backends/memory.c src/backends/memtab.c src/features/denycache.c
-  src/features/stats.c)
+  src/features/stats.c src/features/prometheus.c)
 # The net files themselves need hiredis and OpenSSL, after the poison.
 file(GLOB SLUICE_NET_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/src/net/*.c)
 sluice_layer_check(sluice_layers_net ${SLUICE_LAYERS_DIR}/net

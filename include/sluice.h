@@ -771,10 +771,75 @@ SLUICE_API sluice_status sluice_get_stats(sluice *sl, sluice_stats *out,
 /* Writes the counters in the Prometheus text format (version 0.0.4) into
  * buf, with the label handle="<name>" (name may be NULL: no label);
  * returns the length the whole text needs, as snprintf does (buf holds it
- * when that is below len). size as for sluice_get_stats. */
+ * when that is below len). size as for sluice_get_stats. One handle's
+ * text: two of them one after the other are not a valid page (each
+ * family's HELP twice); for several handles, sluice_metrics_page. A name
+ * is written as it is when it is UTF-8, a backslash as \\ and a control
+ * or a byte that is not UTF-8 as \xHH, then the format's escapes. */
 SLUICE_API size_t sluice_stats_prometheus(const sluice_stats *st, size_t size,
                                           const char *name, char *buf,
                                           size_t len);
+
+/* Added after 0.1.0. The counters of one named limiter's requests in a
+ * handle (sluice_limiter_acquire, _peek, _reset, blocking or on the
+ * loop): each counts once, as in sluice_stats, in one of allowed, denied,
+ * peeks, resets or failures (one refused for its name or client id,
+ * empty or too long, counts by the handle only). A handle keeps the
+ * counters of SLUICE_STATS_LIMITERS names apart, the first it meets; the
+ * requests of any other name (or of one met when memory ran out) count
+ * together, as the overflow. Names are the caller's configuration, never
+ * a client id, so the set is bounded (docs/PRODUCTION.md, "Metrics"). */
+#define SLUICE_STATS_LIMITERS 256
+
+typedef struct sluice_limiter_stats {
+    uint64_t allowed;          /* acquires admitted by a decision */
+    uint64_t denied;           /* acquires denied by a decision or the cache */
+    uint64_t near_limit;       /* of allowed: remaining <= 20 % of the limit */
+    uint64_t peeks;            /* peeks answered */
+    uint64_t resets;           /* resets done */
+    uint64_t deny_cache_hits;  /* of denied (and peeks): by the deny cache */
+    uint64_t reserve_admitted; /* of allowed: from a reservation, locally */
+    uint64_t shadow_admitted;  /* of denied: admitted by shadow mode */
+    uint64_t allowlisted;      /* of allowed (and peeks): allow-listed */
+    uint64_t denylisted;       /* of denied (and peeks): deny-listed */
+    /* Requests not decided, by status (the fail policy's answers, an
+     * undefined limiter's SLUICE_ENOLIMITER and bad input included), and
+     * of those, the fail policy's answers. */
+    uint64_t failures[SLUICE_STATS_STATUSES];
+    uint64_t policy_answers;
+} sluice_limiter_stats;
+
+/* Copies the counters of the limiter name (name_len bytes) into out, size
+ * bytes of it as for sluice_get_stats: zero for a name this handle has
+ * not counted. name NULL: the overflow's. SLUICE_EINVAL when the handle
+ * keeps no counters (metrics=0). Any thread. */
+SLUICE_API sluice_status sluice_get_limiter_stats(sluice *sl, const void *name,
+                                                  size_t name_len,
+                                                  sluice_limiter_stats *out,
+                                                  size_t size);
+
+/* Flags of sluice_metrics_page. */
+#define SLUICE_METRICS_NO_LIMITERS                            \
+    1u /* leave out the counters by limiter (sluice_limiter_* \
+          families) */
+
+/* Added after 0.1.0. One metrics page for several handles, in the
+ * Prometheus text format (version 0.0.4): each family's HELP and TYPE
+ * once, then its samples of every handle, handles[i] labelled
+ * handle="names[i]", and the counters of each named limiter labelled
+ * limiter="NAME" (the overflow's limiter_overflow="true"); the names and
+ * labels are in docs/PRODUCTION.md, "Metrics". names may be NULL only
+ * when n is 1 (no handle label); else each is a distinct non-empty
+ * string. A handle with metrics=0 has no samples. flags: 0 or
+ * SLUICE_METRICS_NO_LIMITERS. Returns the length the whole text needs, as
+ * snprintf does (buf holds it when that is below len), read at this call:
+ * the counters grow, so size the buffer with room to spare and call again
+ * when the length returned is len or more. 0, nothing written, for a NULL
+ * handle, a missing, empty or repeated name, or an unknown flag. Any
+ * thread; not while one of the handles closes. */
+SLUICE_API size_t sluice_metrics_page(sluice *const *handles,
+                                      const char *const *names, size_t n,
+                                      unsigned flags, char *buf, size_t len);
 
 /* ------------------------------------------------------------- HTTP
  *

@@ -22,6 +22,7 @@ if [[ ${1:-} == --test ]]; then
         libclang-rt-14-dev               # clang's -fsanitize=fuzzer,address,...
         libevent-dev libuv1-dev          # the event-loop adapters' tests
         python3 python3-prometheus-client # the model, the metrics check
+        prometheus                       # promtool: the metrics pages' check
         curl                             # the example HTTP service's test
     )
 fi
@@ -42,3 +43,9 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian's prometheus package is here for its promtool only; under
+# systemd its server starts at install (port 9090): stop it, and keep it
+# from starting at boot.
+if [[ " ${missing[*]} " == *" prometheus "* && -d /run/systemd/system ]]; then
+    $sudo systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+fi

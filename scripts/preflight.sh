@@ -148,6 +148,7 @@ need_cmd nutcracker nutcracker
 need_cmd openssl openssl
 need_cmd curl curl
 need_cmd python3 python3
+need_cmd promtool prometheus
 # Debian's Python, as tests/test_stats.sh runs it.
 py=python3
 [[ -x /usr/bin/python3 ]] && py=/usr/bin/python3

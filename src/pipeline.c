@@ -53,10 +53,18 @@ sluice_status sl_pipe_prepare_at(sluice *sl, sl_op op, const void *key,
     return SLUICE_OK;
 }
 
+/* A call refused before it ran, counted under its limiter's name (NULL:
+ * a decision on a key). */
+static void count_refused(sluice *sl, const void *name, size_t name_len,
+                          sl_op op, sluice_status st)
+{
+    sl_stats_answer(&sl->stats, name, name_len, op, st, false, NULL);
+    sl_stats_call(&sl->stats, sl_stats_start(&sl->stats));
+}
+
 void sl_pipe_count(sluice *sl, sl_op op, sluice_status st)
 {
-    sl_stats_answer(&sl->stats, op, st, false, NULL);
-    sl_stats_call(&sl->stats, sl_stats_start(&sl->stats));
+    count_refused(sl, NULL, 0, op, st);
 }
 
 /* The longest wait an acquire may ask for: a day. */
@@ -125,12 +133,14 @@ sluice_status sl_pipe_name_prepare(sluice *sl, sl_op op, const void *name,
     if (client == NULL)
         client_len = 0;
     st = sl_names_check(name, name_len, client, client_len, err);
-    if (st != SLUICE_OK)
+    if (st != SLUICE_OK) {
+        count_refused(sl, NULL, 0, op, st); /* no name to count it by */
         return st;
+    }
     name_set(nm, name, name_len, client, client_len);
     st = sl_pipe_prepare(sl, op, nm->key, nm->kl, &any, cost, r, err);
     if (st != SLUICE_OK) {
-        sl_pipe_count(sl, op, st);
+        count_refused(sl, name, name_len, op, st);
         return st;
     }
     r->prefix = sl->names.prefix;
@@ -448,13 +458,33 @@ static void shadow_at_most(const sluice *sl, const sl_request *rq,
      1u << SLUICE_RESERVED | 1u << SLUICE_ALLOWLISTED |              \
      1u << SLUICE_DENYLISTED)
 
-/* Counts one request by its result. */
-static void count_result(sluice *sl, sl_op op, const sluice_result *r)
+/* The name a request counts under: its limiter's (nm NULL: none). */
+typedef struct counted_as {
+    const void *name;
+    size_t len;
+} counted_as;
+
+static counted_as counted(const sl_pipe_name *nm)
+{
+    counted_as c = {NULL, 0};
+
+    if (nm != NULL) {
+        c.name = name_of(nm);
+        c.len = nm->name_len;
+    }
+    return c;
+}
+
+/* Counts one request by its result: here, and in count_one and
+ * count_refused, every request is counted, by the handle and (by name)
+ * by its limiter. */
+static void count_result(sluice *sl, counted_as as, sl_op op,
+                         const sluice_result *r)
 {
     if ((unsigned)r->status < 32 && (ANSWERED >> (unsigned)r->status & 1u))
-        sl_stats_answer(&sl->stats, op, SLUICE_OK, false, r);
+        sl_stats_answer(&sl->stats, as.name, as.len, op, SLUICE_OK, false, r);
     else
-        sl_stats_answer(&sl->stats, op, r->status,
+        sl_stats_answer(&sl->stats, as.name, as.len, op, r->status,
                         sl_policy_answers(sl, r->status), r);
 }
 
@@ -466,15 +496,16 @@ static bool no_result(sl_op op)
 
 /* Counts a single call's request: the call's status st and, when it
  * succeeded with a result, that result. */
-static void count_one(sluice *sl, sl_op op, sluice_status st,
+static void count_one(sluice *sl, counted_as as, sl_op op, sluice_status st,
                       const sluice_result *r)
 {
     if (st != SLUICE_OK)
-        sl_stats_answer(&sl->stats, op, st, false, NULL);
+        sl_stats_answer(&sl->stats, as.name, as.len, op, st, false, NULL);
     else if (!no_result(op))
-        count_result(sl, op, r);
+        count_result(sl, as, op, r);
     else
-        sl_stats_answer(&sl->stats, op, SLUICE_OK, false, NULL);
+        sl_stats_answer(&sl->stats, as.name, as.len, op, SLUICE_OK, false,
+                        NULL);
 }
 
 /* A waiting acquire's answer r at now (monotonic ms), its deadline until:
@@ -515,7 +546,7 @@ static sl_pipe_need stage_answer(sl_pipe *p)
     if (no_result(r->op))
         p->out->status = st;
     if (!p->uncounted)
-        count_one(sl, r->op, st, p->out);
+        count_one(sl, counted(p->name), r->op, st, p->out);
     sl_stats_call(&sl->stats, p->t0);
     p->st = st;
     mstate(p, SL_PIPE_DONE);
@@ -581,7 +612,7 @@ static sl_pipe_need stage_answer_many(sl_pipe *p)
         sluice_status rst = p->out[i].status;
 
         shadow(sl, SL_OP_ACQUIRE, &p->out[i]);
-        count_result(sl, SL_OP_ACQUIRE, &p->out[i]);
+        count_result(sl, counted(NULL), SL_OP_ACQUIRE, &p->out[i]);
         /* A request that failed has no rules it exceeded, whatever a
          * try of it decided before it failed. */
         if (!((unsigned)rst < 32 && (ANSWERED >> (unsigned)rst & 1u)) &&

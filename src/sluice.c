@@ -5,6 +5,7 @@
  * threads share a handle through share.c; the fail policy is policy.c's. */
 #include "call.h"
 #include "features/names.h"
+#include "features/prometheus.h"
 #include "handle.h"
 #include "net/conn.h"
 #include "net/tls.h"
@@ -175,6 +176,7 @@ void sluice_close(sluice *sl)
     sl_deny_free(&sl->deny);
     sl_reserve_free(&sl->rsv);
     sl_names_free(&sl->names); /* after the callbacks */
+    sl_stats_free(&sl->stats);
     pthread_mutex_destroy(&sl->mu);
     sl_free(sl);
 }
@@ -229,6 +231,15 @@ void sluice_socket_action(sluice *sl, int fd, int events)
     sl_share_count_trips(sl, 0);
 }
 
+/* The handle's counters, as sluice_get_stats gives them. */
+static void read_stats(sluice *sl, sluice_stats *st)
+{
+    sl_stats_read(&sl->stats, st);
+    sl_reserve_read(&sl->rsv, st);
+    if (sl->backend->failovers != NULL)
+        st->failovers = sl->backend->failovers(sl->state);
+}
+
 sluice_status sluice_get_stats(sluice *sl, sluice_stats *out, size_t size)
 {
     sluice_stats st;
@@ -247,12 +258,84 @@ sluice_status sluice_get_stats(sluice *sl, sluice_stats *out, size_t size)
                 "get_stats: the handle keeps no counters (metrics=0)");
         return SLUICE_EINVAL;
     }
-    sl_stats_read(&sl->stats, &st);
-    sl_reserve_read(&sl->rsv, &st);
-    if (sl->backend->failovers != NULL)
-        st.failovers = sl->backend->failovers(sl->state);
+    read_stats(sl, &st);
     memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));
     return SLUICE_OK;
+}
+
+sluice_status sluice_get_limiter_stats(sluice *sl, const void *name,
+                                       size_t name_len,
+                                       sluice_limiter_stats *out, size_t size)
+{
+    sluice_limiter_stats st;
+    char *err;
+
+    if (sl == NULL)
+        return SLUICE_EINVAL;
+    err = sl_share_err(sl);
+    if (out == NULL || size == 0) {
+        sl_errf(err, SL_ERR_LEN, "get_limiter_stats: %s",
+                out == NULL ? "out is NULL" : "size is 0");
+        return SLUICE_EINVAL;
+    }
+    if (!sl->stats.on) {
+        sl_errf(err, SL_ERR_LEN,
+                "get_limiter_stats: the handle keeps no counters (metrics=0)");
+        return SLUICE_EINVAL;
+    }
+    sl_stats_limiter_read(&sl->stats, name, name_len, &st);
+    memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));
+    return SLUICE_OK;
+}
+
+/* A metrics page's reader: handle i's counters, as sluice_get_stats
+ * reads them, and its counters by limiter. */
+static bool page_read(const void *ctx, size_t i, sluice_stats *st,
+                      const sl_stats **live)
+{
+    sluice *sl = ((sluice *const *)ctx)[i];
+
+    if (!sl->stats.on)
+        return false;
+    read_stats(sl, st);
+    *live = &sl->stats;
+    return true;
+}
+
+/* Whether names label n handles apart: each a non-empty string, no two
+ * the same (NULL, or one NULL name, only for one handle). */
+static bool names_apart(const char *const *names, size_t n)
+{
+    size_t i, j;
+
+    if (names == NULL || (n == 1 && names[0] == NULL))
+        return n <= 1;
+    for (i = 0; i < n; i++) {
+        if (names[i] == NULL || names[i][0] == '\0')
+            return false;
+        for (j = 0; j < i; j++)
+            if (strcmp(names[i], names[j]) == 0)
+                return false;
+    }
+    return true;
+}
+
+size_t sluice_metrics_page(sluice *const *handles, const char *const *names,
+                           size_t n, unsigned flags, char *buf, size_t len)
+{
+    size_t i;
+
+    if (buf != NULL && len > 0)
+        buf[0] = '\0';
+    if ((flags & ~SLUICE_METRICS_NO_LIMITERS) != 0 ||
+        (handles == NULL && n > 0) || !names_apart(names, n))
+        return 0;
+    for (i = 0; i < n; i++)
+        if (handles[i] == NULL)
+            return 0;
+    return sl_prom_page(page_read, handles, n,
+                        names != NULL && names[0] != NULL ? names : NULL,
+                        (flags & SLUICE_METRICS_NO_LIMITERS) == 0, buf, len);
 }
 
 size_t sluice_pending(const sluice *sl)

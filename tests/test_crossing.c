@@ -859,6 +859,8 @@ typedef struct row {
     answer ans[MAX_REQ];
     size_t n, calls;
     sluice_stats before, after;
+    /* The limiter "lim"'s and the overflow's (sluice_get_limiter_stats). */
+    sluice_limiter_stats lim_before, lim_after, over_after;
     int64_t ms;
 } row;
 
@@ -1115,6 +1117,9 @@ static void row_open(row *r)
     if (v[READ] == READ_YES)
         read_before(r);
     assert_int_equal(sluice_get_stats(r->sl, &r->before, sizeof(r->before)),
+                     SLUICE_OK);
+    assert_int_equal(sluice_get_limiter_stats(r->sl, "lim", 3, &r->lim_before,
+                                              sizeof(r->lim_before)),
                      SLUICE_OK);
 }
 
@@ -1442,6 +1447,71 @@ static int check_counters(const row *r, const expect_row **spec, const int *of)
     return bad;
 }
 
+/* The counters of the limiter "lim" (docs/PRODUCTION.md, "Metrics"): a
+ * case by name makes only requests of "lim", so they grew as the
+ * handle's did, counter by counter; a case by key left them as they were.
+ * The overflow never counts (one name). */
+static int check_by_limiter(const row *r)
+{
+    static const struct {
+        const char *name;
+        size_t h, l; /* offsets in sluice_stats, sluice_limiter_stats */
+    } pairs[] = {
+#define P(hf, lf) \
+    {#lf, offsetof(sluice_stats, hf), offsetof(sluice_limiter_stats, lf)}
+        P(allowed, allowed),
+        P(denied, denied),
+        P(near_limit, near_limit),
+        P(peeks, peeks),
+        P(resets, resets),
+        P(deny_cache_hits, deny_cache_hits),
+        P(reserve_admitted, reserve_admitted),
+        P(shadow_admitted, shadow_admitted),
+        P(allowlisted, allowlisted),
+        P(denylisted, denylisted),
+        P(policy_answers, policy_answers),
+#undef P
+    };
+    bool by_name = r->v[SUBJECT] == NAME;
+    uint64_t hb, ha, lb, la;
+    int bad = 0;
+
+    for (size_t k = 0;
+         k < sizeof(pairs) / sizeof(pairs[0]) + SLUICE_STATS_STATUSES; k++) {
+        char what[64];
+        size_t s = k - sizeof(pairs) / sizeof(pairs[0]);
+
+        if (k < sizeof(pairs) / sizeof(pairs[0])) {
+            memcpy(&hb, (const char *)&r->before + pairs[k].h, sizeof(hb));
+            memcpy(&ha, (const char *)&r->after + pairs[k].h, sizeof(ha));
+            memcpy(&lb, (const char *)&r->lim_before + pairs[k].l, sizeof(lb));
+            memcpy(&la, (const char *)&r->lim_after + pairs[k].l, sizeof(la));
+            snprintf(what, sizeof(what), "%s", pairs[k].name);
+        } else {
+            hb = r->before.failures[s];
+            ha = r->after.failures[s];
+            lb = r->lim_before.failures[s];
+            la = r->lim_after.failures[s];
+            snprintf(what, sizeof(what), "failures[%s]",
+                     status_text((sluice_status)s));
+        }
+        if (la - lb != (by_name ? ha - hb : 0)) {
+            print_error("%s: the limiter's %s grew by %llu, the handle's by "
+                        "%llu\n",
+                        r->name, what, (unsigned long long)(la - lb),
+                        (unsigned long long)(ha - hb));
+            bad++;
+        }
+    }
+    if (r->over_after.allowed + r->over_after.denied + r->over_after.peeks +
+            r->over_after.policy_answers !=
+        0) {
+        print_error("%s: the overflow counted\n", r->name);
+        bad++;
+    }
+    return bad;
+}
+
 /* The answers that fit no expectation; a run of requests of one class
  * with the same answer is told once. */
 static int check_answers(const row *r, const expect_row **spec, const int *of)
@@ -1532,12 +1602,19 @@ static void run_case(void **state)
     r->ms = tu_clock_ms(CLOCK_MONOTONIC) - t0;
     assert_int_equal(sluice_get_stats(r->sl, &r->after, sizeof(r->after)),
                      SLUICE_OK);
+    assert_int_equal(sluice_get_limiter_stats(r->sl, "lim", 3, &r->lim_after,
+                                              sizeof(r->lim_after)),
+                     SLUICE_OK);
+    assert_int_equal(sluice_get_limiter_stats(r->sl, NULL, 0, &r->over_after,
+                                              sizeof(r->over_after)),
+                     SLUICE_OK);
     for (size_t i = 0; i < r->n; i++)
         if ((spec[i] = expectation(r->v, r->req[i].cls)) != NULL)
             rows[spec[i] - rows].used++;
     assign(r, spec, fset, of);
     bad = check_answers(r, spec, of);
     bad += check_counters(r, spec, of);
+    bad += check_by_limiter(r);
     tally(r, seen, sizeof(seen));
     print_message("%s: %zu requests in %lld ms (%s)%s\n", r->name, r->n,
                   (long long)r->ms, seen,

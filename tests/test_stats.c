@@ -2,10 +2,12 @@
 /* test_stats.c - a handle's counters on a real backend: every request
  * counted once, by outcome; batches, peeks, resets, bad input; the deny
  * cache's hits; the fail policy's answers and the failures behind them (a
- * server that is not there); threads counting at once; metrics=0; and the
- * Prometheus text, written for tests/check_prometheus.py to parse with
- * Debian's prometheus_client.
- *   test_stats URL|@file PROM_FILE */
+ * server that is not there); threads counting at once; metrics=0; the
+ * counters by limiter (blocking, threads, the loop, the cap on names);
+ * and the Prometheus text, of one handle and a page of several, written
+ * into OUT_DIR for tests/test_stats.sh to check with promtool and with
+ * Debian's prometheus_client (tests/check_prometheus.py).
+ *   test_stats URL|@file OUT_DIR */
 #include "testutil.h"
 
 #include <pthread.h>
@@ -15,7 +17,7 @@
 
 #include <cmocka.h>
 
-static const char *url, *prom_file;
+static const char *url, *out_dir;
 
 #define T0 (28333334LL * 60000)
 
@@ -235,6 +237,18 @@ static void metrics_off_keeps_none(void **state)
     sluice_close(sl);
 }
 
+static FILE *out_file(const char *name)
+{
+    char path[1200];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", out_dir, name);
+    f = fopen(path, "w");
+    if (f == NULL)
+        fail_msg("cannot write %s", path);
+    return f;
+}
+
 /* The text, for the Python check; and snprintf's contract. */
 static void the_prometheus_text(void **state)
 {
@@ -266,8 +280,7 @@ static void the_prometheus_text(void **state)
         sluice_stats_prometheus(&st, sizeof(st), "api \"v1\"", buf, need + 1),
         need);
     assert_int_equal(strlen(buf), need);
-    f = fopen(prom_file, "w");
-    assert_non_null(f);
+    f = out_file("prom.txt");
     /* The expected values first, as comments the parser skips. */
     fprintf(f,
             "# expect allowed=%llu denied=%llu hits=%llu key=%llu "
@@ -280,6 +293,366 @@ static void the_prometheus_text(void **state)
     fclose(f);
     free(buf);
     sluice_close(sl);
+}
+
+/* ------------------------------------------------------- by limiter */
+
+static sluice_limiter_stats limiter_stats(sluice *sl, const char *name)
+{
+    sluice_limiter_stats ls;
+
+    memset(&ls, 0xa5, sizeof(ls)); /* every byte must be written */
+    if (sluice_get_limiter_stats(sl, name, name != NULL ? strlen(name) : 0, &ls,
+                                 sizeof(ls)) != SLUICE_OK)
+        fail_msg("get_limiter_stats: %s", sluice_errmsg(sl));
+    return ls;
+}
+
+static void define(sluice *sl, const char *name, const char *rules)
+{
+    sluice_ruleset rs;
+
+    assert_int_equal(sluice_ruleset_parse(rules, &rs, NULL, 0), SLUICE_OK);
+    if (sluice_limiter_define(sl, name, strlen(name), &rs, 0, NULL) !=
+        SLUICE_OK)
+        fail_msg("define %s: %s", name, sluice_errmsg(sl));
+}
+
+static uint64_t failures_of(const uint64_t *f)
+{
+    uint64_t n = 0;
+    int i;
+
+    for (i = 0; i < SLUICE_STATS_STATUSES; i++)
+        n += f[i];
+    return n;
+}
+
+/* Each request by name counts once by its limiter, as by the handle: a
+ * request by key, or with a name refused, by the handle only. */
+static void requests_by_name_count_by_limiter(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sl = open_with(&clk, "byname", url, 0);
+    sluice_limiter_override deny = {SLUICE_OVERRIDE_DENY, {0}};
+    sluice_ruleset rs;
+    sluice_result r;
+    sluice_limiter_stats a, b, nope, over, never;
+    sluice_stats st;
+    int i;
+
+    (void)state;
+    define(sl, "a", "fixed:3/1m");
+    define(sl, "b", "fixed:1/1m");
+    assert_int_equal(sluice_limiter_override_set(sl, "b", 1, "bad", 3, &deny),
+                     SLUICE_OK);
+    for (i = 0; i < 5; i++)
+        assert_int_equal(sluice_limiter_acquire(sl, "a", 1, "c1", 2, 1, &r),
+                         SLUICE_OK);
+    for (i = 0; i < 2; i++)
+        assert_int_equal(sluice_limiter_acquire(sl, "b", 1, NULL, 0, 1, &r),
+                         SLUICE_OK);
+    assert_int_equal(sluice_limiter_acquire(sl, "b", 1, "bad", 3, 1, &r),
+                     SLUICE_OK);
+    assert_int_equal(r.status, SLUICE_DENYLISTED);
+    assert_int_equal(sluice_limiter_peek(sl, "a", 1, "c1", 2, 1, &r),
+                     SLUICE_OK);
+    assert_int_equal(sluice_limiter_reset(sl, "b", 1, NULL, 0), SLUICE_OK);
+    assert_int_equal(sluice_limiter_acquire(sl, "nope", 4, NULL, 0, 1, &r),
+                     SLUICE_ENOLIMITER);
+    assert_int_equal(sluice_limiter_acquire(sl, "a", 1, "c1", 2, 0, &r),
+                     SLUICE_ECOST);
+    /* No limiter to count by: an empty name; and a request by key. */
+    assert_int_equal(sluice_limiter_acquire(sl, "", 0, NULL, 0, 1, &r),
+                     SLUICE_EKEY);
+    assert_int_equal(sluice_ruleset_parse("fixed:3/1m", &rs, NULL, 0),
+                     SLUICE_OK);
+    assert_int_equal(sluice_acquire(sl, "k", 1, &rs, 1, &r), SLUICE_OK);
+
+    a = limiter_stats(sl, "a");
+    b = limiter_stats(sl, "b");
+    nope = limiter_stats(sl, "nope");
+    over = limiter_stats(sl, NULL);
+    never = limiter_stats(sl, "never");
+    st = stats_of(sl);
+    assert_int_equal(a.allowed, 3);
+    assert_int_equal(a.denied, 2);
+    assert_int_equal(a.near_limit, 1); /* the third: 0 of 3 left */
+    assert_int_equal(a.peeks, 1);
+    assert_int_equal(a.failures[SLUICE_ECOST], 1);
+    assert_int_equal(failures_of(a.failures), 1);
+    assert_int_equal(a.resets + a.deny_cache_hits + a.reserve_admitted +
+                         a.shadow_admitted + a.allowlisted + a.denylisted +
+                         a.policy_answers,
+                     0);
+    assert_int_equal(b.allowed, 1);
+    assert_int_equal(b.denied, 2);
+    assert_int_equal(b.denylisted, 1);
+    assert_int_equal(b.resets, 1);
+    assert_int_equal(failures_of(b.failures), 0);
+    assert_int_equal(nope.failures[SLUICE_ENOLIMITER], 1);
+    assert_int_equal(nope.allowed + nope.denied, 0);
+    assert_int_equal(over.allowed + over.denied + failures_of(over.failures),
+                     0);
+    assert_int_equal(never.allowed + never.denied + never.peeks +
+                         failures_of(never.failures),
+                     0);
+    /* The handle's: these, and the request by key. */
+    assert_int_equal(st.allowed, a.allowed + b.allowed + 1);
+    assert_int_equal(st.denied, a.denied + b.denied);
+    assert_int_equal(st.peeks, a.peeks);
+    assert_int_equal(st.resets, b.resets);
+    assert_int_equal(st.denylisted, b.denylisted);
+    /* The empty name counts by the handle, under no limiter. */
+    assert_int_equal(st.failures[SLUICE_EKEY], 1);
+    assert_int_equal(failures_of(st.failures),
+                     failures_of(a.failures) + failures_of(nope.failures) + 1);
+    sluice_close(sl);
+}
+
+#define NAMES 13 /* limiters the threads share, defined beforehand */
+
+static void *hammer_by_name(void *arg)
+{
+    sluice *sl = arg;
+    sluice_result r;
+    char name[16];
+    int i;
+
+    for (i = 0; i < 250; i++) {
+        snprintf(name, sizeof(name), "n%d", i % NAMES);
+        (void)sluice_limiter_acquire(sl, name, strlen(name), NULL, 0, 1, &r);
+    }
+    return NULL;
+}
+
+/* Threads meet each name first at once: each name has one entry, which
+ * counts every request. */
+static void threads_count_by_limiter_at_once(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sl = open_with(&clk, "lthreads", url, 0);
+    pthread_t th[THREADS];
+    sluice_limiter_stats ls;
+    uint64_t allowed = 0, denied = 0;
+    char name[16];
+    int i, k, want;
+
+    (void)state;
+    for (k = 0; k < NAMES; k++) {
+        snprintf(name, sizeof(name), "n%d", k);
+        define(sl, name, "fixed:100/1m");
+    }
+    for (i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, hammer_by_name, sl), 0);
+    for (i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    for (k = 0; k < NAMES; k++) {
+        snprintf(name, sizeof(name), "n%d", k);
+        ls = limiter_stats(sl, name);
+        /* i % NAMES == k for i in 0..249, in each thread */
+        want = THREADS * ((250 - k + NAMES - 1) / NAMES);
+        if (ls.allowed + ls.denied != (uint64_t)want ||
+            ls.allowed != (uint64_t)(want < 100 ? want : 100) ||
+            failures_of(ls.failures) != 0)
+            fail_msg("%s: %llu allowed, %llu denied, %llu failed; expected "
+                     "%d requests, %d allowed",
+                     name, (unsigned long long)ls.allowed,
+                     (unsigned long long)ls.denied,
+                     (unsigned long long)failures_of(ls.failures), want,
+                     want < 100 ? want : 100);
+        allowed += ls.allowed;
+        denied += ls.denied;
+    }
+    assert_int_equal(allowed + denied, THREADS * 250);
+    assert_int_equal(stats_of(sl).allowed, allowed);
+    assert_int_equal(stats_of(sl).denied, denied);
+    ls = limiter_stats(sl, NULL);
+    assert_int_equal(ls.allowed + ls.denied, 0);
+    sluice_close(sl);
+}
+
+static void count_done(sluice *sl, void *arg, sluice_status st,
+                       const sluice_result *res, size_t n)
+{
+    (void)sl;
+    (void)res;
+    (void)n;
+    if (st == SLUICE_OK)
+        ++*(int *)arg;
+}
+
+/* The loop's decisions by name: the rules read on the loop, then
+ * cached. */
+static void the_loop_counts_by_limiter(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sl = open_with(&clk, "lloop", url, 0);
+    sluice_limiter_stats ls;
+    sluice_loop lp;
+    tu_poll l;
+    int64_t until;
+    int i, done = 0;
+
+    (void)state;
+    define(sl, "a", "fixed:3/1m");
+    tu_poll_init(&l);
+    lp = tu_poll_loop(&l);
+    assert_int_equal(sluice_attach(sl, &lp), SLUICE_OK);
+    for (i = 0; i < 5; i++)
+        assert_int_equal(sluice_limiter_acquire_async(sl, "a", 1, "c", 1, 1,
+                                                      count_done, &done),
+                         SLUICE_OK);
+    assert_int_equal(
+        sluice_limiter_peek_async(sl, "a", 1, "c", 1, 1, count_done, &done),
+        SLUICE_OK);
+    assert_int_equal(sluice_limiter_acquire_async(sl, "none", 4, NULL, 0, 1,
+                                                  count_done, &done),
+                     SLUICE_OK);
+    until = tu_clock_ms(CLOCK_MONOTONIC) + 10000 * TU_TIME_SCALE;
+    while (sluice_pending(sl) > 0 && tu_clock_ms(CLOCK_MONOTONIC) < until)
+        tu_poll_turn(sl, &l, 50);
+    assert_int_equal(sluice_pending(sl), 0);
+    assert_int_equal(done, 6); /* "none": ENOLIMITER */
+    ls = limiter_stats(sl, "a");
+    assert_int_equal(ls.allowed, 3);
+    assert_int_equal(ls.denied, 2);
+    assert_int_equal(ls.peeks, 1);
+    ls = limiter_stats(sl, "none");
+    assert_int_equal(ls.failures[SLUICE_ENOLIMITER], 1);
+    sluice_close(sl);
+}
+
+/* SLUICE_STATS_LIMITERS names apart, the first met; the rest together,
+ * as the overflow. */
+static void names_past_the_cap_count_together(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sl = open_with(&clk, "lcap", url, 0);
+    sluice_limiter_stats ls;
+    sluice_result r;
+    char name[16];
+    int k;
+
+    (void)state;
+    for (k = 0; k < SLUICE_STATS_LIMITERS + 44; k++) {
+        snprintf(name, sizeof(name), "u%d", k);
+        assert_int_equal(
+            sluice_limiter_acquire(sl, name, strlen(name), NULL, 0, 1, &r),
+            SLUICE_ENOLIMITER);
+    }
+    for (k = 0; k < SLUICE_STATS_LIMITERS + 44; k++) {
+        snprintf(name, sizeof(name), "u%d", k);
+        ls = limiter_stats(sl, name);
+        assert_int_equal(ls.failures[SLUICE_ENOLIMITER],
+                         k < SLUICE_STATS_LIMITERS ? 1 : 0);
+    }
+    ls = limiter_stats(sl, NULL);
+    assert_int_equal(ls.failures[SLUICE_ENOLIMITER], 44);
+    assert_int_equal(stats_of(sl).failures[SLUICE_ENOLIMITER],
+                     SLUICE_STATS_LIMITERS + 44);
+    sluice_close(sl);
+}
+
+/* A name no label value may hold as it is: a backslash, a quote, a byte
+ * that is not UTF-8, a control; and one that is UTF-8. */
+#define ODD_NAME "b\\\"\xff\n\xc3\xa9"
+
+/* The page of three handles (one keeps no counters), for promtool and
+ * tests/check_prometheus.py; beside it, two handles' texts one after the
+ * other, which promtool must refuse (the reason for the page); and the
+ * page's arguments refused. */
+static void one_page_for_several_handles(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *h[3];
+    const char *names[3] = {"api", "admin \"x\"", "off"};
+    const char *dup[2] = {"api", "api"};
+    sluice_ruleset rs;
+    sluice_result r;
+    sluice_stats st;
+    sluice_limiter_stats login, odd;
+    char small[16], *buf, u[1200];
+    size_t need, i;
+    FILE *f;
+
+    (void)state;
+    h[0] = open_with(&clk, "pageA", url, 16);
+    h[1] = open_with(&clk, "pageB", url, 0);
+    snprintf(u, sizeof(u), "%s%smetrics=0", url, strchr(url, '?') ? "&" : "?");
+    assert_int_equal(sluice_open(u, NULL, &h[2], NULL, 0), SLUICE_OK);
+    define(h[0], "login", "fixed:2/1m");
+    define(h[0], ODD_NAME, "fixed:2/1m");
+    define(h[1], "login", "fixed:2/1m");
+    for (i = 0; i < 4; i++) /* 2 allowed, 1 denied, 1 the cache's */
+        assert_int_equal(
+            sluice_limiter_acquire(h[0], "login", 5, "c", 1, 1, &r), SLUICE_OK);
+    assert_int_equal(sluice_limiter_acquire(h[0], ODD_NAME, strlen(ODD_NAME),
+                                            NULL, 0, 1, &r),
+                     SLUICE_OK);
+    assert_int_equal(sluice_limiter_acquire(h[0], "missing", 7, NULL, 0, 1, &r),
+                     SLUICE_ENOLIMITER);
+    assert_int_equal(sluice_limiter_acquire(h[1], "login", 5, "c", 1, 1, &r),
+                     SLUICE_OK);
+    assert_int_equal(sluice_ruleset_parse("fixed:2/1m", &rs, NULL, 0),
+                     SLUICE_OK);
+    for (i = 0; i < 3; i++)
+        assert_int_equal(sluice_acquire(h[1], "k", 1, &rs, 1, &r), SLUICE_OK);
+    login = limiter_stats(h[0], "login");
+    odd = limiter_stats(h[0], ODD_NAME);
+    assert_int_equal(login.deny_cache_hits, 1);
+
+    /* snprintf's contract, and what is refused. */
+    need = sluice_metrics_page(h, names, 3, 0, NULL, 0);
+    assert_true(need > 0);
+    assert_int_equal(sluice_metrics_page(h, names, 3, 0, small, sizeof(small)),
+                     need);
+    assert_int_equal(strlen(small), sizeof(small) - 1);
+    assert_int_equal(sluice_metrics_page(h, dup, 2, 0, small, sizeof(small)),
+                     0);
+    assert_int_equal(small[0], '\0');
+    assert_int_equal(sluice_metrics_page(h, NULL, 2, 0, NULL, 0), 0);
+    assert_int_equal(sluice_metrics_page(h, names, 3, 4u, NULL, 0), 0);
+    assert_true(sluice_metrics_page(h, NULL, 1, 0, NULL, 0) > 0);
+    assert_true(sluice_metrics_page(h, names, 3, SLUICE_METRICS_NO_LIMITERS,
+                                    NULL, 0) < need);
+    {
+        sluice *none[2] = {h[0], NULL};
+
+        assert_int_equal(sluice_metrics_page(none, names, 2, 0, NULL, 0), 0);
+    }
+    /* Room to spare: nothing counts meanwhile, but a caller would. */
+    buf = malloc(need + 1);
+    assert_non_null(buf);
+    assert_int_equal(sluice_metrics_page(h, names, 3, 0, buf, need + 1), need);
+    assert_int_equal(strlen(buf), need);
+    f = out_file("page.txt");
+    st = stats_of(h[1]);
+    fprintf(f,
+            "# expect login_allowed=%llu login_denied=%llu login_hits=%llu "
+            "odd_allowed=%llu missing=1 admin_login_allowed=1 "
+            "admin_allowed=%llu admin_denied=%llu\n",
+            (unsigned long long)login.allowed, (unsigned long long)login.denied,
+            (unsigned long long)login.deny_cache_hits,
+            (unsigned long long)odd.allowed, (unsigned long long)st.allowed,
+            (unsigned long long)st.denied);
+    fputs(buf, f);
+    fclose(f);
+    free(buf);
+
+    /* Two handles' texts one after the other: what the page replaces. */
+    f = out_file("concatenated.txt");
+    for (i = 0; i < 2; i++) {
+        char text[16384];
+
+        st = stats_of(h[i]);
+        assert_true(sluice_stats_prometheus(&st, sizeof(st), names[i], text,
+                                            sizeof(text)) < sizeof(text));
+        fputs(text, f);
+    }
+    fclose(f);
+    for (i = 0; i < 3; i++)
+        sluice_close(h[i]);
 }
 
 /* Whether a case applies to the URL under test: mem:// never fails. */
@@ -297,15 +670,20 @@ int main(int argc, char **argv)
         cmocka_unit_test(threads_count_at_once),
         cmocka_unit_test(metrics_off_keeps_none),
         cmocka_unit_test(the_prometheus_text),
+        cmocka_unit_test(requests_by_name_count_by_limiter),
+        cmocka_unit_test(threads_count_by_limiter_at_once),
+        cmocka_unit_test(the_loop_counts_by_limiter),
+        cmocka_unit_test(names_past_the_cap_count_together),
+        cmocka_unit_test(one_page_for_several_handles),
     };
     size_t k, n = 0;
 
     if (argc != 3) {
-        fprintf(stderr, "usage: %s URL|@file PROM_FILE\n", argv[0]);
+        fprintf(stderr, "usage: %s URL|@file OUT_DIR\n", argv[0]);
         return 2;
     }
     url = tu_url(argv[1]);
-    prom_file = argv[2];
+    out_dir = argv[2];
     /* A case that does not apply is left out, not skipped: a skip says
      * that a case which should have run did not. */
     for (k = 0; k < sizeof(tests) / sizeof(tests[0]); k++)
