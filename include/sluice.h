@@ -682,6 +682,109 @@ SLUICE_API sluice_status sluice_limiter_override_list(sluice *sl,
                                                       sluice_override_fn fn,
                                                       void *arg);
 
+/* ------------------------------------------------------- policies
+ *
+ * A decision's policy (added after 0.1.0): what answers when the backend
+ * cannot (the fail policy), the deny cache, reservations, shadow mode,
+ * and how it is answered over HTTP. A handle's options give its own; a
+ * named limiter may have one in the handle (sluice_limiter_policy_set),
+ * and a decision by key may pass one (sluice_acquire_with,
+ * sluice_acquire_many_with): the call's, else the limiter's, else the
+ * handle's, group by group (docs/SEMANTICS.md, "Policies"). So one handle,
+ * on one connection, serves limiters that answer each by its own policy.
+ * A policy that asks for what the handle was opened without makes it
+ * then, once: a deny cache of SLUICE_POLICY_DENY_CACHE_SIZE denials,
+ * reservations' table, the fallback store (fail=fallback). */
+
+/* What a quota counts (the draft's "qu"; the HTTP helpers below). */
+typedef enum sluice_quota_unit {
+    SLUICE_UNIT_REQUESTS = 0,       /* the draft's default: no qu written */
+    SLUICE_UNIT_CONTENT_BYTES,      /* qu="content-bytes": cost is bytes */
+    SLUICE_UNIT_CONCURRENT_REQUESTS /* qu="concurrent-requests" (leases):
+                                       no w, a concurrency has no window */
+} sluice_quota_unit;
+
+/* The groups of a policy, for sluice_policy.set. */
+#define SLUICE_POLICY_FAIL       (1u << 0) /* fail (and fallback_instances) */
+#define SLUICE_POLICY_DENY_CACHE (1u << 1) /* deny_cache */
+#define SLUICE_POLICY_RESERVE    (1u << 2) /* reserve_ms, reserve_share */
+#define SLUICE_POLICY_SHADOW     (1u << 3) /* shadow */
+#define SLUICE_POLICY_HTTP       (1u << 4) /* http_name, unit, unit_name */
+
+/* The denials a deny cache made for a policy keeps (a handle opened with
+ * deny_cache=N keeps N). */
+#define SLUICE_POLICY_DENY_CACHE_SIZE 10000
+
+/* Zero it with sluice_policy_init(), which stamps struct_size, then set
+ * the groups given in set and their fields; a group not in set is the
+ * handle's, and its fields are not read. Grows at its end only, as
+ * sluice_options does (docs/ABI.md): struct_size 0 means this first
+ * layout; a larger struct whose bytes past this library's are not all
+ * zero is refused. Copied by every call that takes it. */
+typedef struct sluice_policy {
+    size_t struct_size; /* stamped by sluice_policy_init() */
+    unsigned set;       /* SLUICE_POLICY_* bits: the groups given */
+    sluice_fail_policy fail;
+    /* With SLUICE_FAIL_FALLBACK: the instances that share the limit,
+     * 1..10000; 0: the handle's fallback_instances (1 unless set). */
+    uint32_t fallback_instances;
+    /* Whether the deny cache answers this policy's acquires and peeks;
+     * the cache (its size) is the handle's, shared by every policy. */
+    bool deny_cache;
+    int64_t reserve_ms;     /* 0 off, else the hold 1..60000 ms */
+    uint32_t reserve_share; /* 1..50 percent; 0: the default, 10 */
+    bool shadow;
+    /* The HTTP policy's name (sluice_http_options.name), NUL-terminated:
+     * 1..63 bytes of printable ASCII; "": the default, "sluice". */
+    char http_name[64];
+    sluice_quota_unit unit; /* as sluice_http_options.unit */
+    /* As sluice_http_options.unit_name, NUL-terminated: 1..64 of A-Z a-z
+     * 0-9 '.' '_' '-'; "": none (unit's). */
+    char unit_name[65];
+} sluice_policy;
+
+/* Zeroes *p (no group set: the handle's policy) and stamps struct_size. */
+SLUICE_API void sluice_policy_init(sluice_policy *p);
+
+/* The policy of the decisions by name on this handle (acquire, peek and
+ * reset, blocking and on the loop): kept in the handle, not in the
+ * backend, as its URL is (a deployment's choice); p copied, NULL or no
+ * group set removes it. It applies from the next decision by the name
+ * that starts; one in flight keeps the policy it started with. Makes what
+ * the policy asks for that the handle lacks (SLUICE_ENOMEM when it cannot;
+ * nothing changed then). Bad fields: SLUICE_EINVAL, the message quoting
+ * the field and its value. Any thread, also while others decide, and on a
+ * handle attached to a loop (it does no I/O). */
+SLUICE_API sluice_status sluice_limiter_policy_set(sluice *sl, const void *name,
+                                                   size_t name_len,
+                                                   const sluice_policy *p);
+/* The policy decisions by name get on this handle, every field filled
+ * (the handle's where the limiter's policy has no group), and set the
+ * groups the limiter's own policy gives (0: none). out->struct_size says
+ * how much of *out the caller has (sluice_policy_init() first). */
+SLUICE_API sluice_status sluice_limiter_policy_get(sluice *sl, const void *name,
+                                                   size_t name_len,
+                                                   sluice_policy *out);
+/* sluice_acquire and sluice_acquire_async with a policy for this call (p
+ * copied; NULL: the handle's): the groups it sets win over the handle's.
+ * A bad policy is bad input (SLUICE_EINVAL, nothing counted). */
+SLUICE_API sluice_status sluice_acquire_with(
+    sluice *sl, const void *key, size_t key_len, const sluice_ruleset *rules,
+    int64_t cost, const sluice_policy *p, sluice_result *out);
+SLUICE_API sluice_status sluice_acquire_with_async(
+    sluice *sl, const void *key, size_t key_len, const sluice_ruleset *rules,
+    int64_t cost, const sluice_policy *p, sluice_done_fn done, void *arg);
+/* sluice_acquire_many and sluice_acquire_many_async with one policy for
+ * every request of the batch, as sluice_acquire_with. */
+SLUICE_API sluice_status sluice_acquire_many_with(sluice *sl,
+                                                  const sluice_request *reqs,
+                                                  size_t n,
+                                                  const sluice_policy *p,
+                                                  sluice_result *out);
+SLUICE_API sluice_status sluice_acquire_many_with_async(
+    sluice *sl, const sluice_request *reqs, size_t n, const sluice_policy *p,
+    sluice_done_fn done, void *arg);
+
 /* ---------------------------------------------- concurrency limiter
  *
  * Leases on a key: at most max_holders live at once, each for lease_ms
@@ -881,13 +984,8 @@ SLUICE_API size_t sluice_metrics_page(sluice *const *handles,
  *                     SLUICE_HTTP_LEGACY_EPOCH that time as a Unix time)
  * Seconds are rounded up. */
 
-/* What a quota counts (the draft's "qu"). */
-typedef enum sluice_quota_unit {
-    SLUICE_UNIT_REQUESTS = 0,       /* the draft's default: no qu written */
-    SLUICE_UNIT_CONTENT_BYTES,      /* qu="content-bytes": cost is bytes */
-    SLUICE_UNIT_CONCURRENT_REQUESTS /* qu="concurrent-requests" (leases):
-                                       no w, a concurrency has no window */
-} sluice_quota_unit;
+/* What a quota counts (the draft's "qu"): sluice_quota_unit, defined with
+ * the policies above. */
 
 /* Flags of the HTTP helpers. */
 #define SLUICE_HTTP_RAW_PK                         \

@@ -35,7 +35,7 @@ LAYERS = [
     ("backends", ["backend", "backends/*", "plain", "slotmap", "evalsha"]),
     ("features-below", ["features/denycache", "features/reserve",
                         "features/stats", "features/prometheus",
-                        "features/names",
+                        "features/names", "features/policies",
                         "features/limiter_cache", "features/limiter_codec",
                         "features/http", "denycache", "stats", "http"]),
     ("handle", ["sluice", "pipeline", "call", "call_loop", "share", "policy",

@@ -128,12 +128,15 @@ sluice_status sl_call_run(sluice *sl, sl_request *r, sluice_result *out,
     return run(sl, r, NULL, 0, NULL, out, err);
 }
 
-/* One request, blocking. granted: an acquire at most's (else NULL). */
-static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
-                                size_t key_len, const sluice_ruleset *rules,
-                                int64_t cost, int64_t *granted, int64_t wait_ms,
-                                const sluice_result *after, sluice_result *out)
+/* One request, blocking. granted: an acquire at most's (else NULL);
+ * in: the call's policy (NULL: the handle's). */
+static sluice_status decide_with(sluice *sl, sl_op op, const void *key,
+                                 size_t key_len, const sluice_ruleset *rules,
+                                 int64_t cost, int64_t *granted,
+                                 int64_t wait_ms, const sluice_result *after,
+                                 const sluice_policy *in, sluice_result *out)
 {
+    sl_policy pol;
     sl_request r;
     sluice_status st;
     char *err;
@@ -150,13 +153,26 @@ static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
         return st;
     if (granted != NULL)
         *granted = 0;
+    if (in != NULL && (st = sl_pipe_policy(sl, op, in, &pol, err)) != SLUICE_OK)
+        return st;
     st = sl_pipe_prepare(sl, op, key, key_len, rules, cost, &r, err);
     if (st != SLUICE_OK) {
         sl_pipe_count(sl, op, st);
         return st;
     }
     r.decide.granted = granted;
+    if (in != NULL)
+        r.policy = &pol;
     return run(sl, &r, NULL, wait_ms, after, out, err);
+}
+
+static sluice_status decide_one(sluice *sl, sl_op op, const void *key,
+                                size_t key_len, const sluice_ruleset *rules,
+                                int64_t cost, int64_t *granted, int64_t wait_ms,
+                                const sluice_result *after, sluice_result *out)
+{
+    return decide_with(sl, op, key, key_len, rules, cost, granted, wait_ms,
+                       after, NULL, out);
 }
 
 sluice_status sl_call_by_name(sluice *sl, sl_op op, const void *name,
@@ -191,6 +207,14 @@ sluice_status sluice_acquire(sluice *sl, const void *key, size_t key_len,
 {
     return decide_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, NULL, 0,
                       NULL, out);
+}
+
+sluice_status sluice_acquire_with(sluice *sl, const void *key, size_t key_len,
+                                  const sluice_ruleset *rules, int64_t cost,
+                                  const sluice_policy *p, sluice_result *out)
+{
+    return decide_with(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, NULL, 0,
+                       NULL, p, out);
 }
 
 sluice_status sluice_acquire_at_most(sluice *sl, const void *key,
@@ -272,6 +296,14 @@ sluice_status sluice_acquire_wait(sluice *sl, const void *key, size_t key_len,
 sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
                                   size_t n, sluice_result *out)
 {
+    return sluice_acquire_many_with(sl, reqs, n, NULL, out);
+}
+
+sluice_status sluice_acquire_many_with(sluice *sl, const sluice_request *reqs,
+                                       size_t n, const sluice_policy *in,
+                                       sluice_result *out)
+{
+    sl_policy pol;
     sl_request stack_reqs[64], *rs = stack_reqs;
     sluice_result stack_res[64], *res = stack_res;
     uint8_t stack_v[64], *v = stack_v;
@@ -292,6 +324,9 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
     }
     if ((st = sl_call_blocking(sl, err)) != SLUICE_OK)
         return st;
+    if (in != NULL &&
+        (st = sl_pipe_policy(sl, SL_OP_ACQUIRE, in, &pol, err)) != SLUICE_OK)
+        return st;
     /* calloc's overflow check: n comes from the caller. */
     if (n > 64) {
         rs = sl_calloc(n, sizeof(*rs));
@@ -304,7 +339,8 @@ sluice_status sluice_acquire_many(sluice *sl, const sluice_request *reqs,
         sl_errf(err, SL_ERR_LEN, "acquire_many: out of memory for %zu requests",
                 n);
     } else {
-        sl_pipe_many(&p, sl, reqs, n, out, v, rs, res, map, first_msg, err);
+        sl_pipe_many(&p, sl, reqs, n, in != NULL ? &pol : NULL, out, v, rs, res,
+                     map, first_msg, err);
         st = drive(&p);
         sl_share_violated(sl, v, st == SLUICE_OK ? n : 0);
     }

@@ -20,6 +20,7 @@ typedef struct async_call {
     int64_t granted;      /* an acquire at most's */
     char lease_id[24];    /* a lease op's id */
     sluice_result after;  /* a settle's: the acquire's answer */
+    sl_policy pol;        /* the call's own policy, if it has one */
     char err[SL_ERR_LEN]; /* the call's message */
     char first_msg[SL_ERR_LEN];
     sl_request *reqs;      /* a single call: its request */
@@ -261,11 +262,13 @@ static void keep_request(async_call *a, sl_request *r, size_t at_key,
 }
 
 /* Starts the prepared request r on the loop (nm: a decision by name's,
- * copied into the call), its key, rules and value copied. */
+ * copied into the call), its key, rules, value and policy (pol: the
+ * call's own, or NULL) copied. */
 static sluice_status start_prepared(sluice *sl, const sl_request *r,
                                     const sl_pipe_name *nm, int64_t wait_ms,
                                     const sluice_result *after,
-                                    const sl_call_to *to, char *err)
+                                    const sl_policy *pol, const sl_call_to *to,
+                                    char *err)
 {
     async_call *a;
 
@@ -287,6 +290,10 @@ static sluice_status start_prepared(sluice *sl, const sl_request *r,
     }
     if (r->op == SL_OP_AT_MOST)
         a->reqs[0].decide.granted = &a->granted;
+    if (pol != NULL) {
+        a->pol = *pol;
+        a->reqs[0].policy = &a->pol;
+    }
     if ((r->op == SL_OP_LEASE_ACQUIRE || r->op == SL_OP_LEASE_RELEASE) &&
         r->lease.id_len < sizeof(a->lease_id)) {
         memcpy(a->lease_id, r->lease.id, r->lease.id_len);
@@ -310,14 +317,17 @@ sluice_status sl_call_start(sluice *sl, const sl_request *r,
     st = sl_call_ready(sl, to->done != NULL || to->granted != NULL, err);
     if (st != SLUICE_OK)
         return st;
-    return start_prepared(sl, r, NULL, 0, NULL, to, err);
+    return start_prepared(sl, r, NULL, 0, NULL, NULL, to, err);
 }
 
-static sluice_status start_one(sluice *sl, sl_op op, const void *key,
-                               size_t key_len, const sluice_ruleset *rules,
-                               int64_t cost, int64_t wait_ms,
-                               const sluice_result *after, const sl_call_to *to)
+/* One request on the loop; in: the call's policy (NULL: the handle's). */
+static sluice_status start_with(sluice *sl, sl_op op, const void *key,
+                                size_t key_len, const sluice_ruleset *rules,
+                                int64_t cost, int64_t wait_ms,
+                                const sluice_result *after,
+                                const sluice_policy *in, const sl_call_to *to)
 {
+    sl_policy pol;
     sl_request r;
     sluice_status st;
     char *err;
@@ -330,12 +340,24 @@ static sluice_status start_one(sluice *sl, sl_op op, const void *key,
         return st;
     if (sl_pipe_bad_wait(wait_ms, err))
         return SLUICE_EINVAL;
+    if (in != NULL && (st = sl_pipe_policy(sl, op, in, &pol, err)) != SLUICE_OK)
+        return st;
     st = sl_pipe_prepare(sl, op, key, key_len, rules, cost, &r, err);
     if (st != SLUICE_OK) {
         sl_pipe_count(sl, op, st);
         return st;
     }
-    return start_prepared(sl, &r, NULL, wait_ms, after, to, err);
+    return start_prepared(sl, &r, NULL, wait_ms, after,
+                          in != NULL ? &pol : NULL, to, err);
+}
+
+static sluice_status start_one(sluice *sl, sl_op op, const void *key,
+                               size_t key_len, const sluice_ruleset *rules,
+                               int64_t cost, int64_t wait_ms,
+                               const sluice_result *after, const sl_call_to *to)
+{
+    return start_with(sl, op, key, key_len, rules, cost, wait_ms, after, NULL,
+                      to);
 }
 
 sluice_status sl_call_by_name_async(sluice *sl, sl_op op, const void *name,
@@ -361,7 +383,7 @@ sluice_status sl_call_by_name_async(sluice *sl, sl_op op, const void *name,
     st = sl_pipe_name_prepare(sl, op, name, name_len, client, client_len, cost,
                               nm, &r, err);
     if (st == SLUICE_OK)
-        st = start_prepared(sl, &r, nm, 0, NULL, &to, err);
+        st = start_prepared(sl, &r, nm, 0, NULL, NULL, &to, err);
     sl_free(nm);
     return st;
 }
@@ -374,6 +396,18 @@ sluice_status sluice_acquire_async(sluice *sl, const void *key, size_t key_len,
 
     return start_one(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, 0, NULL,
                      &to);
+}
+
+sluice_status sluice_acquire_with_async(sluice *sl, const void *key,
+                                        size_t key_len,
+                                        const sluice_ruleset *rules,
+                                        int64_t cost, const sluice_policy *p,
+                                        sluice_done_fn done, void *arg)
+{
+    sl_call_to to = {done, NULL, arg};
+
+    return start_with(sl, SL_OP_ACQUIRE, key, key_len, rules, cost, 0, NULL, p,
+                      &to);
 }
 
 sluice_status sluice_acquire_wait_async(sluice *sl, const void *key,
@@ -470,7 +504,16 @@ sluice_status sluice_acquire_many_async(sluice *sl, const sluice_request *reqs,
                                         size_t n, sluice_done_fn done,
                                         void *arg)
 {
+    return sluice_acquire_many_with_async(sl, reqs, n, NULL, done, arg);
+}
+
+sluice_status sluice_acquire_many_with_async(sluice *sl,
+                                             const sluice_request *reqs,
+                                             size_t n, const sluice_policy *in,
+                                             sluice_done_fn done, void *arg)
+{
     sl_call_to to = {done, NULL, arg};
+    sl_policy pol;
     async_call *a;
     size_t i, k, bytes = 0, at = 0;
     sluice_status st;
@@ -486,6 +529,9 @@ sluice_status sluice_acquire_many_async(sluice *sl, const sluice_request *reqs,
                 reqs == NULL ? "reqs is NULL" : "no requests");
         return SLUICE_EINVAL;
     }
+    if (in != NULL &&
+        (st = sl_pipe_policy(sl, SL_OP_ACQUIRE, in, &pol, err)) != SLUICE_OK)
+        return st;
     for (i = 0; i < n; i++)
         if (reqs[i].key_len <= SLUICE_MAX_KEY_LEN)
             bytes += reqs[i].key_len;
@@ -494,8 +540,10 @@ sluice_status sluice_acquire_many_async(sluice *sl, const sluice_request *reqs,
                 "acquire_many_async: out of memory for %zu requests", n);
         return SLUICE_ENOMEM;
     }
-    sl_pipe_many(&a->p, sl, reqs, n, a->out, a->violated, a->send, a->res,
-                 a->map, a->first_msg, a->err);
+    if (in != NULL)
+        a->pol = pol;
+    sl_pipe_many(&a->p, sl, reqs, n, in != NULL ? &a->pol : NULL, a->out,
+                 a->violated, a->send, a->res, a->map, a->first_msg, a->err);
     a->p.began = sl_mono_ms();
     /* Prepared and asked of the reservations and the deny cache now,
      * while the caller's requests are there; what is sent, copied. */

@@ -9,6 +9,7 @@
 #include "engine.h"
 #include "features/denycache.h"
 #include "features/limiter_cache.h"
+#include "features/policies.h"
 #include "features/reserve.h"
 #include "features/stats.h"
 
@@ -22,11 +23,16 @@ struct sluice {
     const sl_backend *backend;
     void *state;
     sl_url url;
-    sl_engine eng;             /* the connections' I/O, blocking or on a loop */
-    sl_deny_cache deny;        /* off unless deny_cache=N */
-    sl_reserve rsv;            /* off unless reserve_ms=H */
-    sl_stats stats;            /* on unless metrics=0 */
-    void *fallback;            /* fail=fallback: a private memory store */
+    sl_engine eng;      /* the connections' I/O, blocking or on a loop */
+    sl_deny_cache deny; /* off unless deny_cache=N or a policy */
+    sl_reserve rsv;     /* off unless reserve_ms=H or a policy */
+    sl_stats stats;     /* on unless metrics=0 */
+    /* fail=fallback's private memory store: made at open, or by the
+     * first policy that asks for it (sl_policy_provide), then kept. */
+    _Atomic(void *) fallback;
+    sl_policy policy;          /* the handle's own, from its options */
+    sl_policies policies;      /* the named limiters' */
+    pthread_mutex_t make_mu;   /* makes what a policy asks for, once */
     sl_limiters names;         /* what it read of named limiters (names.h) */
     struct async_call *parked; /* calls on the loop waiting for a batch */
     uint64_t last_rt;          /* the backend's round trips counted so far; by
@@ -56,20 +62,25 @@ bool sl_share_decide_now(sluice *sl, const sl_request *reqs, size_t n,
  * that drives the engine (the batch's leader, or the loop's). */
 void sl_share_count_trips(sluice *sl, uint64_t requests);
 
-/* policy.c: the fail policy and its fallback store. */
+/* policy.c: the fail policy and its fallback store; what a policy asks
+ * of the handle. The fallback store, made at open (fail=fallback). */
 sluice_status sl_policy_open(sluice *sl, char *err, size_t err_len);
-/* Whether the fail policy answers for a backend that failed with st. */
-bool sl_policy_answers(const sluice *sl, sluice_status st);
+/* Makes what pol asks for that the handle lacks: a deny cache, the
+ * reservations' table, the fallback store; SLUICE_ENOMEM with the
+ * message when it cannot. Any thread. */
+sluice_status sl_policy_provide(sluice *sl, const sl_policy *pol, char *err);
+/* Whether pol's fail policy answers for a backend that failed with st. */
+bool sl_policy_answers(const sl_policy *pol, sluice_status st);
 /* Whether st is a failure of the backend (unreachable, too slow, an error
  * reply, an unreadable one), whatever the policy: what a policy answers. */
 bool sl_policy_backend_failed(sluice_status st);
-/* The backend failed rq with st: the policy's answer in *out (SLUICE_OK),
- * or st when the policy does not answer it. */
+/* The backend failed rq with st: the answer of rq's fail policy in *out
+ * (SLUICE_OK), or st when it does not answer it. */
 sluice_status sl_policy_fail(const sluice *sl, const sl_request *rq,
                              sluice_status st, sluice_result *out);
 /* A settle (rq: its refund or forced charge) of an acquire that the
  * fallback store decided, its failure st: settled there (true, its answer
- * in *out, status st); false when fail is not fallback or that store
+ * in *out, status st); false when the handle has no such store or it
  * cannot. */
 bool sl_policy_settle(const sluice *sl, const sl_request *rq, sluice_status st,
                       sluice_result *out);

@@ -46,6 +46,7 @@ sluice_status sl_pipe_prepare_at(sluice *sl, sl_op op, const void *key,
     r->key = key;
     r->key_len = key_len;
     r->now_ms = now;
+    r->policy = &sl->policy; /* the handle's, unless a limiter's or call's */
     if (sl_op_decides(op)) {
         r->decide.rules = rules;
         r->decide.cost = cost;
@@ -65,6 +66,18 @@ static void count_refused(sluice *sl, const void *name, size_t name_len,
 void sl_pipe_count(sluice *sl, sl_op op, sluice_status st)
 {
     count_refused(sl, NULL, 0, op, st);
+}
+
+sluice_status sl_pipe_policy(sluice *sl, sl_op op, const sluice_policy *in,
+                             sl_policy *out, char *err)
+{
+    sluice_status st = sl_policies_take(&sl->policy, in, out, err);
+
+    if (st == SLUICE_OK)
+        st = sl_policy_provide(sl, out, err);
+    if (st != SLUICE_OK)
+        count_refused(sl, NULL, 0, op, st);
+    return st;
 }
 
 /* The longest wait an acquire may ask for: a day. */
@@ -154,10 +167,12 @@ void sl_pipe_by_name(sl_pipe *p, sl_pipe_name *nm)
 }
 
 void sl_pipe_many(sl_pipe *p, sluice *sl, const sluice_request *reqs, size_t n,
-                  sluice_result *out, uint8_t *violated, sl_request *send,
-                  sluice_result *res, size_t *map, char *first_msg, char *err)
+                  const sl_policy *pol, sluice_result *out, uint8_t *violated,
+                  sl_request *send, sluice_result *res, size_t *map,
+                  char *first_msg, char *err)
 {
     sl_pipe_one(p, sl, NULL, out, send, res, err);
+    p->pol = pol != NULL ? pol : &sl->policy;
     memset(violated, 0, n);
     p->violated = violated;
     p->first = SLUICE_OK;
@@ -251,6 +266,11 @@ static sl_pipe_need stage_name(sl_pipe *p)
     sluice_limiter_override ov;
     int64_t known;
 
+    /* The limiter's policy, when it has one, decides the whole request:
+     * also one whose rules cannot be read (read_failed). Copied: a policy
+     * set meanwhile is the next request's. */
+    if (sl_policies_find(&p->sl->policies, name_of(nm), nm->name_len, &nm->pol))
+        p->reqs[0].policy = &nm->pol;
     if (sl_names_cached(l, name_of(nm), nm->name_len, nm->key, nm->kl,
                         nm->client_len, l->cache_ms, &nm->rules, &known, &ov))
         return named(p, &ov);
@@ -278,7 +298,7 @@ static sl_pipe_need read_failed(sl_pipe *p, sluice_status st)
     }
     p->reqs[0].decide.rules = NULL;
     p->st = st;
-    if (p->sl->url.cfg.fail == SLUICE_FAIL_FALLBACK) {
+    if (p->reqs[0].policy->fail == SLUICE_FAIL_FALLBACK) {
         sl_quote(q, sizeof(q), name_of(nm), nm->name_len);
         len = strlen(p->err);
         sl_errf(p->err + len, SL_ERR_LEN - len,
@@ -427,11 +447,11 @@ static sl_pipe_need stage_woken(sl_pipe *p)
 
 /* ---------------------------------------------- ANSWER: policy, shadow */
 
-/* Shadow mode: an acquire the rules denied (or the deny cache, or a deny
- * list) is admitted, its status saying so; it was not charged. */
-static void shadow(const sluice *sl, sl_op op, sluice_result *r)
+/* Shadow mode (pol's): an acquire the rules denied (or the deny cache, or
+ * a deny list) is admitted, its status saying so; it was not charged. */
+static void shadow(const sl_policy *pol, sl_op op, sluice_result *r)
 {
-    if (sl->url.cfg.shadow && op == SL_OP_ACQUIRE && !r->allowed &&
+    if (pol->shadow && op == SL_OP_ACQUIRE && !r->allowed &&
         (r->status == SLUICE_OK || r->status == SLUICE_CACHED ||
          r->status == SLUICE_DENYLISTED)) {
         r->allowed = true;
@@ -441,10 +461,9 @@ static void shadow(const sluice *sl, sl_op op, sluice_result *r)
 
 /* Shadow mode: an acquire at most is granted all it asked; what the rules
  * granted is what was charged. */
-static void shadow_at_most(const sluice *sl, const sl_request *rq,
-                           sluice_result *r)
+static void shadow_at_most(const sl_request *rq, sluice_result *r)
 {
-    if (sl->url.cfg.shadow && r->status == SLUICE_OK &&
+    if (rq->policy->shadow && r->status == SLUICE_OK &&
         *rq->decide.granted < rq->decide.cost) {
         *rq->decide.granted = rq->decide.cost;
         r->allowed = true;
@@ -475,17 +494,17 @@ static counted_as counted(const sl_pipe_name *nm)
     return c;
 }
 
-/* Counts one request by its result: here, and in count_one and
- * count_refused, every request is counted, by the handle and (by name)
- * by its limiter. */
+/* Counts one request by its result (pol: its policy): here, and in
+ * count_one and count_refused, every request is counted, by the handle
+ * and (by name) by its limiter. */
 static void count_result(sluice *sl, counted_as as, sl_op op,
-                         const sluice_result *r)
+                         const sl_policy *pol, const sluice_result *r)
 {
     if ((unsigned)r->status < 32 && (ANSWERED >> (unsigned)r->status & 1u))
         sl_stats_answer(&sl->stats, as.name, as.len, op, SLUICE_OK, false, r);
     else
         sl_stats_answer(&sl->stats, as.name, as.len, op, r->status,
-                        sl_policy_answers(sl, r->status), r);
+                        sl_policy_answers(pol, r->status), r);
 }
 
 /* Ops whose call returns no result, only a status. */
@@ -496,13 +515,15 @@ static bool no_result(sl_op op)
 
 /* Counts a single call's request: the call's status st and, when it
  * succeeded with a result, that result. */
-static void count_one(sluice *sl, counted_as as, sl_op op, sluice_status st,
-                      const sluice_result *r)
+static void count_one(sluice *sl, counted_as as, const sl_request *rq,
+                      sluice_status st, const sluice_result *r)
 {
+    sl_op op = rq->op;
+
     if (st != SLUICE_OK)
         sl_stats_answer(&sl->stats, as.name, as.len, op, st, false, NULL);
     else if (!no_result(op))
-        count_result(sl, as, op, r);
+        count_result(sl, as, op, rq->policy, r);
     else
         sl_stats_answer(&sl->stats, as.name, as.len, op, SLUICE_OK, false,
                         NULL);
@@ -532,11 +553,11 @@ static sl_pipe_need stage_answer(sl_pipe *p)
     else if (!p->answered)
         st = sl_policy_fail(sl, r, st, p->out);
     if (st == SLUICE_OK && r->op == SL_OP_AT_MOST)
-        shadow_at_most(sl, r, p->out);
+        shadow_at_most(r, p->out);
     else if (st == SLUICE_OK)
-        shadow(sl, r->op, p->out);
+        shadow(r->policy, r->op, p->out);
     /* A waiting acquire denied asks again once it fits, by its deadline. */
-    if (st == SLUICE_OK && p->wait_until > 0 && !sl->url.cfg.shadow &&
+    if (st == SLUICE_OK && p->wait_until > 0 && !r->policy->shadow &&
         !sl->eng.closing &&
         (sleep = wait_more(p->out, now = sl_mono_ms(), p->wait_until)) > 0) {
         p->wake_at = now + sleep;
@@ -546,7 +567,7 @@ static sl_pipe_need stage_answer(sl_pipe *p)
     if (no_result(r->op))
         p->out->status = st;
     if (!p->uncounted)
-        count_one(sl, counted(p->name), r->op, st, p->out);
+        count_one(sl, counted(p->name), r, st, p->out);
     sl_stats_call(&sl->stats, p->t0);
     p->st = st;
     mstate(p, SL_PIPE_DONE);
@@ -574,8 +595,10 @@ static sl_pipe_need stage_local_many(sl_pipe *p)
 
         memset(&p->out[i], 0, sizeof(p->out[i]));
         p->out[i].status = rst;
-        if (rst == SLUICE_OK)
+        if (rst == SLUICE_OK) {
             p->send[m].decide.violated = &p->violated[i];
+            p->send[m].policy = p->pol;
+        }
         if (rst == SLUICE_OK &&
             sl_reserve_before(&sl->rsv, &sl->url.cfg, &p->send[m], false,
                               &p->out[i], &plan)) {
@@ -611,12 +634,12 @@ static sl_pipe_need stage_answer_many(sl_pipe *p)
     for (i = 0; i < p->n; i++) {
         sluice_status rst = p->out[i].status;
 
-        shadow(sl, SL_OP_ACQUIRE, &p->out[i]);
-        count_result(sl, counted(NULL), SL_OP_ACQUIRE, &p->out[i]);
+        shadow(p->pol, SL_OP_ACQUIRE, &p->out[i]);
+        count_result(sl, counted(NULL), SL_OP_ACQUIRE, p->pol, &p->out[i]);
         /* A request that failed has no rules it exceeded, whatever a
          * try of it decided before it failed. */
         if (!((unsigned)rst < 32 && (ANSWERED >> (unsigned)rst & 1u)) &&
-            !sl_policy_answers(sl, rst))
+            !sl_policy_answers(p->pol, rst))
             p->violated[i] = 0;
     }
     sl_stats_call(&sl->stats, p->t0);

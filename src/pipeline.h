@@ -61,6 +61,7 @@ typedef struct sl_pipe_name {
     int64_t sent;         /* the keep-alive the read sends (names.h) */
     bool again;           /* the second read */
     sluice_status failed; /* the read failed: decided without the backend */
+    sl_policy pol;        /* the limiter's policy, when it has one (NAME) */
 } sl_pipe_name;
 
 typedef struct sl_pipe {
@@ -93,6 +94,8 @@ typedef struct sl_pipe {
     sluice_status first;
     char *first_msg;
     const sluice_request *batch; /* the caller's requests */
+    const sl_policy *pol;        /* a batch's policy (the handle's, or the
+                                    call's) */
     int64_t t0;                  /* the counters' start */
     int64_t began;               /* monotonic ms: the budget's start */
     int64_t wait_until; /* a waiting acquire's deadline (monotonic), or 0 */
@@ -131,6 +134,11 @@ static inline sluice_status sl_pipe_prepare(sluice *sl, sl_op op,
 }
 /* A call refused before it ran (st): its request and the call counted. */
 void sl_pipe_count(sluice *sl, sl_op op, sluice_status st);
+/* A call's own policy in checked and laid over the handle's into *out,
+ * and what it asks of the handle made (sl_policy_provide): SLUICE_OK, or
+ * the call refused (counted, the message in err). */
+sluice_status sl_pipe_policy(sluice *sl, sl_op op, const sluice_policy *in,
+                             sl_policy *out, char *err);
 
 /* Sets p up for the single request reqs[0] (prepared), answered into
  * out; send and res have room for 3. Then, for a decision by name,
@@ -176,11 +184,13 @@ sluice_status sl_pipe_name_prepare(sluice *sl, sl_op op, const void *name,
                                    size_t name_len, const void *client,
                                    size_t client_len, int64_t cost,
                                    sl_pipe_name *nm, sl_request *r, char *err);
-/* Sets p up for the batch reqs (n), answered into out, the rules each
- * exceeded into violated (n); send, res and map have room for n. */
+/* Sets p up for the batch reqs (n) decided by the policy pol (NULL: the
+ * handle's), answered into out, the rules each exceeded into violated
+ * (n); send, res and map have room for n. */
 void sl_pipe_many(sl_pipe *p, sluice *sl, const sluice_request *reqs, size_t n,
-                  sluice_result *out, uint8_t *violated, sl_request *send,
-                  sluice_result *res, size_t *map, char *first_msg, char *err);
+                  const sl_policy *pol, sluice_result *out, uint8_t *violated,
+                  sl_request *send, sluice_result *res, size_t *map,
+                  char *first_msg, char *err);
 
 /* The stage of each state (pipeline.c): the order of the stages, as
  * data. */

@@ -95,6 +95,23 @@ static inline bool sl_over_page_add(sl_over_page *page, const char *client,
     return true;
 }
 
+/* A request's policy (sluice_policy resolved): the handle's, a named
+ * limiter's, or a call's, every field given. What the pipeline's stages
+ * read where they once read the handle's options: the fail policy
+ * (policy.c), the deny cache, reservations and shadow mode. */
+typedef struct sl_policy {
+    sluice_fail_policy fail;
+    uint32_t fallback_instances; /* 1..10000 */
+    bool deny_cache;
+    bool shadow;
+    int64_t reserve_ms;     /* 0: off */
+    uint32_t reserve_share; /* 1..50 */
+    unsigned set;           /* the groups a limiter's or call's policy gave */
+    sluice_quota_unit unit;
+    char http_name[64]; /* "": the HTTP helpers' default */
+    char unit_name[65];
+} sl_policy;
+
 /* A decision's operands. */
 typedef struct sl_decision {
     const sluice_ruleset *rules;
@@ -149,6 +166,10 @@ typedef struct sl_request {
     size_t key_len;
     const char *prefix; /* the key prefix; NULL: the handle's */
     int64_t now_ms;     /* the handle's clock; -1: the server's clock */
+    /* Its policy (a decision or a lease acquire): set by the pipeline's
+     * prepare to the handle's, by its name stage to a limiter's, by a
+     * call to its own; NULL in what only goes to the backend. */
+    const sl_policy *policy;
     union {
         sl_decision decide; /* ACQUIRE, PEEK, RESET, AT_MOST, REFUND,
                              * FORCE */

@@ -51,6 +51,19 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
         sl_errf(err, err_len, "open: cannot make a mutex");
         return SLUICE_ENOMEM;
     }
+    if (pthread_mutex_init(&sl->make_mu, NULL) != 0) {
+        pthread_mutex_destroy(&sl->mu);
+        sl_free(sl);
+        sl_errf(err, err_len, "open: cannot make a mutex");
+        return SLUICE_ENOMEM;
+    }
+    if (!sl_policies_init(&sl->policies)) {
+        pthread_mutex_destroy(&sl->make_mu);
+        pthread_mutex_destroy(&sl->mu);
+        sl_free(sl);
+        sl_errf(err, err_len, "open: cannot make a mutex");
+        return SLUICE_ENOMEM;
+    }
     st = sl_url_parse(url, opts, &sl->url, err, err_len);
     if (st != SLUICE_OK)
         goto fail;
@@ -61,6 +74,7 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
     }
     if (sl->url.cfg.clock == NULL)
         sl->url.cfg.clock = realtime_ms;
+    sl_policies_of_config(&sl->url.cfg, &sl->policy);
     switch (sl->url.scheme) {
     case SL_SCHEME_MEM:
         sl->backend = &sl_backend_memory;
@@ -133,6 +147,8 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
 fail:
     if (sl->names.prefix[0] != '\0') /* made: never empty then */
         sl_names_free(&sl->names);
+    sl_policies_free(&sl->policies);
+    pthread_mutex_destroy(&sl->make_mu);
     pthread_mutex_destroy(&sl->mu);
     sl_free(sl);
     return st;
@@ -172,11 +188,13 @@ void sluice_close(sluice *sl)
     give_back(sl);
     sl_engine_shutdown(&sl->eng);
     sl->backend->close(sl->state);
-    sl_backend_memory.close(sl->fallback);
+    sl_backend_memory.close(atomic_load(&sl->fallback));
     sl_deny_free(&sl->deny);
     sl_reserve_free(&sl->rsv);
     sl_names_free(&sl->names); /* after the callbacks */
+    sl_policies_free(&sl->policies);
     sl_stats_free(&sl->stats);
+    pthread_mutex_destroy(&sl->make_mu);
     pthread_mutex_destroy(&sl->mu);
     sl_free(sl);
 }

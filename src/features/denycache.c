@@ -9,7 +9,13 @@
 sluice_status sl_deny_init(sl_deny_cache *c, uint32_t entries)
 {
     memset(c, 0, sizeof(*c));
-    if (entries == 0)
+    atomic_init(&c->ready, false);
+    return entries == 0 ? SLUICE_OK : sl_deny_enable(c, entries);
+}
+
+sluice_status sl_deny_enable(sl_deny_cache *c, uint32_t entries)
+{
+    if (sl_deny_on(c))
         return SLUICE_OK;
     c->nsets = (entries + SL_DENY_WAYS - 1) / SL_DENY_WAYS;
     c->slots = sl_calloc(c->nsets * SL_DENY_WAYS, sizeof(*c->slots));
@@ -20,6 +26,8 @@ sluice_status sl_deny_init(sl_deny_cache *c, uint32_t entries)
         c->slots = NULL;
         return SLUICE_ENOMEM;
     }
+    /* Published last: a thread that sees it sees all of the above. */
+    atomic_store_explicit(&c->ready, true, memory_order_release);
     return SLUICE_OK;
 }
 
@@ -33,12 +41,13 @@ void sl_deny_free(sl_deny_cache *c)
 {
     size_t i;
 
-    if (c->slots == NULL)
+    if (!sl_deny_on(c))
         return;
     for (i = 0; i < c->nsets * SL_DENY_WAYS; i++)
         clear(&c->slots[i]);
     sl_free(c->slots);
     c->slots = NULL;
+    atomic_store(&c->ready, false);
     pthread_mutex_destroy(&c->mu);
 }
 
@@ -72,7 +81,7 @@ bool sl_deny_lookup(sl_deny_cache *c, const sl_request *rq, int64_t now,
     bool hit = false;
     size_t w;
 
-    if (c->slots == NULL)
+    if (!sl_deny_on(c))
         return false;
     pthread_mutex_lock(&c->mu);
     set = set_of(c, rq->key, rq->key_len);
@@ -125,7 +134,7 @@ void sl_deny_store(sl_deny_cache *c, const sl_request *rq, int64_t now,
     char *key;
 
     /* A block with extend=1 must see every request while it lasts. */
-    if (c->slots == NULL || res->status != SLUICE_OK || res->allowed ||
+    if (!sl_deny_on(c) || res->status != SLUICE_OK || res->allowed ||
         res->retry_after_ms <= 0 || extends(rq->decide.rules))
         return;
     pthread_mutex_lock(&c->mu);
@@ -171,7 +180,7 @@ void sl_deny_forget(sl_deny_cache *c, const void *key, size_t key_len,
     sl_deny_entry *set;
     size_t w;
 
-    if (c->slots == NULL)
+    if (!sl_deny_on(c))
         return;
     pthread_mutex_lock(&c->mu);
     set = set_of(c, key, key_len);
@@ -185,7 +194,7 @@ size_t sl_deny_count(sl_deny_cache *c)
 {
     size_t i, n = 0;
 
-    if (c->slots == NULL)
+    if (!sl_deny_on(c))
         return 0;
     pthread_mutex_lock(&c->mu);
     for (i = 0; i < c->nsets * SL_DENY_WAYS; i++)
@@ -210,8 +219,10 @@ bool sl_deny_ask(sl_deny_cache *c, const sl_config *cfg, const sl_request *r,
         sl_deny_forget(c, r->key, r->key_len, r->prefix != NULL);
         return false;
     }
-    /* The cache holds denials of acquires and peeks, of one cost. */
-    if (r->op != SL_OP_ACQUIRE && r->op != SL_OP_PEEK)
+    /* The cache holds denials of acquires and peeks, of one cost, for
+     * the policies that have it. */
+    if ((r->op != SL_OP_ACQUIRE && r->op != SL_OP_PEEK) ||
+        !r->policy->deny_cache)
         return false;
     return sl_deny_lookup(c, r, deny_now(cfg, r), out);
 }
@@ -222,6 +233,7 @@ void sl_deny_keep(sl_deny_cache *c, const sl_config *cfg, const sl_request *rs,
     size_t i;
 
     for (i = 0; i < n; i++)
-        if (rs[i].op == SL_OP_ACQUIRE || rs[i].op == SL_OP_PEEK)
+        if ((rs[i].op == SL_OP_ACQUIRE || rs[i].op == SL_OP_PEEK) &&
+            rs[i].policy->deny_cache)
             sl_deny_store(c, &rs[i], deny_now(cfg, &rs[i]), &res[i]);
 }

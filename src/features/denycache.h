@@ -10,13 +10,18 @@
  *
  * Bounded: N entries in sets of four chosen by the key, so that a reset
  * finds every entry of its key; a full set gives up the entry that ends
- * first. Thread-safe (its own mutex). */
+ * first. Thread-safe (its own mutex). Made at open (deny_cache=N), or
+ * later by the first policy that asks for it (sl_deny_enable), then kept:
+ * ready says it is made. Only requests whose policy has the cache on are
+ * answered from it and kept in it; a reset, a refund or a forced charge
+ * forgets the key's denials whatever its policy. */
 #ifndef SL_DENYCACHE_H
 #define SL_DENYCACHE_H
 
 #include "request.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #define SL_DENY_WAYS 4
 
@@ -32,17 +37,22 @@ typedef struct sl_deny_entry {
 } sl_deny_entry;
 
 typedef struct sl_deny_cache {
-    sl_deny_entry *slots; /* nsets * SL_DENY_WAYS; NULL: off */
+    atomic_bool ready;    /* made: what follows is set, and stays */
+    sl_deny_entry *slots; /* nsets * SL_DENY_WAYS */
     size_t nsets;
     pthread_mutex_t mu;
 } sl_deny_cache;
 
-/* entries 0: the cache is off, and every call below does nothing. */
+/* entries 0: the cache is off, and every call below does nothing, until
+ * sl_deny_enable. */
 sluice_status sl_deny_init(sl_deny_cache *c, uint32_t entries);
+/* Makes the cache, of entries, unless it is made: its callers take turns
+ * (the handle's make_mu); other threads may use it meanwhile. */
+sluice_status sl_deny_enable(sl_deny_cache *c, uint32_t entries);
 void sl_deny_free(sl_deny_cache *c);
 static inline bool sl_deny_on(const sl_deny_cache *c)
 {
-    return c->slots != NULL;
+    return atomic_load_explicit(&c->ready, memory_order_acquire);
 }
 /* A denial of rq still in force at now: *out filled (status
  * SLUICE_CACHED), true. */
@@ -56,8 +66,9 @@ void sl_deny_forget(sl_deny_cache *c, const void *key, size_t key_len,
                     bool named);
 /* The pipeline's two calls, each nothing when the cache is off. Before a
  * request goes out: a reset or a refund forgets the key's denials; an
- * acquire or a peek denied and still in force is answered in *out (true).
- * After the backend answered n requests: the denials of acquires and peeks
+ * acquire or a peek whose policy has the cache, denied and still in
+ * force, is answered in *out (true). After the backend answered n
+ * requests: the denials of acquires and peeks whose policy has the cache
  * are kept, a named limiter's apart from plain keys. The cache's clock is
  * the request's time, or the handle's when the server decides on its. */
 bool sl_deny_ask(sl_deny_cache *c, const sl_config *cfg, const sl_request *r,

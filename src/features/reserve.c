@@ -112,8 +112,6 @@ static bool set_init(sl_rsv_set *set)
 sluice_status sl_reserve_init(sl_reserve *rv, const sl_config *cfg,
                               bool window_refunds)
 {
-    size_t i;
-
     memset(rv, 0, sizeof(*rv));
     atomic_init(&rv->admitted, 0);
     atomic_init(&rv->batches, 0);
@@ -121,41 +119,58 @@ sluice_status sl_reserve_init(sl_reserve *rv, const sl_config *cfg,
     atomic_init(&rv->granted, 0);
     atomic_init(&rv->refunded, 0);
     atomic_init(&rv->lapsed, 0);
-    if (cfg->reserve_ms <= 0)
-        return SLUICE_OK;
-    rv->hold_ms = cfg->reserve_ms;
-    rv->share = cfg->reserve_share;
+    atomic_init(&rv->ready, false);
     rv->server_clock = cfg->server_clock;
     rv->window_refunds = window_refunds;
-    if ((rv->sets = sl_calloc(SL_RSV_SETS, sizeof(*rv->sets))) == NULL)
+    return cfg->reserve_ms > 0 ? sl_reserve_enable(rv) : SLUICE_OK;
+}
+
+/* Frees the first n sets of sets. */
+static void free_sets(sl_rsv_set *sets, size_t n)
+{
+    size_t i, w;
+
+    for (i = 0; i < n && sets[i].ways != NULL; i++) {
+        for (w = 0; w < SL_RSV_WAYS; w++)
+            sl_free(sets[i].ways[w].key);
+        sl_free(sets[i].ways);
+        pthread_mutex_destroy(&sets[i].mu);
+        pthread_cond_destroy(&sets[i].settled);
+    }
+    sl_free(sets);
+}
+
+sluice_status sl_reserve_enable(sl_reserve *rv)
+{
+    sl_rsv_set *sets;
+    size_t i;
+
+    if (sl_reserve_on(rv))
+        return SLUICE_OK;
+    if ((sets = sl_calloc(SL_RSV_SETS, sizeof(*sets))) == NULL)
         return SLUICE_ENOMEM;
     for (i = 0; i < SL_RSV_SETS; i++) {
-        rv->sets[i].ways = sl_calloc(SL_RSV_WAYS, sizeof(sl_rsv_entry));
-        if (rv->sets[i].ways == NULL || !set_init(&rv->sets[i])) {
-            sl_free(rv->sets[i].ways);
-            rv->sets[i].ways = NULL;
-            sl_reserve_free(rv);
+        sets[i].ways = sl_calloc(SL_RSV_WAYS, sizeof(sl_rsv_entry));
+        if (sets[i].ways == NULL || !set_init(&sets[i])) {
+            sl_free(sets[i].ways);
+            sets[i].ways = NULL;
+            free_sets(sets, i);
             return SLUICE_ENOMEM;
         }
     }
+    rv->sets = sets;
+    /* Published last: a thread that sees it sees the sets. */
+    atomic_store_explicit(&rv->ready, true, memory_order_release);
     return SLUICE_OK;
 }
 
 void sl_reserve_free(sl_reserve *rv)
 {
-    size_t i, w;
-
-    if (rv->sets == NULL)
+    if (!sl_reserve_on(rv))
         return;
-    for (i = 0; i < SL_RSV_SETS && rv->sets[i].ways != NULL; i++) {
-        for (w = 0; w < SL_RSV_WAYS; w++)
-            sl_free(rv->sets[i].ways[w].key);
-        sl_free(rv->sets[i].ways);
-        pthread_mutex_destroy(&rv->sets[i].mu);
-        pthread_cond_destroy(&rv->sets[i].settled);
-    }
-    sl_free(rv->sets);
+    free_sets(rv->sets, SL_RSV_SETS);
     rv->sets = NULL;
+    atomic_store(&rv->ready, false);
 }
 
 /* Locks a set. Threads on a hot key meet here at every admission: a
@@ -434,10 +449,12 @@ bool sl_reserve_use(sl_reserve *rv, const sl_config *cfg, const sl_request *r,
         drop(rv, r);
     if (r->op != SL_OP_ACQUIRE)
         return false;
+    if (r->policy->reserve_ms <= 0) /* not this request's policy */
+        return false;
     rs = r->decide.rules;
     cost = r->decide.cost;
-    h = hold_of(rs, rv->hold_ms);
-    cap = cap_of(rs, rv->share);
+    h = hold_of(rs, r->policy->reserve_ms);
+    cap = cap_of(rs, r->policy->reserve_share);
     /* A block must stop every client at once: a lot held elsewhere cannot
      * know of it, so a ruleset with one never reserves. */
     if (h <= 0 || cap < 2 || sl_ruleset_blocks(rs) ||
@@ -652,7 +669,7 @@ size_t sl_reserve_leftovers(sl_reserve *rv, int64_t now, sl_request *rs,
 {
     size_t i, w, n = 0;
 
-    if (rv->sets == NULL)
+    if (!sl_reserve_on(rv))
         return 0;
     for (i = 0; i < SL_RSV_SETS; i++) {
         pthread_mutex_lock(&rv->sets[i].mu);

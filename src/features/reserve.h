@@ -15,7 +15,12 @@
  * Bounded: SL_RSV_SETS sets of SL_RSV_WAYS entries chosen by the key, each
  * set with its own mutex, so that threads on different keys rarely meet.
  * An entry holding units is never given up for another key: that key
- * does not reserve until a way is free. */
+ * does not reserve until a way is free.
+ *
+ * The table is made at open (reserve_ms=H), or later by the first policy
+ * that asks for it (sl_reserve_enable), then kept. The hold and the share
+ * are each request's policy's: only acquires whose policy has a hold
+ * reserve; a reset drops the key's units whatever its policy. */
 #ifndef SL_RESERVE_H
 #define SL_RESERVE_H
 
@@ -36,9 +41,8 @@ typedef struct sl_rsv_set {
 } sl_rsv_set;
 
 typedef struct sl_reserve {
-    sl_rsv_set *sets; /* NULL: off */
-    int64_t hold_ms;  /* reserve_ms */
-    uint32_t share;   /* percent */
+    atomic_bool ready; /* made: sets is set, and stays */
+    sl_rsv_set *sets;
     bool server_clock;
     bool window_refunds; /* the backend takes refunds of fixed and sliding
                             rules (not redis+multi://, twemproxy://) */
@@ -71,10 +75,13 @@ typedef struct sl_rsv_plan {
  * rather than the hold (docs/SEMANTICS.md, "Lots"). */
 sluice_status sl_reserve_init(sl_reserve *rv, const sl_config *cfg,
                               bool window_refunds);
+/* Makes the table unless it is made: its callers take turns (the
+ * handle's make_mu); other threads may use it meanwhile. */
+sluice_status sl_reserve_enable(sl_reserve *rv);
 void sl_reserve_free(sl_reserve *rv);
 static inline bool sl_reserve_on(const sl_reserve *rv)
 {
-    return rv->sets != NULL;
+    return atomic_load_explicit(&rv->ready, memory_order_acquire);
 }
 
 /* Before the deny cache: an acquire admitted from the key's reservation
