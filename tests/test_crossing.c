@@ -5,12 +5,13 @@
  * client), the driver (blocking, threads sharing a handle, a batch,
  * libevent, libuv), the backend's condition (healthy, a refused connect, a
  * frozen server, an error reply), the fail policy, the deny cache,
- * reservations, shadow mode, and whether a name's rules were read before
- * the failure.
+ * reservations, shadow mode, whether a name's rules were read before the
+ * failure, and where the policy comes from (the handle's options, or a
+ * policy: the limiter's, or the call's).
  *   test_crossing URL|@file --backend NAME --expect FILE --failures FILE
  *                 [--servers LIST|@file --own DIR --fake FAKE_SERVER_PY]
  *
- * The cases are an all-pairs reduction of those eight factors, generated
+ * The cases are an all-pairs reduction of those nine factors, generated
  * here (deterministic, no randomness): while some feasible pair of values
  * of two factors is in no case, a case is made from the first such pair,
  * and each other factor, the largest domain first, takes the value that
@@ -35,6 +36,15 @@
  * tests/crossing/failures.tsv; both files say their format at their top.
  * The counters (sluice_get_stats) must have grown as the rows say, every
  * request counted exactly once, every call once.
+ *
+ * Where the policy comes from (docs/SEMANTICS.md, "Policies"): handle,
+ * the fail policy, deny cache, reservations and shadow mode in the
+ * handle's URL; policy, a handle opened with fail=error and none of the
+ * others, and the same four given as a sluice_policy: for a name,
+ * sluice_limiter_policy_set("lim") on the case's handle; for a key, with
+ * every call (sluice_acquire_with, _with_async, sluice_acquire_many_with).
+ * The answers and counters must be the same, so the table has no column
+ * for it: every row holds for both.
  *
  * The conditions: refused is a loopback port nothing listens on (bound,
  * read, closed) or, for a name whose rules the handle read, the test's own
@@ -82,8 +92,10 @@ enum {
     RSV,
     SHADOW,
     READ,
+    FROM, /* where the policy comes from: not a column of the table */
     NF
 };
+#define NT FROM /* the factors the table names */
 enum {
     KEY,
     NAME
@@ -106,10 +118,17 @@ enum {
     READ_YES,
     READ_NO
 };
+/* A policy first: the all-pairs construction takes the first value on a
+ * tie, so most cases run with the policy given apart from the handle. */
+enum {
+    FROM_POLICY,
+    FROM_HANDLE
+};
 #define MAXV 5
 
-static const char *const factor_names[NF] = {
-    "subject", "driver", "cond", "fail", "deny", "rsv", "shadow", "read"};
+static const char *const factor_names[NF] = {"subject", "driver", "cond",
+                                             "fail",    "deny",   "rsv",
+                                             "shadow",  "read",   "from"};
 static const char *const factor_values[NF][MAXV] = {
     {"key", "name"},
     {"block", "threads", "batch", "libevent", "libuv"},
@@ -119,8 +138,9 @@ static const char *const factor_values[NF][MAXV] = {
     {"0", "1"},
     {"0", "1"},
     {"na", "yes", "no"},
+    {"policy", "handle"},
 };
-static const int factor_sizes[NF] = {2, 5, 4, 4, 2, 2, 2, 3};
+static const int factor_sizes[NF] = {2, 5, 4, 4, 2, 2, 2, 3, 2};
 /* The values in play: every one, or the condition healthy alone. */
 static int domain[NF];
 
@@ -219,8 +239,8 @@ static bool first_uncovered(int *f, int *a, int *g, int *b)
  * the cases made so far. */
 static void make_cases(void)
 {
-    static const int order[NF] = {DRIVER,  COND, FAIL, READ,
-                                  SUBJECT, DENY, RSV,  SHADOW};
+    static const int order[NF] = {DRIVER, COND, FAIL,   READ, SUBJECT,
+                                  DENY,   RSV,  SHADOW, FROM};
     int v[NF], f, a, g, b;
 
     memset(covered, 0, sizeof(covered));
@@ -334,7 +354,7 @@ typedef struct count_token {
 } count_token;
 
 typedef struct expect_row {
-    unsigned factor[NF]; /* a bit per value */
+    unsigned factor[NT]; /* a bit per value */
     unsigned req;        /* a bit per class */
     bool ret_f;          /* ret F (a failure status), else SLUICE_OK */
     int allowed;         /* 1, 0, or -1: not checked */
@@ -532,25 +552,25 @@ static void expect_line(const char *path, int line, char **f)
     if (nrows == MAX_ROWS)
         bad_table(path, line, "too many rows", f[0]);
     memset(e, 0, sizeof(*e));
-    for (int k = 0; k < NF; k++)
+    for (int k = 0; k < NT; k++)
         e->factor[k] =
             parse_set(path, line, f[k], factor_values[k], factor_sizes[k]);
-    e->req = parse_set(path, line, f[NF], req_names, NREQ);
-    if (strcmp(f[NF + 1], "OK") != 0 && strcmp(f[NF + 1], "F") != 0)
-        bad_table(path, line, "ret is OK or F", f[NF + 1]);
-    e->ret_f = strcmp(f[NF + 1], "F") == 0;
-    if (strcmp(f[NF + 2], "-") == 0)
+    e->req = parse_set(path, line, f[NT], req_names, NREQ);
+    if (strcmp(f[NT + 1], "OK") != 0 && strcmp(f[NT + 1], "F") != 0)
+        bad_table(path, line, "ret is OK or F", f[NT + 1]);
+    e->ret_f = strcmp(f[NT + 1], "F") == 0;
+    if (strcmp(f[NT + 2], "-") == 0)
         e->allowed = -1;
-    else if (strcmp(f[NF + 2], "0") == 0 || strcmp(f[NF + 2], "1") == 0)
-        e->allowed = f[NF + 2][0] - '0';
+    else if (strcmp(f[NT + 2], "0") == 0 || strcmp(f[NT + 2], "1") == 0)
+        e->allowed = f[NT + 2][0] - '0';
     else
-        bad_table(path, line, "allowed is 1, 0 or -", f[NF + 2]);
-    e->status = parse_statuses(path, line, f[NF + 3]);
-    if (strcmp(f[NF + 4], "set") != 0 && strcmp(f[NF + 4], "-") != 0)
-        bad_table(path, line, "msg is set or -", f[NF + 4]);
-    e->msg = strcmp(f[NF + 4], "set") == 0;
-    parse_counts(path, line, f[NF + 5], e);
-    snprintf(e->ref, sizeof(e->ref), "%s", f[NF + 6]);
+        bad_table(path, line, "allowed is 1, 0 or -", f[NT + 2]);
+    e->status = parse_statuses(path, line, f[NT + 3]);
+    if (strcmp(f[NT + 4], "set") != 0 && strcmp(f[NT + 4], "-") != 0)
+        bad_table(path, line, "msg is set or -", f[NT + 4]);
+    e->msg = strcmp(f[NT + 4], "set") == 0;
+    parse_counts(path, line, f[NT + 5], e);
+    snprintf(e->ref, sizeof(e->ref), "%s", f[NT + 6]);
     e->line = line;
     nrows++;
 }
@@ -575,9 +595,9 @@ static const expect_row *expectation(const int *v, int req)
         const expect_row *e = &rows[i];
         int k;
 
-        for (k = 0; k < NF && (e->factor[k] & (1u << v[k])) != 0; k++)
+        for (k = 0; k < NT && (e->factor[k] & (1u << v[k])) != 0; k++)
             ;
-        if (k == NF && (e->req & (1u << req)) != 0)
+        if (k == NT && (e->req & (1u << req)) != 0)
             return e;
     }
     return NULL;
@@ -845,6 +865,10 @@ typedef struct answer {
 
 typedef struct row {
     int v[NF];
+    /* from=policy: the case's policy (sluice_acquire_with for a key); for
+     * a handle's, pol is NULL */
+    sluice_policy policy;
+    const sluice_policy *pol;
     char name[160], prefix[64];
     bool opened;
     sluice *sl;
@@ -946,7 +970,8 @@ static void call(row *r, const request *q, answer *a, bool peek)
         sluice_status st;
 
         if (c == NULL)
-            st = sluice_acquire_async(sl, "k", 1, &limit_rules, 1, on_done, a);
+            st = sluice_acquire_with_async(sl, "k", 1, &limit_rules, 1, r->pol,
+                                           on_done, a);
         else if (peek)
             st = sluice_limiter_peek_async(sl, "lim", 3, c, strlen(c), 1,
                                            on_done, a);
@@ -963,7 +988,8 @@ static void call(row *r, const request *q, answer *a, bool peek)
         return;
     }
     if (c == NULL)
-        a->ret = sluice_acquire(sl, "k", 1, &limit_rules, 1, &a->res);
+        a->ret =
+            sluice_acquire_with(sl, "k", 1, &limit_rules, 1, r->pol, &a->res);
     else if (peek)
         a->ret = sluice_limiter_peek(sl, "lim", 3, c, strlen(c), 1, &a->res);
     else
@@ -1054,6 +1080,26 @@ static void read_before(row *r)
     }
 }
 
+/* from=policy: the case's fail policy, deny cache, reservations and
+ * shadow mode as a policy: the limiter's, or each call's. */
+static void give_policy(row *r)
+{
+    sluice_policy *p = &r->policy;
+
+    sluice_policy_init(p);
+    p->set = SLUICE_POLICY_FAIL | SLUICE_POLICY_DENY_CACHE |
+             SLUICE_POLICY_RESERVE | SLUICE_POLICY_SHADOW;
+    p->fail = (sluice_fail_policy)r->v[FAIL];
+    p->deny_cache = r->v[DENY] != 0;
+    p->reserve_ms = r->v[RSV] ? 100 : 0;
+    p->reserve_share = 50;
+    p->shadow = r->v[SHADOW] != 0;
+    if (r->v[SUBJECT] == KEY)
+        r->pol = p;
+    else if (sluice_limiter_policy_set(r->sl, "lim", 3, p) != SLUICE_OK)
+        fail_msg("%s: limiter_policy_set: %s", r->name, sluice_errmsg(r->sl));
+}
+
 /* The handle of a case on the URL its condition needs, its loop, the
  * limiter, and the rules read before the failure where the case says. */
 static void row_open(row *r)
@@ -1070,13 +1116,19 @@ static void row_open(row *r)
     else if (v[COND] == ERROR_REPLY && v[READ] != READ_YES)
         base = fake_url;
     len = strlen(base);
-    snprintf(u, sizeof(u), "%s%sfail=%s&rules_cache_ms=20%s%s%s", base,
-             len > 0 && (base[len - 1] == '?' || base[len - 1] == '&') ? ""
-             : strchr(base, '?') != NULL                               ? "&"
-                                                                       : "?",
-             factor_values[FAIL][v[FAIL]], v[DENY] ? "&deny_cache=64" : "",
-             v[RSV] ? "&reserve_ms=100&reserve_share=50" : "",
-             v[SHADOW] ? "&shadow=1" : "");
+    if (v[FROM] == FROM_POLICY) /* the handle has none of the policy */
+        snprintf(u, sizeof(u), "%s%sfail=error&rules_cache_ms=20", base,
+                 len > 0 && (base[len - 1] == '?' || base[len - 1] == '&') ? ""
+                 : strchr(base, '?') != NULL                               ? "&"
+                                             : "?");
+    else
+        snprintf(u, sizeof(u), "%s%sfail=%s&rules_cache_ms=20%s%s%s", base,
+                 len > 0 && (base[len - 1] == '?' || base[len - 1] == '&') ? ""
+                 : strchr(base, '?') != NULL                               ? "&"
+                                             : "?",
+                 factor_values[FAIL][v[FAIL]], v[DENY] ? "&deny_cache=64" : "",
+                 v[RSV] ? "&reserve_ms=100&reserve_share=50" : "",
+                 v[SHADOW] ? "&shadow=1" : "");
     sluice_options_init(&o);
     o.clock = tu_clock_now;
     o.clock_ctx = &clk;
@@ -1099,6 +1151,8 @@ static void row_open(row *r)
     if (sluice_open(u, &o, &r->sl, err, sizeof(err)) != SLUICE_OK)
         fail_msg("open %s: %s", u, err);
     r->opened = true;
+    if (v[FROM] == FROM_POLICY)
+        give_policy(r);
     if (v[DRIVER] == LIBEVENT) {
         r->base = event_base_new();
         assert_non_null(r->base);
@@ -1232,11 +1286,11 @@ static void drive_batch(row *r)
     for (i = 0; i < r->n; i++)
         reqs[i] = (sluice_request){"k", 1, &limit_rules, 1};
     memset(out, 0, sizeof(out));
-    st = sluice_acquire_many(r->sl, reqs, first, out);
+    st = sluice_acquire_many_with(r->sl, reqs, first, r->pol, out);
     msg = sluice_errmsg(r->sl)[0] != '\0';
     for (i = 0; i < first; i++)
         r->ans[i] = (answer){true, false, st, out[i], msg};
-    st = sluice_acquire_many(r->sl, reqs + first, 1, out + first);
+    st = sluice_acquire_many_with(r->sl, reqs + first, 1, r->pol, out + first);
     msg = sluice_errmsg(r->sl)[0] != '\0';
     r->ans[first] = (answer){true, false, st, out[first], msg};
     r->calls = 2;
@@ -1745,7 +1799,7 @@ int main(int argc, char **argv)
     read_table(expect_path,
                "subject\tdriver\tcond\tfail\tdeny\trsv\tshadow\tread\treq\tret"
                "\tallowed\tstatus\tmsg\tcounts\tref",
-               NF + 7, expect_line);
+               NT + 7, expect_line);
     read_table(failures_path, "cond\tbackend\tstatuses\tref", 4, failure_line);
     memory = strncmp(real_url, "mem://", 6) == 0;
     if (memory) {
@@ -1797,15 +1851,15 @@ int main(int argc, char **argv)
                 continue;
             memset(r, 0, sizeof(*r));
             memcpy(r->v, v, sizeof(r->v));
-            snprintf(r->name, sizeof(r->name),
-                     "c%02zu %s %s %s fail=%s deny=%s rsv=%s shadow=%s "
-                     "read=%s",
-                     i, factor_values[SUBJECT][v[SUBJECT]],
-                     factor_values[DRIVER][v[DRIVER]],
-                     factor_values[COND][v[COND]], factor_values[FAIL][v[FAIL]],
-                     factor_values[DENY][v[DENY]], factor_values[RSV][v[RSV]],
-                     factor_values[SHADOW][v[SHADOW]],
-                     factor_values[READ][v[READ]]);
+            snprintf(
+                r->name, sizeof(r->name),
+                "c%02zu %s %s %s fail=%s deny=%s rsv=%s shadow=%s "
+                "read=%s from=%s",
+                i, factor_values[SUBJECT][v[SUBJECT]],
+                factor_values[DRIVER][v[DRIVER]], factor_values[COND][v[COND]],
+                factor_values[FAIL][v[FAIL]], factor_values[DENY][v[DENY]],
+                factor_values[RSV][v[RSV]], factor_values[SHADOW][v[SHADOW]],
+                factor_values[READ][v[READ]], factor_values[FROM][v[FROM]]);
             snprintf(r->prefix, sizeof(r->prefix),
                      "x%ld-c%02zu:", (long)getpid(), i);
             plan(r);
