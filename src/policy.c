@@ -272,10 +272,14 @@ sluice_status sluice_limiter_policy_set(sluice *sl, const void *name,
     err = sl_share_err(sl);
     if ((st = sl_names_check(name, name_len, NULL, 0, err)) != SLUICE_OK)
         return st;
-    if (p == NULL || p->set == 0)
+    if (p != NULL &&
+        (st = sl_policies_take(&sl->policy, p, &pol, err)) != SLUICE_OK) {
+        name_message(name, name_len, err);
+        return st;
+    }
+    if (p == NULL || pol.set == 0) /* no group of its own: none */
         return sl_policies_put(&sl->policies, name, name_len, NULL);
-    if ((st = sl_policies_take(&sl->policy, p, &pol, err)) != SLUICE_OK ||
-        (st = sl_policy_provide(sl, &pol, err)) != SLUICE_OK) {
+    if ((st = sl_policy_provide(sl, &pol, err)) != SLUICE_OK) {
         name_message(name, name_len, err);
         return st;
     }
