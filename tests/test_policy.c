@@ -332,7 +332,7 @@ static void one_handle_answers_each_by_its_own_policy(void **state)
 {
     (void)state;
     for (int d = 0; d < NDRIVERS; d++) {
-        answer ans[NSUBJ][ROUNDS], peek;
+        answer ans[NSUBJ][ROUNDS], peek, again;
         sluice_limiter_stats open_st, closed_st;
         sluice_stats st;
         struct event_base *base = NULL;
@@ -364,6 +364,20 @@ static void one_handle_answers_each_by_its_own_policy(void **state)
         assert_int_equal(peek.ret, SLUICE_OK);
         assert_false(peek.res.allowed);
         assert_int_equal(peek.res.status, SLUICE_CACHED);
+        /* kp's key with the handle's policy: the cache holds its denial,
+         * and does not answer a request whose policy has it off. */
+        memset(&again, 0, sizeof(again));
+        if (base == NULL) {
+            again.ret = sluice_acquire(sl, "kpc", 3, &four, 1, &again.res);
+        } else {
+            assert_int_equal(
+                sluice_acquire_async(sl, "kpc", 3, &four, 1, on_done, &again),
+                SLUICE_OK);
+            run_until(base, &again, 1);
+        }
+        assert_int_equal(again.ret, SLUICE_OK);
+        assert_false(again.res.allowed);
+        assert_int_equal(again.res.status, SLUICE_OK);
         /* Counted by what answered: the cache for that peek and kp's 6th,
          * shadow twice, reservations for "closed" alone. */
         assert_int_equal(sluice_get_stats(sl, &st, sizeof(st)), SLUICE_OK);
