@@ -742,13 +742,17 @@ typedef struct decider {
     sluice *sl;
     int id;
     atomic_bool *stop;
-    int answered, bad;
+    atomic_int answered;
+    int bad;
     char why[200];
 } decider;
 
 /* Decides by name, by key with the call's policy, and by key with the
  * handle's, until told to stop: every call answered, each answer one
- * that some policy given gives. */
+ * that some policy given gives. The call's policy asks for what the
+ * handle lacks (threads 0 and 1 the deny cache and the fallback store, 2
+ * and 3 reservations): made by the first such call, while the other
+ * threads decide. */
 static void *decide_on(void *arg)
 {
     decider *w = arg;
@@ -768,7 +772,7 @@ static void *decide_on(void *arg)
             break;
         case 1:
             st = sluice_acquire_with(w->sl, key, strlen(key), &eight, 1,
-                                     &closed_pol, &r);
+                                     w->id < 2 ? &call_pol : &closed_pol, &r);
             break;
         default:
             st = sluice_acquire(w->sl, key, strlen(key), &eight, 1, &r);
@@ -782,9 +786,18 @@ static void *decide_on(void *arg)
                          sluice_strerror(st), sluice_strerror(r.status),
                          sluice_errmsg(w->sl));
         }
-        w->answered++;
+        atomic_fetch_add(&w->answered, 1);
     }
     return NULL;
+}
+
+static int answered_by(decider *w, int n)
+{
+    int total = 0;
+
+    for (int t = 0; t < n; t++)
+        total += atomic_load(&w[t].answered);
+    return total;
 }
 
 static void policies_change_while_threads_decide(void **state)
@@ -794,14 +807,15 @@ static void policies_change_while_threads_decide(void **state)
     pthread_t th[4];
     decider w[4];
     atomic_bool stop;
-    int total = 0;
+    int64_t until = tu_clock_ms(CLOCK_MONOTONIC) + 5000;
+    int k;
 
     (void)state;
     assert_int_equal(sluice_limiter_define(sl, "hot", 3, &eight, 0, NULL),
                      SLUICE_OK);
     /* Each turns on what the handle was opened without, made while the
      * threads decide: the deny cache, reservations, the fallback store. */
-    for (int k = 0; k < 5; k++)
+    for (k = 0; k < 5; k++)
         sluice_policy_init(&p[k]);
     p[0].set = SLUICE_POLICY_SHADOW;
     p[0].shadow = true;
@@ -814,10 +828,21 @@ static void policies_change_while_threads_decide(void **state)
     p[3].deny_cache = true;
     atomic_init(&stop, false);
     for (int t = 0; t < 4; t++) {
-        w[t] = (decider){sl, t, &stop, 0, 0, ""};
+        w[t].sl = sl;
+        w[t].id = t;
+        w[t].stop = &stop;
+        atomic_init(&w[t].answered, 0);
+        w[t].bad = 0;
+        w[t].why[0] = '\0';
         assert_int_equal(pthread_create(&th[t], NULL, decide_on, &w[t]), 0);
     }
-    for (int k = 0; k < 400; k++) {
+    /* The threads under way first; then 400 changes at least, and on
+     * until they made 4,000 decisions (5 s at most). */
+    while (answered_by(w, 4) < 40 && tu_clock_ms(CLOCK_MONOTONIC) < until)
+        tu_sleep_ms(1);
+    for (k = 0; k < 400 || (answered_by(w, 4) < 4000 &&
+                            tu_clock_ms(CLOCK_MONOTONIC) < until);
+         k++) {
         const sluice_policy *q = k % 5 == 4 ? NULL : &p[k % 5];
         sluice_policy got;
 
@@ -833,10 +858,10 @@ static void policies_change_while_threads_decide(void **state)
         pthread_join(th[t], NULL);
         if (w[t].bad > 0)
             fail_msg("thread %d: %d of %d answers wrong, the first %s", t,
-                     w[t].bad, w[t].answered, w[t].why);
-        total += w[t].answered;
+                     w[t].bad, atomic_load(&w[t].answered), w[t].why);
     }
-    print_message("%d decisions while the policy changed 400 times\n", total);
+    print_message("%d decisions while the policy changed %d times\n",
+                  answered_by(w, 4), k);
     sluice_close(sl);
 }
 
