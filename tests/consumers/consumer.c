@@ -21,6 +21,11 @@ _Static_assert(offsetof(sluice_result, rule) == 5 &&
                "sluice_result's offsets are frozen");
 _Static_assert(offsetof(sluice_options, struct_size) == 64,
                "sluice_options grows only after struct_size");
+/* Versioned by struct_size, its first field: it grows at its end only. */
+_Static_assert(offsetof(sluice_policy, struct_size) == 0 &&
+                   offsetof(sluice_policy, unit_name) == 108 &&
+                   sizeof(sluice_policy) == 176,
+               "sluice_policy's first layout is frozen");
 #endif
 
 static int64_t frozen_clock(void *ctx)
