@@ -193,8 +193,8 @@ static int warm_by_name(sluice *sl, const char *client, sluice_status want)
     for (tries = 0; tries < 10; tries++) {
         /* Before the rules were read once, a failure is the call's
          * status; after, the fallback store's answer. */
-        st = sluice_limiter_acquire(sl, "fbn", 3, client, strlen(client), 1,
-                                    &r);
+        st =
+            sluice_limiter_acquire(sl, "fbn", 3, client, strlen(client), 1, &r);
         if (st == SLUICE_OK && r.status == want)
             return admitted;
         printf("# %s: warming %s, %s\n", url, client,
@@ -245,12 +245,10 @@ static void decisions_by_name_fall_back_on_the_rules_read_last(void **state)
     memset(&ov, 0, sizeof(ov));
     ov.kind = SLUICE_OVERRIDE_UNLIMITED;
     assert_int_equal(
-        sluice_limiter_override_set(admin, "fbn", 3, "vip", 3, &ov),
-        SLUICE_OK);
+        sluice_limiter_override_set(admin, "fbn", 3, "vip", 3, &ov), SLUICE_OK);
     ov.kind = SLUICE_OVERRIDE_DENY;
     assert_int_equal(
-        sluice_limiter_override_set(admin, "fbn", 3, "bad", 3, &ov),
-        SLUICE_OK);
+        sluice_limiter_override_set(admin, "fbn", 3, "bad", 3, &ov), SLUICE_OK);
     sluice_close(admin);
     /* The copy the frozen decisions use is read by sl's own decisions, at
      * 100 ms each: one that fails is answered by the fallback store (an
