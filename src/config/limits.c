@@ -225,10 +225,20 @@ static sluice_status check_limiter(const sl_limits_limiter *lim,
     return SLUICE_OK;
 }
 
+/* " (first at LINE:COL)" into where, or nothing for what no file gave. */
+static const char *first_at(const unsigned *line, const unsigned *col,
+                            char *where)
+{
+    where[0] = '\0';
+    if (*line > 0)
+        snprintf(where, 48, " (first at %u:%u)", *line, *col);
+    return where;
+}
+
 sluice_status sl_limits_seal(sl_limits *l, const char *file, char *err,
                              size_t err_len)
 {
-    char q[300];
+    char q[300], where[48];
     size_t i, j;
     sluice_status st;
 
@@ -242,10 +252,10 @@ sluice_status sl_limits_seal(sl_limits *l, const char *file, char *err,
         sl_quote(q, sizeof(q), lim->name, lim->name_len);
         if (i > 0 && bytes_cmp(l->lims[i - 1].name, l->lims[i - 1].name_len,
                                lim->name, lim->name_len) == 0)
-            return fail_at(err, err_len, file, lim->line, lim->col,
-                           "limiter \"%s\" again (first at %u:%u): each name "
-                           "once",
-                           q, l->lims[i - 1].line, l->lims[i - 1].col);
+            return fail_at(
+                err, err_len, file, lim->line, lim->col,
+                "limiter \"%s\" again%s: each name once", q,
+                first_at(&l->lims[i - 1].line, &l->lims[i - 1].col, where));
         if (lim->nover > 1)
             qsort(lim->overs, lim->nover, sizeof(*lim->overs), over_cmp);
         for (j = 1; j < lim->nover; j++) {
@@ -258,9 +268,9 @@ sluice_status sl_limits_seal(sl_limits *l, const char *file, char *err,
                 continue;
             sl_quote(qc, sizeof(qc), b->client, b->client_len);
             return fail_at(err, err_len, file, b->line, b->col,
-                           "limiter \"%s\": client \"%s\" again (first at "
-                           "%u:%u): each client once",
-                           q, qc, a->line, a->col);
+                           "limiter \"%s\": client \"%s\" again%s: each "
+                           "client once",
+                           q, qc, first_at(&a->line, &a->col, where));
         }
     }
     return SLUICE_OK;

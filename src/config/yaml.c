@@ -111,7 +111,9 @@ const char *sl_yaml_found(const sl_yaml *r, char *dst, size_t len)
 {
     char q[300];
 
-    if (r->ev.type == YAML_SCALAR_EVENT) {
+    if (sl_yaml_is_null(r)) {
+        snprintf(dst, len, "nothing (null)");
+    } else if (r->ev.type == YAML_SCALAR_EVENT) {
         sl_quote(q, sizeof(q), r->ev.data.scalar.value,
                  r->ev.data.scalar.length);
         snprintf(dst, len, "\"%s\"", q);
@@ -374,13 +376,31 @@ bool sl_yaml_list(sl_yaml *r, const char *key, const char *item_what,
  * ended early by a line indented wrong reads as one missing a key). */
 bool sl_yaml_check(sl_yaml *r)
 {
+    yaml_mark_t at;
+    int depth = 0;
     bool end;
 
     for (;;) {
         if (!yaml_parser_parse(&r->yp, &r->ev))
             return yaml_fault(r);
         end = r->ev.type == YAML_STREAM_END_EVENT;
+        if (r->ev.type == YAML_SEQUENCE_START_EVENT ||
+            r->ev.type == YAML_MAPPING_START_EVENT)
+            depth++;
+        else if (r->ev.type == YAML_SEQUENCE_END_EVENT ||
+                 r->ev.type == YAML_MAPPING_END_EVENT)
+            depth--;
+        at = r->ev.start_mark;
         yaml_event_delete(&r->ev);
+        /* libyaml keeps a possible key for each open flow collection and
+         * looks at all of them at every token: quadratic in the depth
+         * (100,000 '[' took 25 s). So the depth is cut here, before
+         * libyaml reads much past it. */
+        if (depth > SL_YAML_MAX_DEPTH)
+            return sl_yaml_fail(r, &at,
+                                "nested more than %d deep: expected the "
+                                "schema's %d levels at most",
+                                SL_YAML_MAX_DEPTH, SL_YAML_SCHEMA_DEPTH);
         if (end)
             return true;
     }

@@ -10,7 +10,13 @@
 
 #include <yaml.h>
 
-#define SL_YAML_MAX_KEYS 9 /* the most keys of a mapping (a policy's) */
+#define SL_YAML_MAX_KEYS     9 /* the most keys of a mapping (a policy's) */
+/* Mappings and lists nest 5 deep in a limits file (the file, limiters, a
+ * limiter, its overrides, an override); past 16 the text is refused
+ * before the schema is walked, so that a deeper mistake is still named
+ * by the schema, and a deep pile of '[' costs libyaml no time. */
+#define SL_YAML_SCHEMA_DEPTH 5
+#define SL_YAML_MAX_DEPTH    16
 
 /* A walk under way: the parser and its last event, where faults go. */
 typedef struct sl_yaml {
@@ -39,7 +45,8 @@ bool sl_yaml_fail(sl_yaml *r, const yaml_mark_t *m, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Out of memory: SLUICE_ENOMEM; false. */
 bool sl_yaml_nomem(sl_yaml *r);
-/* Pass one, YAML alone (no event kept): false with the syntax fault. */
+/* Pass one, YAML alone (no event kept): false with the syntax fault, or
+ * past SL_YAML_MAX_DEPTH. */
 bool sl_yaml_check(sl_yaml *r);
 /* The next event into r->ev; false on a fault, or on what the schema has
  * no use for: anchors, aliases, tags. */
