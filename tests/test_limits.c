@@ -314,6 +314,10 @@ static void every_fault_names_its_place(void **state)
     fault(HEAD "  - name: api\n    rules:\n",
           "t.yaml:4:11: rules: expected rules (e.g. \"fixed:100/1m\"), "
           "found nothing (null)");
+    fault(API "  - name: b\n    rules: >\n      fixed:1/1s\n",
+          "t.yaml:6:12: rules \"fixed:1/1s\\x0a\": expected rules without "
+          "line breaks or other control characters (a block scalar keeps "
+          "its last line break: >- or |- drops it)");
     fault(OVERS "      - {client: a, rules: nope}\n",
           "t.yaml:6:28: rules \"nope\": expected unlimited, deny or rules "
           "(rule \"nope\": unknown algorithm (use fixed, sliding, log, token "

@@ -21,6 +21,7 @@ static bool get_rules(sl_yaml *r, const char *key, bool listed,
 {
     const char *s = (const char *)r->ev.data.scalar.value;
     char why[SL_ERR_LEN], f[320];
+    size_t i;
 
     if (!sl_yaml_is_scalar(r) || strlen(s) != r->ev.data.scalar.length)
         return sl_yaml_wrong(
@@ -28,6 +29,15 @@ static bool get_rules(sl_yaml *r, const char *key, bool listed,
             listed ? "rules (e.g. \"fixed:100/1m\"), unlimited or "
                      "deny"
                    : "rules (e.g. \"fixed:100/1m\")");
+    /* The rules' own message would quote a line break as it is. */
+    for (i = 0; s[i] != '\0'; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return sl_yaml_fail(r, &r->ev.start_mark,
+                                "%s %s: expected rules without line breaks "
+                                "or other control characters (a block "
+                                "scalar keeps its last line break: >- or |- "
+                                "drops it)",
+                                key, sl_yaml_found(r, f, sizeof(f)));
     if (listed && strcmp(s, "unlimited") == 0) {
         *kind = SLUICE_OVERRIDE_UNLIMITED;
         return true;
