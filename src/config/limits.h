@@ -3,8 +3,10 @@
  * limiters, each with its rules, keep-alive, policy and overrides, read
  * and checked into the form below (limits.c, with libyaml), and written
  * back in the same format. Nothing here is applied: the CLI's `limiter
- * apply` stores a form with the public calls; a handle holds one to
- * define its limiters and take their policies. */
+ * apply` stores a form with the public calls. The form is also what a
+ * handle opened with a file is to hold (found by name with sl_limits_find,
+ * its policies field for field those of sluice_policy); this layer needs
+ * only the base and the rules' parser, so it can sit below the handle. */
 #ifndef SL_LIMITS_H
 #define SL_LIMITS_H
 
