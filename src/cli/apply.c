@@ -32,12 +32,14 @@ static bool names_add(names *ns, const void *p, size_t len)
     name *v;
 
     if (ns->n == ns->cap) {
-        ns->cap = ns->cap == 0 ? 64 : ns->cap * 2;
-        if ((v = realloc(ns->v, ns->cap * sizeof(*v))) == NULL) {
+        size_t cap = ns->cap == 0 ? 64 : ns->cap * 2;
+
+        if ((v = realloc(ns->v, cap * sizeof(*v))) == NULL) {
             ns->nomem = true;
             return false;
         }
         ns->v = v;
+        ns->cap = cap;
     }
     if ((ns->v[ns->n].p = malloc(len)) == NULL) {
         ns->nomem = true;
@@ -70,18 +72,27 @@ static void names_free(names *ns)
     free(ns->v);
 }
 
-/* Each override listed, into lim. */
+/* Each override listed, into lim; a list stopped for want of memory says
+ * so in nomem (the list itself answers SLUICE_OK when stopped). */
+typedef struct into {
+    sl_limits_limiter *lim;
+    bool nomem;
+} into;
+
 static int add_listed(void *arg, const void *client, size_t client_len,
                       const sluice_limiter_override *ov)
 {
-    return sl_limits_add_override(arg, client, client_len, ov) ? 0 : 1;
+    into *in = arg;
+
+    in->nomem = !sl_limits_add_override(in->lim, client, client_len, ov);
+    return in->nomem ? 1 : 0;
 }
 
 /* Reads into have the limiter of nm, if it has rules (a name listed may
  * have none left), with its overrides. */
 static sluice_status read_one(sluice *sl, sl_limits *have, const name *nm)
 {
-    sl_limits_limiter *lim;
+    into in = {NULL, false};
     sluice_ruleset rs;
     int64_t ka;
     sluice_status st;
@@ -91,9 +102,10 @@ static sluice_status read_one(sluice *sl, sl_limits *have, const name *nm)
         return SLUICE_OK;
     if (st != SLUICE_OK)
         return st;
-    if ((lim = sl_limits_add(have, nm->p, nm->len, &rs, ka)) == NULL)
+    if ((in.lim = sl_limits_add(have, nm->p, nm->len, &rs, ka)) == NULL)
         return SLUICE_ENOMEM;
-    return sluice_limiter_override_list(sl, nm->p, nm->len, add_listed, lim);
+    st = sluice_limiter_override_list(sl, nm->p, nm->len, add_listed, &in);
+    return st == SLUICE_OK && in.nomem ? SLUICE_ENOMEM : st;
 }
 
 /* What the backend stores, as a sealed form: the limiters listed (those
@@ -136,7 +148,7 @@ static sluice_status read_stored(sluice *sl, const sl_limits *want,
 
 /* ----------------------------------------------------------- changes */
 
-/* An apply under way: the handle (NULL: a dry run), what it counted. */
+/* An apply under way: the handle, its flags, what it counted. */
 typedef struct run {
     sluice *sl;
     bool dry, prune;
