@@ -58,8 +58,8 @@ static sluice_status reg_add(sluice *sl, const void *name, size_t name_len,
     sluice_status st;
     int tries;
 
-    /* The marker is there but in a new keyspace (or after a FLUSHALL, or
-     * mem://'s eviction): then stored, and the name set again. */
+    /* No marker yet (a new prefix), or none any more (a FLUSHALL, an
+     * eviction): it is stored, and the name set again. */
     for (tries = 0; tries < 2; tries++) {
         st = reg_op(sl, SL_OP_OVER_SET, name, name_len, &v, NULL, err);
         if (st != SLUICE_OK || v.found)
