@@ -7,6 +7,9 @@
 #   nor OpenSSL (<hiredis/...>, <openssl/...> are poisoned).
 #   net: src/net/ includes nothing above it: every private header of src/
 #   but internal.h and net/*.h is poisoned (named from src/, as included).
+#   config: src/config/ (limits files read into a form) includes only
+#   internal.h and its own headers, and neither hiredis nor OpenSSL: it
+#   knows no handle, so a handle may hold its form.
 set(SLUICE_LAYERS_DIR ${CMAKE_CURRENT_BINARY_DIR}/layers)
 
 function(sluice_poison dir header why)
@@ -27,6 +30,15 @@ foreach(h ${SLUICE_PRIVATE_HEADERS})
     sluice_poison(${SLUICE_LAYERS_DIR}/net ${h}
       "src/net/ includes only internal.h and its own headers")
   endif()
+  if(NOT h STREQUAL "internal.h" AND NOT h MATCHES "^config/")
+    sluice_poison(${SLUICE_LAYERS_DIR}/config ${h}
+      "src/config/ includes only internal.h and its own headers")
+  endif()
+endforeach()
+foreach(h hiredis/hiredis.h hiredis/read.h hiredis/sds.h hiredis/async.h
+          openssl/ssl.h openssl/err.h openssl/x509v3.h)
+  sluice_poison(${SLUICE_LAYERS_DIR}/config ${h}
+    "src/config/ reads files: no transport")
 endforeach()
 
 function(sluice_layer_check name poison)
@@ -48,3 +60,8 @@ sluice_layer_check(sluice_layers_net ${SLUICE_LAYERS_DIR}/net
   ${SLUICE_NET_SOURCES})
 target_include_directories(sluice_layers_net SYSTEM PRIVATE
   ${HIREDIS_INCLUDE_DIRS} ${OPENSSL_INCLUDE_DIRS})
+file(GLOB SLUICE_CONFIG_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/src/config/*.c)
+sluice_layer_check(sluice_layers_config ${SLUICE_LAYERS_DIR}/config
+  ${SLUICE_CONFIG_SOURCES})
+target_include_directories(sluice_layers_config SYSTEM PRIVATE
+  ${YAML_INCLUDE_DIRS})

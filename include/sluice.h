@@ -597,6 +597,19 @@ SLUICE_API sluice_status sluice_limiter_get(sluice *sl, const void *name,
  * clients' state expires on its own. */
 SLUICE_API sluice_status sluice_limiter_delete(sluice *sl, const void *name,
                                                size_t name_len);
+/* Calls fn with the name of each limiter kept until deleted (keepalive_ms
+ * 0), in no set order, until fn returns nonzero (then SLUICE_OK); added
+ * after 0.1.0. Those with a keep-alive come and go with use and are not
+ * listed. The names are kept in the backend beside the limiters, in one
+ * hash under the key prefix, read a page at a time (HSCAN, never SCAN: so
+ * also through twemproxy and on a cluster): a name defined or deleted
+ * while the list runs may be reported or not, and one may be reported
+ * twice. Define and set of rules without a keep-alive list the name first
+ * (one round trip more), a set with a keep-alive and a delete unlist it
+ * after (one more). */
+typedef int (*sluice_name_fn)(void *arg, const void *name, size_t name_len);
+SLUICE_API sluice_status sluice_limiter_list(sluice *sl, sluice_name_fn fn,
+                                             void *arg);
 /* sluice_acquire, sluice_peek and sluice_reset by name, with the client id
  * (client NULL or client_len 0: the limiter's one shared state). */
 SLUICE_API sluice_status sluice_limiter_acquire(sluice *sl, const void *name,

@@ -11,7 +11,8 @@
 #                                      target until 10 million executions
 #                                      or SECONDS (default 900) have passed
 #   scripts/fuzz.sh ... rule url       only these targets (rule, url,
-#                                      jsonl, reply)
+#                                      jsonl, reply, limits)
+#   scripts/fuzz.sh ... rule:30        a target for its own SECONDS
 # Reproduce a failure: build-fuzz/tests/fuzz/fuzz_TARGET ARTIFACT
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,19 +20,28 @@ cd "$(dirname "$0")/.."
 long=0
 seconds=""
 targets=()
+declare -A own=() # a target's own SECONDS (NAME:SECONDS)
 for arg in "$@"; do
+    name=${arg%%:*}
+    name=${name#fuzz_}
     case $arg in
     --long) long=1 ;;
     [0-9]*) seconds=$arg ;;
-    rule | url | jsonl | reply) targets+=("$arg") ;;
-    fuzz_*) targets+=("${arg#fuzz_}") ;;
     *)
-        echo "usage: scripts/fuzz.sh [--long] [SECONDS] [rule|url|jsonl|reply...]" >&2
-        exit 2
+        case $name in
+        rule | url | jsonl | reply | limits) ;;
+        *)
+            echo "usage: scripts/fuzz.sh [--long] [SECONDS]" \
+                "[rule|url|jsonl|reply|limits[:SECONDS]...]" >&2
+            exit 2
+            ;;
+        esac
+        targets+=("$name")
+        [[ $arg == *:* ]] && own[$name]=${arg##*:}
         ;;
     esac
 done
-[[ ${#targets[@]} -gt 0 ]] || targets=(rule url jsonl reply)
+[[ ${#targets[@]} -gt 0 ]] || targets=(rule url jsonl reply limits)
 [[ -n $seconds ]] || seconds=$((long ? 900 : 60))
 
 echo "fuzz: building build-fuzz (clang, libFuzzer, ASan, UBSan)"
@@ -56,6 +66,7 @@ executions() {
 # leaves $work/TARGET.failed (and one of the script, no TARGET.done).
 fuzz_one() {
     local t=$1 built bin corpus before dict common start status took after n logs
+    local secs=${own[$t]:-$seconds}
     built=$PWD/build-fuzz/tests/fuzz/fuzz_$t
     # A copy runs, so that a rebuild meanwhile finds its file free.
     bin=$work/fuzz_$t
@@ -66,7 +77,7 @@ fuzz_one() {
     dict=()
     [[ -f tests/fuzz/$t.dict ]] && dict=(-dict="$PWD/tests/fuzz/$t.dict")
     # Hangs count: no input may take 10 s.
-    common=(-max_total_time="$seconds" -timeout=10 -print_final_stats=1
+    common=(-max_total_time="$secs" -timeout=10 -print_final_stats=1
         -artifact_prefix="$artifacts/$t-" "${dict[@]}")
     start=$(date +%s)
     status=0

@@ -5,7 +5,8 @@
 #   scripts/install-deps.sh --test   also the servers and tools the tests use
 set -euo pipefail
 
-pkgs=(build-essential cmake pkg-config libhiredis-dev libssl-dev libjansson-dev)
+pkgs=(build-essential cmake pkg-config libhiredis-dev libssl-dev libyaml-dev
+    libjansson-dev)
 if [[ ${1:-} == --test ]]; then
     # Every package that scripts/test.sh and the tests use, named: a
     # fresh Debian 12 has none of them, and --no-install-recommends brings

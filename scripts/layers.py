@@ -41,6 +41,9 @@ LAYERS = [
     ("handle", ["sluice", "pipeline", "call", "call_loop", "share", "policy",
                 "handle"]),
     ("features", ["features/*", "limiter", "lease"]),
+    # Limits files read into a form (docs/LIMITS.md); it needs only the
+    # base and the rules' parser (cmake/layers.cmake checks its includes).
+    ("config", ["config/*"]),
     ("cli", ["cli/*"]),
 ]
 

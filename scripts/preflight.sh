@@ -128,6 +128,7 @@ lib() { # PKG-CONFIG-NAME PACKAGE HEADER CALL
 }
 lib hiredis libhiredis-dev hiredis/hiredis.h 'redisFree(NULL)'
 lib openssl libssl-dev openssl/ssl.h 'OPENSSL_init_ssl(0, NULL)'
+lib yaml-0.1 libyaml-dev yaml.h '(void)yaml_get_version_string()'
 lib jansson libjansson-dev jansson.h 'json_decref(json_object())'
 lib cmocka libcmocka-dev cmocka.h 'cmocka_set_message_output(CM_OUTPUT_STDOUT)'
 lib libevent libevent-dev event2/event.h 'event_base_free(event_base_new())'

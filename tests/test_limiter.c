@@ -403,6 +403,116 @@ static void round_trips_by_name(void **state)
     sluice_close(uncached);
 }
 
+/* What a list gathered: the names seen, each once however often HSCAN
+ * reports it, and when to stop. */
+typedef struct seen {
+    char names[200][1000];
+    size_t lens[200], n, calls, stop_after;
+} seen;
+
+static bool listed(const seen *s, const void *name, size_t name_len)
+{
+    size_t i;
+
+    for (i = 0; i < s->n; i++)
+        if (s->lens[i] == name_len && memcmp(s->names[i], name, name_len) == 0)
+            return true;
+    return false;
+}
+
+static int see(void *arg, const void *name, size_t name_len)
+{
+    seen *s = arg;
+
+    assert_true(name_len >= 1 && name_len <= 1000);
+    if (!listed(s, name, name_len)) { /* a name may come twice */
+        assert_true(s->n < 200);
+        memcpy(s->names[s->n], name, name_len);
+        s->lens[s->n++] = name_len;
+    }
+    s->calls++;
+    return s->stop_after > 0 && s->calls >= s->stop_after;
+}
+
+static size_t count_listed(sluice *sl, seen *s)
+{
+    memset(s, 0, sizeof(*s));
+    if (sluice_limiter_list(sl, see, s) != SLUICE_OK)
+        fail_msg("list: %s", sluice_errmsg(sl));
+    return s->n;
+}
+
+/* sluice_limiter_list: the names kept until deleted, binary ones and the
+ * longest included, each once, over several pages (HSCAN); not those with
+ * a keep-alive, nor a deleted one, nor another prefix's; a set that adds
+ * a keep-alive unlists, one that takes it away lists; a callback stops. */
+static void names_kept_until_deleted_are_listed(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sl = open_cached(&clk, "list", -1);
+    sluice *other = open_cached(&clk, "list2", -1);
+    sluice_ruleset rs = rules("fixed:5/1m"), got;
+    static seen s;
+    char bin[3] = {'\xff', '\0', 'x'}, big[1000], name[32];
+    int i;
+
+    (void)state;
+    memset(big, 'b', sizeof(big));
+    assert_int_equal(count_listed(sl, &s), 0);
+    assert_int_equal(sluice_limiter_define(sl, "api", 3, &rs, 0, NULL),
+                     SLUICE_OK);
+    assert_int_equal(sluice_limiter_set(sl, bin, sizeof(bin), &rs, 0),
+                     SLUICE_OK);
+    assert_int_equal(sluice_limiter_set(sl, big, sizeof(big), &rs, 0),
+                     SLUICE_OK);
+    assert_int_equal(sluice_limiter_define(sl, "temp", 4, &rs, 600000, NULL),
+                     SLUICE_OK);
+    assert_int_equal(count_listed(sl, &s), 3);
+    assert_true(listed(&s, "api", 3));
+    assert_true(listed(&s, bin, sizeof(bin)));
+    assert_true(listed(&s, big, sizeof(big)));
+    assert_false(listed(&s, "temp", 4));
+    assert_int_equal(count_listed(other, &s), 0);
+    /* A keep-alive set unlists; a define that finds rules without one
+     * keeps them listed; a set without one lists. */
+    assert_int_equal(sluice_limiter_set(sl, "api", 3, &rs, 600000), SLUICE_OK);
+    assert_int_equal(sluice_limiter_define(sl, "temp", 4, &rs, 0, NULL),
+                     SLUICE_OK);
+    assert_int_equal(count_listed(sl, &s), 2);
+    assert_false(listed(&s, "api", 3));
+    assert_false(listed(&s, "temp", 4));
+    assert_int_equal(sluice_limiter_set(sl, "api", 3, &rs, 0), SLUICE_OK);
+    assert_int_equal(sluice_limiter_define(sl, "api", 3, &rs, 600000, &got),
+                     SLUICE_OK);
+    assert_int_equal(count_listed(sl, &s), 3);
+    assert_true(listed(&s, "api", 3));
+    /* Deleted: unlisted, also a name that was not listed. */
+    assert_int_equal(sluice_limiter_delete(sl, bin, sizeof(bin)), SLUICE_OK);
+    assert_int_equal(sluice_limiter_delete(sl, "temp", 4), SLUICE_OK);
+    assert_int_equal(count_listed(sl, &s), 2);
+    assert_false(listed(&s, bin, sizeof(bin)));
+    /* 150 names: HSCAN's pages of 100 (the hash past Redis's small
+     * encoding), each name once. */
+    for (i = 0; i < 150; i++) {
+        int n = snprintf(name, sizeof(name), "n%03d", i);
+
+        assert_int_equal(sluice_limiter_set(sl, name, (size_t)n, &rs, 0),
+                         SLUICE_OK);
+    }
+    assert_int_equal(count_listed(sl, &s), 152);
+    for (i = 0; i < 150; i++)
+        assert_true(
+            listed(&s, name, (size_t)snprintf(name, sizeof(name), "n%03d", i)));
+    memset(&s, 0, sizeof(s));
+    s.stop_after = 2;
+    assert_int_equal(sluice_limiter_list(sl, see, &s), SLUICE_OK);
+    assert_int_equal(s.calls, 2);
+    assert_int_equal(sluice_limiter_list(sl, NULL, NULL), SLUICE_EINVAL);
+    assert_int_equal(sluice_limiter_list(NULL, see, &s), SLUICE_EINVAL);
+    sluice_close(sl);
+    sluice_close(other);
+}
+
 /* Bad input: a clear status and message. */
 static void bad_input(void **state)
 {
@@ -441,6 +551,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(keepalive_runs_out_unless_used),
         cmocka_unit_test(keepalive_kept_by_new_handles),
         cmocka_unit_test(round_trips_by_name),
+        cmocka_unit_test(names_kept_until_deleted_are_listed),
         cmocka_unit_test(bad_input),
     };
 

@@ -69,7 +69,7 @@ static void print_binding(const sluice_ruleset *rs, const sluice_result *res)
 
 int cmd_check(int argc, char **argv)
 {
-    cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0, NULL, NULL, 0};
+    cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0, NULL, NULL, 0, 0, 0};
     const char *rule, *key, *would;
     long long cost;
     int rc;

@@ -129,6 +129,8 @@ int cli_parse_args(int argc, char **argv, const char *cmd, const char *allowed,
         {"client", required_argument, NULL, 'i'},
         {"keepalive", required_argument, NULL, 'a'},
         {"help", no_argument, NULL, 'h'},
+        {"dry-run", no_argument, NULL, 'd'},
+        {"prune", no_argument, NULL, 'P'},
         {NULL, 0, NULL, 0}};
     int c;
 
@@ -142,7 +144,7 @@ int cli_parse_args(int argc, char **argv, const char *cmd, const char *allowed,
         if (strchr(allowed, c) == NULL && c != 'h')
             return cli_usage_error(
                 "input", "%s: option --%s does not apply", cmd,
-                longopts[strchr("urkcnpjliah", c) - "urkcnpjliah"].name);
+                longopts[strchr("urkcnpjliahdP", c) - "urkcnpjliahdP"].name);
         switch (c) {
         case 'u':
             a->url = optarg;
@@ -189,6 +191,12 @@ int cli_parse_args(int argc, char **argv, const char *cmd, const char *allowed,
             break;
         case 'h':
             return CLI_HELP;
+        case 'd':
+            a->dry_run = 1;
+            break;
+        case 'P':
+            a->prune = 1;
+            break;
         }
     }
     if (optind < argc)

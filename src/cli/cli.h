@@ -28,6 +28,7 @@ typedef struct cli_args {
     int peek, json;
     const char *limiter, *client;
     long long keepalive;
+    int dry_run, prune; /* limiter apply */
 } cli_args;
 
 /* Writes "NAME: msg" into dst, unless msg already starts with "NAME: ". */
@@ -67,5 +68,9 @@ int cmd_limiter_override(int argc, char **argv);
 int cli_parse_override(const char *text, sluice_limiter_override *ov, char *err,
                        size_t err_len);
 int cmd_demo(int argc, char **argv); /* demo.c */
+/* apply.c: limiter apply FILE and limiter export (argv from "apply" or
+ * "export" on). */
+int cmd_limiter_apply(int argc, char **argv);
+int cmd_limiter_export(int argc, char **argv);
 
 #endif /* SLUICE_CLI_CLI_H */

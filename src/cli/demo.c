@@ -29,7 +29,8 @@ static void demo_line(int i, const sluice_result *r)
 
 int cmd_demo(int argc, char **argv)
 {
-    cli_args a = {"mem://", "token:5/1s", NULL, 1, 8, 0, 0, NULL, NULL, 0};
+    cli_args a = {"mem://", "token:5/1s", NULL, 1, 8, 0,
+                  0,        NULL,         NULL, 0, 0, 0};
     const char *key = "demo:user:42", *rule;
     long long n;
     sluice_options opts;

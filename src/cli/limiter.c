@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* limiter.c - `sluice limiter define|set|get|delete`: keeps a named
  * limiter's rules in the store, answering in a line of JSON (its
- * overrides: override.c). */
+ * overrides: override.c; a limits file applied and exported: apply.c). */
 #include "cli.h"
 #include "jsonl.h"
 
@@ -25,7 +25,7 @@ static void print_limiter_json(const char *name, const sluice_ruleset *rs,
 /* sluice limiter define|set NAME RULE | get|delete NAME [options] */
 int cmd_limiter(int argc, char **argv)
 {
-    cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0, NULL, NULL, 0};
+    cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0, NULL, NULL, 0, 0, 0};
     const char *sub, *name, *rule = NULL;
     int rc, skip = 3;
     char err[512];
@@ -35,10 +35,14 @@ int cmd_limiter(int argc, char **argv)
     sluice *sl;
     sluice_status st;
 
+    if (argc >= 2 && strcmp(argv[1], "apply") == 0)
+        return cmd_limiter_apply(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "export") == 0)
+        return cmd_limiter_export(argc - 1, argv + 1);
     if (argc < 3)
         return cli_usage_error("input", "%s",
-                               "limiter: expected define|set NAME RULE, or "
-                               "get|delete NAME");
+                               "limiter: expected define|set NAME RULE, "
+                               "get|delete NAME, apply FILE or export");
     sub = argv[1];
     name = argv[2];
     /* An option where a name or a rule goes: that one is missing (no
@@ -59,7 +63,8 @@ int cmd_limiter(int argc, char **argv)
     } else if (strcmp(sub, "get") != 0 && strcmp(sub, "delete") != 0) {
         return cli_usage_error("input",
                                "limiter: unknown \"%s\": use define, set, get, "
-                               "delete, override, overrides or unoverride",
+                               "delete, override, overrides, unoverride, "
+                               "apply or export",
                                sub);
     }
     if ((rc = cli_parse_args(argc - skip + 1, argv + skip - 1, "limiter",

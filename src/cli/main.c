@@ -2,8 +2,9 @@
 /* main.c - the entry point of the command line, one job: say what sluice
  * does (--help, --version) and hand argv to the subcommand it names:
  * check (check.c), replay (replay.c), demo (demo.c) or limiter
- * define|set|get|delete (limiter.c). What they share is in cli.c; the URL
- * options' help comes from the library's table (options.h). */
+ * define|set|get|delete (limiter.c; apply and export: apply.c). What they share
+ * is in cli.c; the URL options' help comes from the library's table
+ * (options.h). */
 #include "sluice.h"
 
 #include "cli.h"
@@ -25,6 +26,8 @@ static const char usage_head[] =
     "  sluice limiter override NAME CLIENT RULES|unlimited|deny [--url URL]\n"
     "  sluice limiter overrides NAME [--url URL]\n"
     "  sluice limiter unoverride NAME CLIENT [--url URL]\n"
+    "  sluice limiter apply FILE [--url URL] [--dry-run] [--prune]\n"
+    "  sluice limiter export [--url URL]\n"
     "\n"
     "URL   mem:// (default), mem://NAME, "
     "redis://[user:password@]host:port[/db] (Lua),\n"
@@ -49,6 +52,13 @@ static const char usage_tail[] =
     "credentials for AUTH (so that a password need not sit in argv); "
     "credentials in\n"
     "the URL win over them. Messages never show a password.\n"
+    "\n"
+    "limiter apply makes the backend's limiters those of a limits file "
+    "(YAML,\n"
+    "docs/LIMITS.md; - for standard input), a JSON line a change; "
+    "--dry-run changes\n"
+    "nothing, only --prune removes what the file lacks. limiter export "
+    "writes them.\n"
     "\n"
     "check exits 0 when allowed, 3 when denied, 2 for bad arguments, 1 when "
     "the\n"

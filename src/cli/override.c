@@ -98,7 +98,7 @@ int cli_parse_override(const char *text, sluice_limiter_override *ov, char *err,
 /* argv from "override", "overrides" or "unoverride" on. */
 int cmd_limiter_override(int argc, char **argv)
 {
-    cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0, NULL, NULL, 0};
+    cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0, NULL, NULL, 0, 0, 0};
     const char *sub = argv[1], *client = NULL;
     char *name = argv[2];
     int rc, skip = 3;

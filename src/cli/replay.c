@@ -295,7 +295,7 @@ static bool reachable(sluice *sl)
 
 int cmd_replay(int argc, char **argv)
 {
-    cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0, NULL, NULL, 0};
+    cli_args a = {"mem://", NULL, NULL, 1, 0, 0, 0, NULL, NULL, 0, 0, 0};
     sluice_options opts;
     sluice_ruleset rs;
     vclock clk = {0};

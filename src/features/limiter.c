@@ -9,6 +9,8 @@
 #include "features/limiter.h"
 
 #include "call.h"
+#include "features/registry.h"
+#include "features/stored.h"
 #include "net/conn.h"
 
 #include <stdio.h>
@@ -16,18 +18,6 @@
 #include <string.h>
 
 #define MAX_KEEP SL_MAX_PERIOD_MS
-
-/* A blocking request checked and prepared. */
-static sluice_status check(sluice *sl, sl_op op, const void *key,
-                           size_t key_len, const sluice_ruleset *rules,
-                           int64_t cost, sl_request *r, char *err)
-{
-    sluice_status st = sl_call_blocking(sl, err);
-
-    if (st != SLUICE_OK)
-        return st;
-    return sl_call_prepare(sl, op, key, key_len, rules, cost, r, err);
-}
 
 sluice_status sl_limiter_enter(sluice *sl, const void *name, size_t name_len,
                                const void *client, size_t client_len,
@@ -47,24 +37,13 @@ typedef struct over_ask {
     sl_value v;
 } over_ask;
 
-/* One stored op on name (so: its operands, so->read its result). */
 sluice_status sl_limiter_stored_op(sluice *sl, sl_op op, const void *name,
                                    size_t name_len, sl_stored *so, char *err)
 {
     char key[32 + SL_LIMITER_KEY_MAX];
-    size_t kl = sl_names_compose(key, name, name_len, NULL, 0);
-    sl_request r;
-    sluice_status st;
 
-    st = check(sl, op, key, kl, NULL, 0, &r, err);
-    if (st != SLUICE_OK)
-        return st;
-    r.prefix = sl_handle_names(sl)->prefix;
-    r.stored = *so;
-    memset(so->read, 0, sizeof(*so->read));
-    if (so->over != NULL)
-        memset(so->over, 0, sizeof(*so->over));
-    return sl_call_run(sl, &r, NULL, err);
+    return sl_stored_op(
+        sl, op, key, sl_names_compose(key, name, name_len, NULL, 0), so, err);
 }
 
 /* One rules op on name: its result in *v (oa: the override asked too, or
@@ -190,6 +169,9 @@ static sluice_status store(sluice *sl, const void *name, size_t name_len,
                 (long long)keepalive, (long long)MAX_KEEP);
         return SLUICE_EINVAL;
     }
+    if ((st = sl_registry_before(sl, name, name_len, keepalive, err)) !=
+        SLUICE_OK)
+        return st;
     len = sl_limiter_encode(value, rules, keepalive);
     st = rules_op(sl, SL_OP_RULES_PUT, name, name_len, value, len, keepalive,
                   only_if_absent, &v, NULL, err);
@@ -198,7 +180,9 @@ static sluice_status store(sluice *sl, const void *name, size_t name_len,
     if (!v.found) /* deleted or expired at once: what was asked is gone */
         return sl_names_none(name, name_len, err);
     if ((st = sl_limiter_decode(&v, name, name_len, &got, &ka, err)) !=
-        SLUICE_OK)
+            SLUICE_OK ||
+        (st = sl_registry_after(sl, name, name_len, keepalive, ka,
+                                !only_if_absent, err)) != SLUICE_OK)
         return st;
     /* A define that found rules stored reads them, which starts their
      * keep-alive again; the plain backends are sent it with a read. */
@@ -261,6 +245,10 @@ sluice_status sluice_limiter_delete(sluice *sl, const void *name,
         return st;
     st = rules_op(sl, SL_OP_RULES_DEL, name, name_len, NULL, 0, 0, false, &v,
                   NULL, err);
+    /* Unlisted after: also a name whose rules were gone already (its
+     * keep-alive ran out), so that a delete clears what a list shows. */
+    if (st == SLUICE_OK)
+        st = sl_registry_del(sl, name, name_len, err);
     if (st != SLUICE_OK)
         return st;
     sl_lcache_put(sl_handle_names(sl), name, name_len, NULL, 0, 0);

@@ -236,8 +236,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                   : SL_OP_ACQUIRE;
     if (data[2] & 0x20)
         dec.op = (data[2] & 1) ? SL_OP_FORCE : SL_OP_REFUND;
-    dec.decide = (sl_decision){&rulesets[data[0] % NRULESETS],
-                               (data[2] & 4) ? 1 : 3, &granted};
+    dec.decide = (sl_decision){.rules = &rulesets[data[0] % NRULESETS],
+                               .cost = (data[2] & 4) ? 1 : 3,
+                               .granted = &granted};
     rq = dec;
     if (data[2] & 0x40) {
         rq.op = SL_OP_LEASE_ACQUIRE;
