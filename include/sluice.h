@@ -998,6 +998,56 @@ SLUICE_API size_t sluice_http_problem(const sluice_ruleset *rules,
                                       const sluice_result *res,
                                       const char *name, char *buf, size_t len);
 
+/* What decided an answer (added after 0.1.0): the rules and the client's
+ * override that gave the thread's last call on a handle its answer i, so
+ * that a decision by name can be answered with the HTTP helpers above
+ * without a copy of the limiter's rules:
+ *
+ *     sluice_decision d;
+ *     sluice_decision_init(&d);
+ *     if (sluice_last_decision(sl, 0, &d) == SLUICE_OK) {
+ *         d.http.name = "api";
+ *         code = sluice_http_status(&res, &d.http);
+ *         sluice_http_text(&d.rules, &res, &d.http, buf, sizeof(buf));
+ *     }
+ *
+ * Zero it with sluice_decision_init(), which stamps struct_size; it grows
+ * at its end only, as sluice_http_options does (docs/ABI.md): the library
+ * writes struct_size bytes of it at most (0: the first layout's). */
+typedef struct sluice_decision {
+    size_t struct_size; /* stamped by sluice_decision_init() */
+    /* The rules that decided answer i: by key the caller's; by name the
+     * limiter's, or the client's override's, as the request read them
+     * (cached or not; never read again); the fallback store's division of
+     * them under fail=fallback (docs/SEMANTICS.md, "What decided an
+     * answer"). Empty (count 0) for an answer no rule decided: fail=open
+     * and fail=closed, an allow- or deny-listed client, a lease. */
+    sluice_ruleset rules;
+    /* By name: the client's override (NONE: the limiter's rules); by key
+     * NONE. */
+    sluice_override_kind override;
+    unsigned violated; /* as sluice_violated(sl, i) */
+    /* Ready for sluice_http_*: stamped, violated set, now_ms the time of
+     * the decision on the handle's clock (0 with the server's clock);
+     * name, unit and the rest at their defaults, the caller's to set. */
+    sluice_http_options http;
+} sluice_decision;
+
+/* Zeroes *d (every field its default) and stamps struct_size. */
+SLUICE_API void sluice_decision_init(sluice_decision *d);
+
+/* What decided answer i of the calling thread's last call on sl (in an
+ * async callback, of the call it answers), as sluice_violated() reads it:
+ * every path, blocking, batch (i of n), by key or by name, on the loop,
+ * threads sharing the handle (each its own). SLUICE_EINVAL (no message:
+ * the call's stays) for a NULL out or sl, a struct_size below the first
+ * layout's, an i past the call's answers, and when the thread's last call
+ * on sl failed or was no decision (an admin call); out is then untouched.
+ * For an answer no rule decided, rules is empty and the HTTP helpers
+ * write no numbers for it. Valid until the thread's next call on sl. */
+SLUICE_API sluice_status sluice_last_decision(sluice *sl, size_t i,
+                                              sluice_decision *out);
+
 /* Replaces the allocator of sluice's own memory (not hiredis's). Call before
  * any handle exists; NULL arguments restore the C library's. */
 SLUICE_API void sluice_set_allocator(void *(*malloc_fn)(size_t),

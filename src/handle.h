@@ -58,6 +58,10 @@ void sl_share_count_trips(sluice *sl, uint64_t requests);
 
 /* policy.c: the fail policy and its fallback store. */
 sluice_status sl_policy_open(sluice *sl, char *err, size_t err_len);
+/* The rules the fallback store decides by instead of rs: each limit and
+ * burst divided among fallback_instances (out may be rs). */
+void sl_policy_divide(const sluice *sl, const sluice_ruleset *rs,
+                      sluice_ruleset *out);
 /* Whether the fail policy answers for a backend that failed with st. */
 bool sl_policy_answers(const sluice *sl, sluice_status st);
 /* Whether st is a failure of the backend (unreachable, too slow, an error

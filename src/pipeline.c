@@ -117,6 +117,7 @@ static void name_set(sl_pipe_name *nm, const void *name, size_t name_len,
     nm->sent = 0;
     nm->again = false;
     nm->failed = SLUICE_OK;
+    nm->kind = SLUICE_OVERRIDE_NONE;
 }
 
 sluice_status sl_pipe_name_prepare(sluice *sl, sl_op op, const void *name,
@@ -202,6 +203,7 @@ static sl_pipe_need named(sl_pipe *p, const sluice_limiter_override *ov)
 {
     sl_pipe_name *nm = p->name;
 
+    nm->kind = ov->kind;
     if (ov->kind == SLUICE_OVERRIDE_RULES)
         nm->rules = ov->rules;
     p->reqs[0].decide.rules = &nm->rules;
@@ -566,6 +568,7 @@ static sl_pipe_need stage_local_many(sl_pipe *p)
     sl_rsv_plan plan; /* a batch's misses take no batch of their own */
     size_t i, m = 0;
 
+    p->batch_now = now;
     for (i = 0; i < p->n; i++) {
         const sluice_request *q = &p->batch[i];
         sluice_status rst =
@@ -622,6 +625,45 @@ static sl_pipe_need stage_answer_many(sl_pipe *p)
     sl_stats_call(&sl->stats, p->t0);
     mstate(p, SL_PIPE_DONE);
     return SL_NEED_DONE;
+}
+
+/* ----------------------------------------------- what decided each */
+
+/* Answer i's record: the rules of its request decided it unless nothing
+ * did (a fail policy's open or closed answer, a listed client); the
+ * fallback store decided by its division of them. */
+static void record(sl_answers *a, size_t i, const sluice_ruleset *rules,
+                   sl_op op, const sluice_result *out,
+                   sluice_override_kind kind, uint8_t violated)
+{
+    bool divided = false;
+
+    if (op != SL_OP_RESET && !sluice_result_decided(out))
+        rules = NULL;
+    else if (rules != NULL && sl_policy_backend_failed(out->status))
+        divided = true; /* the backend failed: the fallback store decided */
+    sl_share_answer(a, i, rules, divided, kind, violated);
+}
+
+void sl_pipe_record(const sl_pipe *p)
+{
+    const sl_request *r = p->reqs;
+    sl_answers *a;
+    size_t i;
+
+    if (!p->many) {
+        a = sl_share_answers(p->sl, p->st == SLUICE_OK ? 1 : 0, r->now_ms);
+        if (a != NULL)
+            record(a, 0, sl_op_decides(r->op) ? r->decide.rules : NULL, r->op,
+                   p->out,
+                   p->name != NULL ? p->name->kind : SLUICE_OVERRIDE_NONE,
+                   p->violated[0]);
+        return;
+    }
+    a = sl_share_answers(p->sl, p->st == SLUICE_OK ? p->n : 0, p->batch_now);
+    for (i = 0; a != NULL && i < p->n; i++)
+        record(a, i, p->batch[i].rules, SL_OP_ACQUIRE, &p->out[i],
+               SLUICE_OVERRIDE_NONE, p->violated[i]);
 }
 
 /* ------------------------------------------------------------ the run */
