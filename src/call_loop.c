@@ -317,6 +317,64 @@ sluice_status sl_call_start(sluice *sl, const sl_request *r,
     return start_prepared(sl, r, NULL, 0, NULL, to, err);
 }
 
+/* A stored op's round trip on the loop (sl_call_stored_async). */
+typedef struct stored_call {
+    sl_job job;
+    sluice *sl;
+    sl_request r;
+    sluice_result res;
+    unsigned char mark;
+    sl_call_stored_fn fn;
+    void *arg;
+    char *err;
+} stored_call;
+
+static void stored_done(sl_job *job)
+{
+    stored_call *c = (stored_call *)job;
+    sluice_status st = job->n == 0 ? SLUICE_OK : c->res.status;
+
+    if (job->n > 0)
+        sl_stats_backend(&c->sl->stats, job->n, 0);
+    if (st != SLUICE_OK && job->err[0] != '\0')
+        memcpy(c->err, job->err, SL_ERR_LEN);
+    c->fn(c->sl, c->arg, st);
+    sl_free(c);
+}
+
+sluice_status sl_call_stored_async(sluice *sl, const sl_request *r,
+                                   int64_t began, sl_call_stored_fn fn,
+                                   void *arg, char *err)
+{
+    stored_call *c;
+
+    if (sl->eng.closing) { /* a callback that sluice_close() runs */
+        sl_errf(err, SL_ERR_LEN,
+                "the handle closed before the call's next round trip; it "
+                "was not sent");
+        return SLUICE_EIO;
+    }
+    if ((c = sl_calloc(1, sizeof(*c))) == NULL) {
+        sl_errf(err, SL_ERR_LEN, "out of memory");
+        return SLUICE_ENOMEM;
+    }
+    c->sl = sl;
+    if (r != NULL)
+        c->r = *r;
+    c->fn = fn;
+    c->arg = arg;
+    c->err = err;
+    c->job.reqs = &c->r;
+    c->job.n = r != NULL ? 1 : 0;
+    c->job.out = &c->res;
+    c->job.marks = &c->mark;
+    c->job.done = stored_done;
+    sl->eng.call_started = began;
+    sl_engine_submit(&sl->eng, &c->job);
+    sl->eng.call_started = 0;
+    return SLUICE_OK;
+}
+
 static sluice_status start_one(sluice *sl, sl_op op, const void *key,
                                size_t key_len, const sluice_ruleset *rules,
                                int64_t cost, int64_t wait_ms,
