@@ -7,6 +7,7 @@
  * and returns. */
 #include "pipeline.h"
 
+#include "algo.h"
 #include "share.h"
 
 #include <string.h>
@@ -629,41 +630,47 @@ static sl_pipe_need stage_answer_many(sl_pipe *p)
 
 /* ----------------------------------------------- what decided each */
 
-/* Answer i's record: the rules of its request decided it unless nothing
- * did (a fail policy's open or closed answer, a listed client); the
- * fallback store decided by its division of them. */
-static void record(sl_answers *a, size_t i, const sluice_ruleset *rules,
-                   sl_op op, const sluice_result *out,
-                   sluice_override_kind kind, uint8_t violated)
+/* The rules of the request decided out unless nothing did: a fail
+ * policy's open or closed answer (its reset code says so), a listed
+ * client, a lease (limit 0); a reset is its rules'. Under fail=fallback
+ * the fallback store decided a request whose backend failed, by the rules
+ * it divides. sluice_result_decided(), inline: every decision ends here. */
+static const sluice_ruleset *decided_by(const sluice_ruleset *rules, sl_op op,
+                                        const sluice_result *out, bool *divided)
 {
-    bool divided = false;
-
-    if (op != SL_OP_RESET && !sluice_result_decided(out))
-        rules = NULL;
-    else if (rules != NULL && sl_policy_backend_failed(out->status))
-        divided = true; /* the backend failed: the fallback store decided */
-    sl_share_answer(a, i, rules, divided, kind, violated);
+    *divided = false;
+    if (op != SL_OP_RESET &&
+        (out->limit <= 0 || out->rule_reset_code == SL_RESET_UNDECIDED))
+        return NULL;
+    *divided = out->status != SLUICE_OK && rules != NULL &&
+               sl_policy_backend_failed(out->status);
+    return rules;
 }
 
 void sl_pipe_record(const sl_pipe *p)
 {
     const sl_request *r = p->reqs;
+    const sluice_ruleset *rs;
     sl_answers *a;
+    bool divided;
     size_t i;
 
-    if (!p->many) {
-        a = sl_share_answers(p->sl, p->st == SLUICE_OK ? 1 : 0, r->now_ms);
-        if (a != NULL)
-            record(a, 0, sl_op_decides(r->op) ? r->decide.rules : NULL, r->op,
-                   p->out,
-                   p->name != NULL ? p->name->kind : SLUICE_OVERRIDE_NONE,
-                   p->violated[0]);
-        return;
+    if (p->st != SLUICE_OK) { /* a failed call has no answers */
+        (void)sl_share_answers(p->sl, 0, 0);
+    } else if (!p->many) {
+        rs = decided_by(sl_op_decides(r->op) ? r->decide.rules : NULL, r->op,
+                        p->out, &divided);
+        sl_share_answer1(p->sl, r->now_ms, rs, divided,
+                         p->name != NULL ? p->name->kind : SLUICE_OVERRIDE_NONE,
+                         p->violated[0]);
+    } else if ((a = sl_share_answers(p->sl, p->n, p->batch_now)) != NULL) {
+        for (i = 0; i < p->n; i++) {
+            rs = decided_by(p->batch[i].rules, SL_OP_ACQUIRE, &p->out[i],
+                            &divided);
+            sl_share_answer(a, i, rs, divided, SLUICE_OVERRIDE_NONE,
+                            p->violated[i]);
+        }
     }
-    a = sl_share_answers(p->sl, p->st == SLUICE_OK ? p->n : 0, p->batch_now);
-    for (i = 0; a != NULL && i < p->n; i++)
-        record(a, i, p->batch[i].rules, SL_OP_ACQUIRE, &p->out[i],
-               SLUICE_OVERRIDE_NONE, p->violated[i]);
 }
 
 /* ------------------------------------------------------------ the run */

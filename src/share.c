@@ -169,6 +169,45 @@ char *sl_share_err(const sluice *sl)
     return e->msg;
 }
 
+/* Only the rules it has: a single rule's copy is 48 bytes, not 328. */
+static void copy_rules(sluice_ruleset *dst, const sluice_ruleset *src)
+{
+    size_t i;
+
+    dst->count = src->count;
+    for (i = 0; i < src->count; i++)
+        dst->rules[i] = src->rules[i];
+}
+
+static bool rules_ok(const sluice_ruleset *rules)
+{
+    return rules != NULL && rules->count > 0 &&
+           rules->count <= SLUICE_MAX_RULES;
+}
+
+void sl_share_answer1(const sluice *sl, int64_t now_ms,
+                      const sluice_ruleset *rules, bool divided,
+                      sluice_override_kind kind, uint8_t violated)
+{
+    sl_answers *e = err_last;
+
+    if (e == NULL || e->sl != sl)
+        e = slot_of(sl);
+    e->nv = 1;
+    e->now = now_ms;
+    e->a[0].violated = violated;
+    e->a[0].kind = (uint8_t)kind;
+    e->a[0].set = NO_SET;
+    e->nsets = 0;
+    if (!rules_ok(rules))
+        return;
+    copy_rules(&e->set0, rules);
+    if (divided)
+        sl_policy_divide(e->sl, &e->set0, &e->set0);
+    e->a[0].set = 0;
+    e->nsets = 1;
+}
+
 sl_answers *sl_share_answers(const sluice *sl, size_t n, int64_t now_ms)
 {
     sl_answers *e = err_last;
@@ -194,7 +233,7 @@ void sl_share_answer(sl_answers *e, size_t i, const sluice_ruleset *rules,
     r->violated = violated;
     r->kind = (uint8_t)kind;
     r->set = NO_SET;
-    if (rules == NULL || rules->count == 0 || rules->count > SLUICE_MAX_RULES)
+    if (!rules_ok(rules))
         return;
     /* The same rules as the answer before (a batch on one ruleset): the
      * same set, not another copy. */
@@ -209,10 +248,7 @@ void sl_share_answer(sl_answers *e, size_t i, const sluice_ruleset *rules,
     } else {
         dst = &e->sets[e->nsets - 1];
     }
-    /* Only the rules it has: a single rule's copy is 48 bytes, not 328. */
-    memcpy(dst, rules,
-           offsetof(sluice_ruleset, rules) +
-               rules->count * sizeof(rules->rules[0]));
+    copy_rules(dst, rules);
     if (divided)
         sl_policy_divide(e->sl, dst, dst);
     r->set = (uint32_t)e->nsets++;
@@ -261,9 +297,7 @@ sluice_status sluice_last_decision(sluice *sl, size_t i, sluice_decision *out)
         const sluice_ruleset *rs =
             r->set == 0 ? &e->set0 : &e->sets[r->set - 1];
 
-        memcpy(&d.rules, rs,
-               offsetof(sluice_ruleset, rules) +
-                   rs->count * sizeof(rs->rules[0]));
+        copy_rules(&d.rules, rs);
     }
     d.override = (sluice_override_kind)r->kind;
     d.violated = r->violated;

@@ -29,5 +29,9 @@ sl_answers *sl_share_answers(const sluice *sl, size_t n, int64_t now_ms);
  * exceeded (bit k: rule k). The rules are copied. */
 void sl_share_answer(sl_answers *a, size_t i, const sluice_ruleset *rules,
                      bool divided, sluice_override_kind kind, uint8_t violated);
+/* Both for a single call's one answer: every decision ends here. */
+void sl_share_answer1(const sluice *sl, int64_t now_ms,
+                      const sluice_ruleset *rules, bool divided,
+                      sluice_override_kind kind, uint8_t violated);
 
 #endif /* SL_SHARE_H */
