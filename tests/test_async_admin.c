@@ -470,11 +470,51 @@ static void a_handle_manages_its_limiters_on_the_loop(void **state)
     assert_int_equal(
         sluice_limiter_override_get(other, "api", 3, "bad", 3, &ov),
         SLUICE_ENOLIMITER);
+    /* The input is copied: the caller's buffers may change once the
+     * call returns. */
+    {
+        char nm[8] = "copied", cl[8] = "cli";
+        sluice_ruleset mine = five;
+        sluice_limiter_override mov;
+
+        memset(&mov, 0, sizeof(mov));
+        mov.kind = SLUICE_OVERRIDE_RULES;
+        mov.rules = seven;
+        memset(&a, 0, sizeof(a));
+        assert_int_equal(
+            sluice_limiter_set_async(sl, nm, 6, &mine, 0, on_admin, &a),
+            SLUICE_OK);
+        memset(nm, 'x', sizeof(nm));
+        mine.rules[0].limit = 99;
+        run_until(&a.calls, 1);
+        assert_int_equal(a.st, SLUICE_OK);
+        assert_string_equal(a.name, "copied");
+        assert_rules(&a.info.rules, "fixed:5/3600000ms");
+        memcpy(nm, "copied", 7);
+        memset(&a, 0, sizeof(a));
+        assert_int_equal(sluice_limiter_override_set_async(sl, nm, 6, cl, 3,
+                                                           &mov, on_admin, &a),
+                         SLUICE_OK);
+        memset(nm, 'x', sizeof(nm));
+        memset(cl, 'y', sizeof(cl));
+        mov.kind = SLUICE_OVERRIDE_DENY;
+        run_until(&a.calls, 1);
+        assert_int_equal(a.st, SLUICE_OK);
+        assert_string_equal(a.client, "cli");
+        assert_int_equal(
+            sluice_limiter_override_get(other, "copied", 6, "cli", 3, &ov),
+            SLUICE_OK);
+        assert_int_equal(ov.kind, SLUICE_OVERRIDE_RULES);
+        assert_rules(&ov.rules, "fixed:7/3600000ms");
+    }
     /* A success after a failure: its message is empty again. */
     ANSWER(sl, &a,
            sluice_limiter_set_async(sl, "api", 3, &five, 0, on_admin, &a));
     assert_int_equal(a.st, SLUICE_OK);
     assert_string_equal(a.msg, "");
+    /* Nothing left behind without a keep-alive. */
+    assert_int_equal(sluice_limiter_delete(other, "api", 3), SLUICE_OK);
+    assert_int_equal(sluice_limiter_delete(other, "copied", 6), SLUICE_OK);
     sluice_close(sl);
     sluice_close(other);
     loop_free();
@@ -501,7 +541,8 @@ static void many_admin_calls_in_flight(void **state)
         rs.rules[0].limit = i + 1;
         memset(&as[i], 0, sizeof(as[i]));
         assert_int_equal(sluice_limiter_set_async(sl, name[i], strlen(name[i]),
-                                                  &rs, 0, on_admin, &as[i]),
+                                                  &rs, 600000, on_admin,
+                                                  &as[i]),
                          SLUICE_OK);
     }
     assert_int_equal(sluice_pending(sl), N);
@@ -606,7 +647,8 @@ static void bad_input_is_returned_with_a_message(void **state)
     assert_int_equal(
         sluice_limiter_override_list_async(sl, "api", 3, NULL, on_admin, &l),
         SLUICE_EINVAL);
-    assert_non_null(strstr(sluice_errmsg(sl), "fn is NULL"));
+    assert_non_null(
+        strstr(sluice_errmsg(sl), "the callback for each override is NULL"));
     {
         static char big[1001];
 

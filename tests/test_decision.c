@@ -144,14 +144,16 @@ static void by_name_changed_by_another_handle(void **state)
     int i;
 
     (void)state;
-    assert_int_equal(sluice_limiter_set(admin, "api", 3, &five, 0), SLUICE_OK);
+    assert_int_equal(sluice_limiter_set(admin, "api", 3, &five, 600000),
+                     SLUICE_OK);
     r = by_name(fresh, "api", "c1");
     assert_int_equal(r.limit, 5);
     check_decision(fresh, 0, &r, &five, SLUICE_OVERRIDE_NONE);
     r = by_name(cached, "api", "c2"); /* read, and cached for a minute */
     check_decision(cached, 0, &r, &five, SLUICE_OVERRIDE_NONE);
 
-    assert_int_equal(sluice_limiter_set(admin, "api", 3, &seven, 0), SLUICE_OK);
+    assert_int_equal(sluice_limiter_set(admin, "api", 3, &seven, 600000),
+                     SLUICE_OK);
     r = by_name(fresh, "api", "c1");
     assert_int_equal(r.limit, 7);
     assert_int_equal(r.remaining, 5);
@@ -165,7 +167,8 @@ static void by_name_changed_by_another_handle(void **state)
     sluice_http_text(&seven, &r, &d.http, b, sizeof(b));
     assert_string_not_equal(a, b);
     assert_int_equal(sluice_limiter_delete(admin, "api", 3), SLUICE_OK);
-    assert_int_equal(sluice_limiter_set(admin, "api", 3, &nine, 0), SLUICE_OK);
+    assert_int_equal(sluice_limiter_set(admin, "api", 3, &nine, 600000),
+                     SLUICE_OK);
 
     /* Overrides: own rules, allow- and deny-listed. */
     memset(&ov, 0, sizeof(ov));
@@ -399,7 +402,8 @@ static void on_the_loop(void **state)
     size_t i;
 
     (void)state;
-    assert_int_equal(sluice_limiter_set(admin, "api", 3, &five, 0), SLUICE_OK);
+    assert_int_equal(sluice_limiter_set(admin, "api", 3, &five, 600000),
+                     SLUICE_OK);
     memset(&ov, 0, sizeof(ov));
     ov.kind = SLUICE_OVERRIDE_RULES;
     ov.rules = three;
@@ -434,7 +438,8 @@ static void on_the_loop(void **state)
     check_seen(&s, 0, &five, SLUICE_OVERRIDE_NONE);
 
     /* Changed by another handle: the next decision of sl, not cached's. */
-    assert_int_equal(sluice_limiter_set(admin, "api", 3, &seven, 0), SLUICE_OK);
+    assert_int_equal(sluice_limiter_set(admin, "api", 3, &seven, 600000),
+                     SLUICE_OK);
     memset(&s, 0, sizeof(s));
     assert_int_equal(
         sluice_limiter_acquire_async(sl, "api", 3, "c", 1, 1, record, &s),
@@ -565,8 +570,8 @@ static void threads_sharing_a_handle(void **state)
     for (i = 0; i < THREADS; i++) {
         snprintf(name, sizeof(name), "n%d", i);
         rs.rules[0].limit = 20 + i;
-        assert_int_equal(sluice_limiter_set(sl, name, strlen(name), &rs, 0),
-                         SLUICE_OK);
+        assert_int_equal(
+            sluice_limiter_set(sl, name, strlen(name), &rs, 600000), SLUICE_OK);
     }
     for (i = 0; i < THREADS; i++) {
         w[i] = (worker){sl, i, 0};
@@ -616,7 +621,7 @@ static void fail_policies(void **state)
     open = open_own(&clk, port, "fail=open");
     closed = open_own(&clk, port, "fail=closed");
     fb = open_own(&clk, port, "fail=fallback&fallback_instances=2");
-    assert_int_equal(sluice_limiter_set(fb, "api", 3, &ten, 0), SLUICE_OK);
+    assert_int_equal(sluice_limiter_set(fb, "api", 3, &ten, 600000), SLUICE_OK);
     r = by_name(fb, "api", "c"); /* read, so stale ones can decide */
     check_decision(fb, 0, &r, &ten, SLUICE_OVERRIDE_NONE);
     tu_kill(&own_server);

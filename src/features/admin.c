@@ -124,7 +124,8 @@ static sluice_status check_in(const sl_admin_in *in, char *err)
         return SLUICE_OK;
     case SL_ADMIN_OVER_LIST:
         if (in->each == NULL) {
-            sl_errf(err, SL_ERR_LEN, "limiter: fn is NULL");
+            sl_errf(err, SL_ERR_LEN,
+                    "limiter: the callback for each override is NULL");
             return SLUICE_EINVAL;
         }
         return SLUICE_OK;
