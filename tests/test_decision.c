@@ -650,6 +650,14 @@ static void fail_policies(void **state)
     sluice_close(open);
 }
 
+/* The server of the test's own goes, whatever the case did. */
+static int kill_own_server(void **state)
+{
+    (void)state;
+    tu_kill(&own_server);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -657,7 +665,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(by_key_on_every_path),
         cmocka_unit_test(on_the_loop),
         cmocka_unit_test(threads_sharing_a_handle),
-        cmocka_unit_test(fail_policies),
+        cmocka_unit_test_teardown(fail_policies, kill_own_server),
     };
     int i;
 
