@@ -570,9 +570,8 @@ SLUICE_API size_t sluice_pending(const sluice *sl);
  * until it is deleted; else it disappears once that long has passed
  * without its rules being read (each handle reads them at most every
  * rules_cache_ms while it decides by the name). A name with no rules
- * stored gives SLUICE_ENOLIMITER. Decisions by name also run on the loop
- * (the _async forms below); define, set, get and delete are blocking only:
- * call them before sluice_attach, or on another handle. */
+ * stored gives SLUICE_ENOLIMITER. Every call below also runs on the loop
+ * (its _async form), so an attached handle manages its own limiters. */
 
 /* Stores rules under name unless some are stored already; *stored (may be
  * NULL) receives what is stored then: these rules, or those that were. */
@@ -653,7 +652,7 @@ SLUICE_API sluice_status sluice_limiter_reset_async(
  * cached with them for rules_cache_ms, per client (at most 256 clients a
  * handle, the least used dropped): a change made through the handle
  * applies to its next decision, one made elsewhere within rules_cache_ms.
- * docs/SEMANTICS.md, "Named limiters". Blocking calls only. */
+ * docs/SEMANTICS.md, "Named limiters". Blocking, or on the loop (below). */
 typedef enum sluice_override_kind {
     SLUICE_OVERRIDE_NONE = 0,  /* none: the limiter's rules apply */
     SLUICE_OVERRIDE_RULES,     /* the client's own rules */
@@ -694,6 +693,77 @@ SLUICE_API sluice_status sluice_limiter_override_list(sluice *sl,
                                                       size_t name_len,
                                                       sluice_override_fn fn,
                                                       void *arg);
+
+/* The admin calls on the loop (added after 0.1.0): define, set, get,
+ * delete, and override set, get, delete and list, as the blocking calls
+ * above decide them, on a handle attached to a loop. Each copies its
+ * input and returns at once; bad input, a NULL done, a handle not
+ * attached or closing are returned by the call (done never runs, as for
+ * the decisions' _async forms). Else done(sl, arg, st, info) runs exactly
+ * once, from the loop (sluice_socket_action), never from the call: st is
+ * what the blocking call returns (SLUICE_ENOLIMITER for a name with no
+ * rules; the backend's failure as is: the fail policy never answers for
+ * an admin call), the message sluice_errmsg(sl) during the callback. A
+ * call's round trips (a read of the rules before an override is stored;
+ * a second read where the plain backends must send a keep-alive; a list's
+ * pages) share one budget, timeout_ms from its start. Counted in
+ * sluice_pending() until done has run; sluice_close() runs done of each
+ * still in flight with SLUICE_EIO (a write may or may not have been
+ * applied). */
+typedef struct sluice_limiter_info {
+    size_t struct_size; /* the library's sizeof: fields past it are absent */
+    const void *name;   /* the call's name, valid during the callback */
+    size_t name_len;
+    const void *client; /* an override call's client id (else NULL) */
+    size_t client_len;
+    /* get, define, set: rules are stored (true with SLUICE_OK); delete:
+     * there were some; override get: the client has an override (kind
+     * not NONE); override set: it was stored; override delete: there was
+     * one. */
+    bool found;
+    /* get, define, set: the rules stored then (define: these, or those
+     * that were), and their keepalive_ms. */
+    sluice_ruleset rules;
+    int64_t keepalive_ms;
+    /* override get: the client's (kind NONE: none); override set: the one
+     * stored. */
+    sluice_limiter_override override;
+} sluice_limiter_info;
+
+typedef void (*sluice_limiter_fn)(sluice *sl, void *arg, sluice_status st,
+                                  const sluice_limiter_info *info);
+
+SLUICE_API sluice_status sluice_limiter_define_async(
+    sluice *sl, const void *name, size_t name_len, const sluice_ruleset *rules,
+    int64_t keepalive_ms, sluice_limiter_fn done, void *arg);
+SLUICE_API sluice_status sluice_limiter_set_async(
+    sluice *sl, const void *name, size_t name_len, const sluice_ruleset *rules,
+    int64_t keepalive_ms, sluice_limiter_fn done, void *arg);
+SLUICE_API sluice_status sluice_limiter_get_async(sluice *sl, const void *name,
+                                                  size_t name_len,
+                                                  sluice_limiter_fn done,
+                                                  void *arg);
+SLUICE_API sluice_status sluice_limiter_delete_async(sluice *sl,
+                                                     const void *name,
+                                                     size_t name_len,
+                                                     sluice_limiter_fn done,
+                                                     void *arg);
+SLUICE_API sluice_status sluice_limiter_override_set_async(
+    sluice *sl, const void *name, size_t name_len, const void *client,
+    size_t client_len, const sluice_limiter_override *ov,
+    sluice_limiter_fn done, void *arg);
+SLUICE_API sluice_status sluice_limiter_override_get_async(
+    sluice *sl, const void *name, size_t name_len, const void *client,
+    size_t client_len, sluice_limiter_fn done, void *arg);
+SLUICE_API sluice_status sluice_limiter_override_delete_async(
+    sluice *sl, const void *name, size_t name_len, const void *client,
+    size_t client_len, sluice_limiter_fn done, void *arg);
+/* each(arg, client, client_len, ov) for each override, from the loop, as
+ * sluice_limiter_override_list calls it (nonzero: stop, then SLUICE_OK);
+ * then done(sl, arg, st, info) once. */
+SLUICE_API sluice_status sluice_limiter_override_list_async(
+    sluice *sl, const void *name, size_t name_len, sluice_override_fn each,
+    sluice_limiter_fn done, void *arg);
 
 /* ------------------------------------------------------- policies
  *
@@ -1108,6 +1178,56 @@ SLUICE_API size_t sluice_http_fields(const sluice_ruleset *rules,
 SLUICE_API size_t sluice_http_problem(const sluice_ruleset *rules,
                                       const sluice_result *res,
                                       const char *name, char *buf, size_t len);
+
+/* What decided an answer (added after 0.1.0): the rules and the client's
+ * override that gave the thread's last call on a handle its answer i, so
+ * that a decision by name can be answered with the HTTP helpers above
+ * without a copy of the limiter's rules:
+ *
+ *     sluice_decision d;
+ *     sluice_decision_init(&d);
+ *     if (sluice_last_decision(sl, 0, &d) == SLUICE_OK) {
+ *         d.http.name = "api";
+ *         code = sluice_http_status(&res, &d.http);
+ *         sluice_http_text(&d.rules, &res, &d.http, buf, sizeof(buf));
+ *     }
+ *
+ * Zero it with sluice_decision_init(), which stamps struct_size; it grows
+ * at its end only, as sluice_http_options does (docs/ABI.md): the library
+ * writes struct_size bytes of it at most (0: the first layout's). */
+typedef struct sluice_decision {
+    size_t struct_size; /* stamped by sluice_decision_init() */
+    /* The rules that decided answer i: by key the caller's; by name the
+     * limiter's, or the client's override's, as the request read them
+     * (cached or not; never read again); the fallback store's division of
+     * them under fail=fallback (docs/SEMANTICS.md, "What decided an
+     * answer"). Empty (count 0) for an answer no rule decided: fail=open
+     * and fail=closed, an allow- or deny-listed client, a lease. */
+    sluice_ruleset rules;
+    /* By name: the client's override (NONE: the limiter's rules); by key
+     * NONE. */
+    sluice_override_kind override;
+    unsigned violated; /* as sluice_violated(sl, i) */
+    /* Ready for sluice_http_*: stamped, violated set, now_ms the time of
+     * the decision on the handle's clock (0 with the server's clock);
+     * name, unit and the rest at their defaults, the caller's to set. */
+    sluice_http_options http;
+} sluice_decision;
+
+/* Zeroes *d (every field its default) and stamps struct_size. */
+SLUICE_API void sluice_decision_init(sluice_decision *d);
+
+/* What decided answer i of the calling thread's last call on sl (in an
+ * async callback, of the call it answers), as sluice_violated() reads it:
+ * every path, blocking, batch (i of n), by key or by name, on the loop,
+ * threads sharing the handle (each its own). SLUICE_EINVAL (no message:
+ * the call's stays) for a NULL out or sl, a struct_size below the first
+ * layout's, an i past the call's answers, and when the thread's last call
+ * on sl failed or was no decision (an admin call); out is then untouched.
+ * For an answer no rule decided, rules is empty and the HTTP helpers
+ * write no numbers for it. Valid until the thread's next call on sl. */
+SLUICE_API sluice_status sluice_last_decision(sluice *sl, size_t i,
+                                              sluice_decision *out);
 
 /* Replaces the allocator of sluice's own memory (not hiredis's). Call before
  * any handle exists; NULL arguments restore the C library's. */

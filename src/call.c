@@ -108,7 +108,7 @@ static sluice_status run(sluice *sl, sl_request *r, sl_pipe_name *nm,
         p.wait_until = sl_mono_ms() + wait_ms;
     p.after = after;
     st = drive(&p);
-    sl_share_violated(sl, p.violated, st == SLUICE_OK ? 1 : 0);
+    sl_pipe_record(&p);
     return st;
 }
 
@@ -342,7 +342,7 @@ sluice_status sluice_acquire_many_with(sluice *sl, const sluice_request *reqs,
         sl_pipe_many(&p, sl, reqs, n, in != NULL ? &pol : NULL, out, v, rs, res,
                      map, first_msg, err);
         st = drive(&p);
-        sl_share_violated(sl, v, st == SLUICE_OK ? n : 0);
+        sl_pipe_record(&p);
     }
     if (rs != stack_reqs)
         sl_free(rs);

@@ -59,6 +59,19 @@ sluice_status sl_call_by_name_async(sluice *sl, sl_op op, const void *name,
                                     size_t client_len, int64_t cost,
                                     sluice_done_fn done, void *arg);
 
+/* A stored-rules op's round trip on the loop, for a call made of several
+ * (the limiter admin calls, features/admin.h): no pipeline (no fail
+ * policy, not counted as a decision). r prepared (NULL: no request, the
+ * answer from the loop all the same), its pointers alive until fn runs;
+ * the round trip's budget runs from began (monotonic ms), the call's
+ * start. fn(sl, arg, st) runs from the loop, never from this call, with
+ * the request's status, its message in err (SL_ERR_LEN bytes). SLUICE_OK,
+ * or (fn never runs) SLUICE_EIO on a handle that closes, SLUICE_ENOMEM. */
+typedef void (*sl_call_stored_fn)(sluice *sl, void *arg, sluice_status st);
+sluice_status sl_call_stored_async(sluice *sl, const sl_request *r,
+                                   int64_t began, sl_call_stored_fn fn,
+                                   void *arg, char *err);
+
 /* sluice.c: the handle's cache of named limiters (names.h). */
 sl_limiters *sl_handle_names(sluice *sl);
 

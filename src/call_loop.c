@@ -30,6 +30,7 @@ typedef struct async_call {
     uint8_t *violated;     /* n: the rules each exceeded (a batch's) */
     size_t *map;           /* n */
     sluice_ruleset *rules; /* a copy of each request's rules */
+    sluice_request *batch; /* a batch's requests as answered (rules only) */
     unsigned char *marks;  /* the job's, as many as send */
     char *keys;            /* the keys, end to end */
     sl_pipe_name *name;    /* a decision by name's */
@@ -105,7 +106,7 @@ static void answer(async_call *a)
     sluice_status st = a->p.st;
 
     memcpy(sl_share_err(sl), a->err, SL_ERR_LEN);
-    sl_share_violated(sl, a->p.violated, st == SLUICE_OK ? a->p.n : 0);
+    sl_pipe_record(&a->p);
     if (st != SLUICE_OK && !a->p.many) /* the callback's result says so */
         a->out->status = st;
     if (a->to.granted != NULL)
@@ -191,7 +192,7 @@ static async_call *new_call(size_t n, size_t key_bytes, bool named,
                             const sl_call_to *to)
 {
     size_t at = sizeof(async_call), m = n > 1 ? n : 3, o_reqs, o_send, o_res,
-           o_out, o_map, o_rules, o_marks, o_viol, o_keys, o_name = 0;
+           o_out, o_map, o_rules, o_batch, o_marks, o_viol, o_keys, o_name = 0;
     async_call *a;
     char *base;
 
@@ -205,6 +206,8 @@ static async_call *new_call(size_t n, size_t key_bytes, bool named,
     o_out = place(&at, n, sizeof(sluice_result), _Alignof(sluice_result));
     o_map = place(&at, n, sizeof(size_t), _Alignof(size_t));
     o_rules = place(&at, n, sizeof(sluice_ruleset), _Alignof(sluice_ruleset));
+    o_batch = place(&at, n > 1 ? n : 0, sizeof(sluice_request),
+                    _Alignof(sluice_request));
     if (named)
         o_name = place(&at, 1, sizeof(sl_pipe_name), _Alignof(sl_pipe_name));
     o_marks = place(&at, m, 1, 1);
@@ -220,6 +223,7 @@ static async_call *new_call(size_t n, size_t key_bytes, bool named,
     a->out = (sluice_result *)(base + o_out);
     a->map = (size_t *)(base + o_map);
     a->rules = (sluice_ruleset *)(base + o_rules);
+    a->batch = (sluice_request *)(base + o_batch);
     a->name = named ? (sl_pipe_name *)(base + o_name) : NULL;
     a->marks = (unsigned char *)(base + o_marks);
     a->violated = (uint8_t *)(base + o_viol);
@@ -318,6 +322,64 @@ sluice_status sl_call_start(sluice *sl, const sl_request *r,
     if (st != SLUICE_OK)
         return st;
     return start_prepared(sl, r, NULL, 0, NULL, NULL, to, err);
+}
+
+/* A stored op's round trip on the loop (sl_call_stored_async). */
+typedef struct stored_call {
+    sl_job job;
+    sluice *sl;
+    sl_request r;
+    sluice_result res;
+    unsigned char mark;
+    sl_call_stored_fn fn;
+    void *arg;
+    char *err;
+} stored_call;
+
+static void stored_done(sl_job *job)
+{
+    stored_call *c = (stored_call *)job;
+    sluice_status st = job->n == 0 ? SLUICE_OK : c->res.status;
+
+    if (job->n > 0)
+        sl_stats_backend(&c->sl->stats, job->n, 0);
+    if (st != SLUICE_OK && job->err[0] != '\0')
+        memcpy(c->err, job->err, SL_ERR_LEN);
+    c->fn(c->sl, c->arg, st);
+    sl_free(c);
+}
+
+sluice_status sl_call_stored_async(sluice *sl, const sl_request *r,
+                                   int64_t began, sl_call_stored_fn fn,
+                                   void *arg, char *err)
+{
+    stored_call *c;
+
+    if (sl->eng.closing) { /* a callback that sluice_close() runs */
+        sl_errf(err, SL_ERR_LEN,
+                "the handle closed before the call's next round trip; it "
+                "was not sent");
+        return SLUICE_EIO;
+    }
+    if ((c = sl_calloc(1, sizeof(*c))) == NULL) {
+        sl_errf(err, SL_ERR_LEN, "out of memory");
+        return SLUICE_ENOMEM;
+    }
+    c->sl = sl;
+    if (r != NULL)
+        c->r = *r;
+    c->fn = fn;
+    c->arg = arg;
+    c->err = err;
+    c->job.reqs = &c->r;
+    c->job.n = r != NULL ? 1 : 0;
+    c->job.out = &c->res;
+    c->job.marks = &c->mark;
+    c->job.done = stored_done;
+    sl->eng.call_started = began;
+    sl_engine_submit(&sl->eng, &c->job);
+    sl->eng.call_started = 0;
+    return SLUICE_OK;
 }
 
 /* One request on the loop; in: the call's policy (NULL: the handle's). */
@@ -517,6 +579,7 @@ sluice_status sluice_acquire_many_with_async(sluice *sl,
     async_call *a;
     size_t i, k, bytes = 0, at = 0;
     sluice_status st;
+    bool sent;
     char *err;
 
     if (sl == NULL)
@@ -546,15 +609,27 @@ sluice_status sluice_acquire_many_with_async(sluice *sl,
                  a->violated, a->send, a->res, a->map, a->first_msg, a->err);
     a->p.began = sl_mono_ms();
     /* Prepared and asked of the reservations and the deny cache now,
-     * while the caller's requests are there; what is sent, copied. */
-    if (sl_pipe_run(&a->p) == SL_NEED_SEND) {
-        for (k = 0; k < a->p.nsend; k++) {
-            i = a->map[k];
-            keep_request(a, &a->send[k], at, reqs[i].rules, &a->rules[k]);
-            at += reqs[i].key_len;
+     * while the caller's requests are there; what is sent, copied. The
+     * rules of each request checked are kept to the answer (what decided
+     * it, sluice_last_decision): a copy each, which the sent point to. */
+    sent = sl_pipe_run(&a->p) == SL_NEED_SEND;
+    for (i = 0; i < n; i++) {
+        sluice_status rst = a->out[i].status;
+
+        a->batch[i].rules = NULL;
+        if (rst == SLUICE_OK || rst == SLUICE_CACHED ||
+            rst == SLUICE_RESERVED) {
+            a->rules[i] = *reqs[i].rules;
+            a->batch[i].rules = &a->rules[i];
         }
     }
-    a->p.batch = NULL;
+    for (k = 0; sent && k < a->p.nsend; k++) {
+        i = a->map[k];
+        keep_request(a, &a->send[k], at, NULL, NULL);
+        a->send[k].decide.rules = &a->rules[i];
+        at += reqs[i].key_len;
+    }
+    a->p.batch = a->batch;
     a->job.reqs = a->send;
     a->job.n = a->p.nsend;
     a->job.out = a->res;

@@ -71,6 +71,10 @@ sluice_status sl_policy_open(sluice *sl, char *err, size_t err_len);
 sluice_status sl_policy_provide(sluice *sl, const sl_policy *pol, char *err);
 /* Whether pol's fail policy answers for a backend that failed with st. */
 bool sl_policy_answers(const sl_policy *pol, sluice_status st);
+/* The rules the fallback store decides by instead of rs: each limit and
+ * burst divided among pol's fallback_instances (out may be rs). */
+void sl_policy_divide(const sl_policy *pol, const sluice_ruleset *rs,
+                      sluice_ruleset *out);
 /* Whether st is a failure of the backend (unreachable, too slow, an error
  * reply, an unreadable one), whatever the policy: what a policy answers. */
 bool sl_policy_backend_failed(sluice_status st);

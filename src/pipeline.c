@@ -7,6 +7,7 @@
  * and returns. */
 #include "pipeline.h"
 
+#include "algo.h"
 #include "share.h"
 
 #include <string.h>
@@ -130,6 +131,7 @@ static void name_set(sl_pipe_name *nm, const void *name, size_t name_len,
     nm->sent = 0;
     nm->again = false;
     nm->failed = SLUICE_OK;
+    nm->kind = SLUICE_OVERRIDE_NONE;
 }
 
 sluice_status sl_pipe_name_prepare(sluice *sl, sl_op op, const void *name,
@@ -217,6 +219,7 @@ static sl_pipe_need named(sl_pipe *p, const sluice_limiter_override *ov)
 {
     sl_pipe_name *nm = p->name;
 
+    nm->kind = ov->kind;
     if (ov->kind == SLUICE_OVERRIDE_RULES)
         nm->rules = ov->rules;
     p->reqs[0].decide.rules = &nm->rules;
@@ -587,6 +590,7 @@ static sl_pipe_need stage_local_many(sl_pipe *p)
     sl_rsv_plan plan; /* a batch's misses take no batch of their own */
     size_t i, m = 0;
 
+    p->batch_now = now;
     for (i = 0; i < p->n; i++) {
         const sluice_request *q = &p->batch[i];
         sluice_status rst =
@@ -645,6 +649,54 @@ static sl_pipe_need stage_answer_many(sl_pipe *p)
     sl_stats_call(&sl->stats, p->t0);
     mstate(p, SL_PIPE_DONE);
     return SL_NEED_DONE;
+}
+
+/* ----------------------------------------------- what decided each */
+
+/* The rules of the request decided out unless nothing did: a fail
+ * policy's open or closed answer (its reset code says so), a listed
+ * client, a lease (limit 0); a reset is its rules'. Under fail=fallback
+ * the fallback store decided a request whose backend failed, by the rules
+ * it divides. sluice_result_decided(), inline: every decision ends here. */
+static const sluice_ruleset *decided_by(const sluice_ruleset *rules, sl_op op,
+                                        const sluice_result *out,
+                                        const sl_policy *pol,
+                                        const sl_policy **divided)
+{
+    *divided = NULL;
+    if (op != SL_OP_RESET &&
+        (out->limit <= 0 || out->rule_reset_code == SL_RESET_UNDECIDED))
+        return NULL;
+    if (out->status != SLUICE_OK && rules != NULL &&
+        sl_policy_backend_failed(out->status))
+        *divided = pol;
+    return rules;
+}
+
+void sl_pipe_record(const sl_pipe *p)
+{
+    const sl_request *r = p->reqs;
+    const sluice_ruleset *rs;
+    const sl_policy *divided;
+    sl_answers *a;
+    size_t i;
+
+    if (p->st != SLUICE_OK) { /* a failed call has no answers */
+        (void)sl_share_answers(p->sl, 0, 0);
+    } else if (!p->many) {
+        rs = decided_by(sl_op_decides(r->op) ? r->decide.rules : NULL, r->op,
+                        p->out, r->policy, &divided);
+        sl_share_answer1(p->sl, r->now_ms, rs, divided,
+                         p->name != NULL ? p->name->kind : SLUICE_OVERRIDE_NONE,
+                         p->violated[0]);
+    } else if ((a = sl_share_answers(p->sl, p->n, p->batch_now)) != NULL) {
+        for (i = 0; i < p->n; i++) {
+            rs = decided_by(p->batch[i].rules, SL_OP_ACQUIRE, &p->out[i],
+                            p->pol, &divided);
+            sl_share_answer(a, i, rs, divided, SLUICE_OVERRIDE_NONE,
+                            p->violated[i]);
+        }
+    }
 }
 
 /* ------------------------------------------------------------ the run */

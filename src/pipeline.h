@@ -56,10 +56,11 @@ typedef struct sl_pipe_name {
     size_t name_len, client_len;
     char key[32 + SL_LIMITER_KEY_MAX]; /* K, "<len>:<name><client>" */
     size_t kl;
-    sluice_ruleset rules; /* the ones that decide */
-    sl_value v, over;     /* what a read read */
-    int64_t sent;         /* the keep-alive the read sends (names.h) */
-    bool again;           /* the second read */
+    sluice_ruleset rules;      /* the ones that decide */
+    sluice_override_kind kind; /* the client's override (NONE: none) */
+    sl_value v, over;          /* what a read read */
+    int64_t sent;              /* the keep-alive the read sends (names.h) */
+    bool again;                /* the second read */
     sluice_status failed; /* the read failed: decided without the backend */
     sl_policy pol;        /* the limiter's policy, when it has one (NAME) */
 } sl_pipe_name;
@@ -93,7 +94,9 @@ typedef struct sl_pipe {
     /* A batch: its first request refused, and that one's message. */
     sluice_status first;
     char *first_msg;
-    const sluice_request *batch; /* the caller's requests */
+    const sluice_request *batch; /* the caller's requests (on the loop,
+                                    the call's copies), until answered */
+    int64_t batch_now;           /* a batch's time */
     const sl_policy *pol;        /* a batch's policy (the handle's, or the
                                     call's) */
     int64_t t0;                  /* the counters' start */
@@ -205,6 +208,11 @@ static inline sl_pipe_need sl_pipe_run(sl_pipe *p)
         ;
     return need;
 }
+/* p is answered (st its call's status): what decided each answer,
+ * recorded where sluice_violated() and sluice_last_decision() read it in
+ * this thread. */
+void sl_pipe_record(const sl_pipe *p);
+
 /* The handle closes while p sleeps or is parked: p's answer now (a
  * waiting acquire's last, or the failure of one that never was sent). */
 void sl_pipe_abandon(sl_pipe *p);

@@ -114,16 +114,18 @@ bool sl_policy_backend_failed(sluice_status st)
 }
 
 /* The rules of the fallback: each limit and burst divided by the
- * instances that share them (the request's policy's), rounded up. */
-static void fallback_rules(const sl_policy *pol, const sluice_ruleset *rs,
-                           sluice_ruleset *out)
+ * instances that share them (the request's policy's), rounded up. out
+ * may be rs. */
+void sl_policy_divide(const sl_policy *pol, const sluice_ruleset *rs,
+                      sluice_ruleset *out)
 {
     int64_t n =
         pol->fallback_instances > 1 ? (int64_t)pol->fallback_instances : 1;
     size_t i;
 
-    *out = *rs;
-    for (i = 0; i < out->count; i++) {
+    if (out != rs)
+        *out = *rs;
+    for (i = 0; i < out->count && i < SLUICE_MAX_RULES; i++) {
         sluice_rule *r = &out->rules[i];
 
         r->limit = (r->limit + n - 1) / n;
@@ -145,7 +147,7 @@ static bool fallback_result(const sluice *sl, const sl_request *rq,
     if (store == NULL)
         return false;
     if (sl_op_decides(rq->op)) { /* a lease keeps its most holders */
-        fallback_rules(rq->policy, rq->decide.rules, &rs);
+        sl_policy_divide(rq->policy, rq->decide.rules, &rs);
         r.decide.rules = &rs;
     }
     if (r.now_ms < 0) /* the server's clock: ours instead */

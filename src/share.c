@@ -17,27 +17,48 @@
 
 #include <string.h>
 
-/* sluice_errmsg and sluice_violated: each thread keeps the message of its
- * last call on each of the last few handles it used, and the rules its
- * answers exceeded, so that threads sharing a handle never read each
- * other's. */
-#define ERR_SLOTS   4
-#define VIOL_INLINE 64 /* a batch's masks past these are on the heap */
-static _Thread_local struct err_slot {
+/* sluice_errmsg, sluice_violated and sluice_last_decision: each thread
+ * keeps the message of its last call on each of the last few handles it
+ * used, and what decided each of that call's answers (the rules, the
+ * client's override, the rules it exceeded), so that threads sharing a
+ * handle never read each other's. */
+#define ERR_SLOTS  4
+#define ANS_INLINE 64         /* a batch's answers past these are on the heap */
+#define NO_SET     UINT32_MAX /* an answer no rule decided */
+
+/* One answer: the rules that decided it, by index in the call's sets. */
+typedef struct answer_rec {
+    uint32_t set;
+    uint8_t violated;
+    uint8_t kind; /* sluice_override_kind */
+} answer_rec;
+
+struct sl_answers {
     const sluice *sl;
     unsigned long used;
     int64_t began; /* monotonic ms: when this thread's call on sl began */
     char msg[SL_ERR_LEN];
-    size_t nv;              /* answers of the call, 0: none */
-    uint8_t v[VIOL_INLINE]; /* their masks, when nv <= VIOL_INLINE */
-    uint8_t *heap;          /* else here, sl_malloc'd */
+    size_t nv;   /* answers of the call, 0: none */
+    int64_t now; /* the decision's time (the handle's clock), or -1 */
+    answer_rec a[ANS_INLINE]; /* the answers, when nv <= ANS_INLINE */
+    answer_rec *heap;         /* else here, sl_malloc'd */
     size_t heap_cap;
-} err_slots[ERR_SLOTS];
+    /* The rulesets that decided them, each once: the first here, the
+     * rest on the heap; the last one kept, by where it came from. */
+    size_t nsets;
+    sluice_ruleset set0;
+    sluice_ruleset *sets;
+    size_t sets_cap;
+    const sluice_ruleset *last_src;
+    const sl_policy *last_divided;
+};
+static _Thread_local sl_answers err_slots[ERR_SLOTS];
 static _Thread_local unsigned long err_clock;
 /* The slot the thread's last call began with: where its end looks first. */
-static _Thread_local struct err_slot *err_last;
+static _Thread_local sl_answers *err_last;
 
-/* The heap masks go with their thread: a key whose destructor frees them. */
+/* The heap arrays go with their thread: a key whose destructor frees
+ * them. */
 static pthread_once_t heap_once = PTHREAD_ONCE_INIT;
 static pthread_key_t heap_key;
 static bool heap_key_made;
@@ -49,8 +70,11 @@ static void free_heaps(void *unused)
     (void)unused;
     for (i = 0; i < ERR_SLOTS; i++) {
         sl_free(err_slots[i].heap);
+        sl_free(err_slots[i].sets);
         err_slots[i].heap = NULL;
+        err_slots[i].sets = NULL;
         err_slots[i].heap_cap = 0;
+        err_slots[i].sets_cap = 0;
         err_slots[i].nv = 0;
     }
 }
@@ -60,10 +84,51 @@ static void make_heap_key(void)
     heap_key_made = pthread_key_create(&heap_key, free_heaps) == 0;
 }
 
-/* This thread's slot for sl: its own, else the least used one, taken. */
-static struct err_slot *slot_of(const sluice *sl)
+/* The heap arrays are this thread's: freed when it ends. */
+static void own_heaps(void)
 {
-    struct err_slot *e = &err_slots[0];
+    (void)pthread_once(&heap_once, make_heap_key);
+    if (heap_key_made)
+        (void)pthread_setspecific(heap_key, err_slots);
+}
+
+/* Room for n answers on e's heap; false on ENOMEM. */
+static bool grow_answers(sl_answers *e, size_t n)
+{
+    answer_rec *h;
+
+    if (n <= e->heap_cap)
+        return true;
+    if (n > SIZE_MAX / sizeof(*h) ||
+        (h = sl_realloc(e->heap, n * sizeof(*h))) == NULL)
+        return false;
+    own_heaps();
+    e->heap = h;
+    e->heap_cap = n;
+    return true;
+}
+
+/* Room for n rulesets past the first; false on ENOMEM. */
+static bool grow_sets(sl_answers *e, size_t n)
+{
+    sluice_ruleset *h;
+    size_t cap = n < 8 ? 8 : n * 2;
+
+    if (n <= e->sets_cap)
+        return true;
+    if (n > SIZE_MAX / 2 / sizeof(*h) ||
+        (h = sl_realloc(e->sets, cap * sizeof(*h))) == NULL)
+        return false;
+    own_heaps();
+    e->sets = h;
+    e->sets_cap = cap;
+    return true;
+}
+
+/* This thread's slot for sl: its own, else the least used one, taken. */
+static sl_answers *slot_of(const sluice *sl)
+{
+    sl_answers *e = &err_slots[0];
     size_t i;
 
     for (i = 0; i < ERR_SLOTS; i++) {
@@ -78,12 +143,23 @@ static struct err_slot *slot_of(const sluice *sl)
     return e;
 }
 
+/* The slot of sl if this thread has one, else NULL. */
+static const sl_answers *find_slot(const sluice *sl)
+{
+    size_t k;
+
+    for (k = 0; sl != NULL && k < ERR_SLOTS; k++)
+        if (err_slots[k].sl == sl)
+            return &err_slots[k];
+    return NULL;
+}
+
 /* This thread's message buffer for sl, emptied; every call begins here,
  * so the slot keeps when, and the call's round trips share one budget (a
  * decision by name reads the rules, then decides). */
 char *sl_share_err(const sluice *sl)
 {
-    struct err_slot *e = slot_of(sl);
+    sl_answers *e = slot_of(sl);
 
     err_last = e;
     e->used = ++err_clock;
@@ -93,73 +169,163 @@ char *sl_share_err(const sluice *sl)
     return e->msg;
 }
 
-void sl_share_violated(const sluice *sl, const uint8_t *v, size_t n)
+/* Only the rules it has: a single rule's copy is 48 bytes, not 328. */
+static void copy_rules(sluice_ruleset *dst, const sluice_ruleset *src)
 {
-    struct err_slot *e = err_last;
-    uint8_t *dst;
+    size_t i;
+
+    dst->count = src->count;
+    for (i = 0; i < src->count; i++)
+        dst->rules[i] = src->rules[i];
+}
+
+static bool rules_ok(const sluice_ruleset *rules)
+{
+    return rules != NULL && rules->count > 0 &&
+           rules->count <= SLUICE_MAX_RULES;
+}
+
+void sl_share_answer1(const sluice *sl, int64_t now_ms,
+                      const sluice_ruleset *rules, const sl_policy *divided,
+                      sluice_override_kind kind, uint8_t violated)
+{
+    sl_answers *e = err_last;
 
     if (e == NULL || e->sl != sl)
         e = slot_of(sl);
-    if (n == 1) { /* a single call's: every decision ends here */
-        e->v[0] = v[0];
-        e->nv = 1;
+    e->nv = 1;
+    e->now = now_ms;
+    e->a[0].violated = violated;
+    e->a[0].kind = (uint8_t)kind;
+    e->a[0].set = NO_SET;
+    e->nsets = 0;
+    if (!rules_ok(rules))
+        return;
+    copy_rules(&e->set0, rules);
+    if (divided)
+        sl_policy_divide(divided, &e->set0, &e->set0);
+    e->a[0].set = 0;
+    e->nsets = 1;
+}
+
+sl_answers *sl_share_answers(const sluice *sl, size_t n, int64_t now_ms)
+{
+    sl_answers *e = err_last;
+
+    if (e == NULL || e->sl != sl)
+        e = slot_of(sl);
+    e->nv = 0;
+    e->nsets = 0;
+    e->last_src = NULL;
+    e->now = now_ms;
+    if (n > ANS_INLINE && !grow_answers(e, n))
+        return NULL; /* no answers rather than wrong ones: none read */
+    e->nv = n;
+    return n > 0 ? e : NULL;
+}
+
+void sl_share_answer(sl_answers *e, size_t i, const sluice_ruleset *rules,
+                     const sl_policy *divided, sluice_override_kind kind,
+                     uint8_t violated)
+{
+    answer_rec *r = &(e->nv > ANS_INLINE ? e->heap : e->a)[i];
+    sluice_ruleset *dst;
+
+    r->violated = violated;
+    r->kind = (uint8_t)kind;
+    r->set = NO_SET;
+    if (!rules_ok(rules))
+        return;
+    /* The same rules as the answer before (a batch on one ruleset): the
+     * same set, not another copy. */
+    if (e->nsets > 0 && rules == e->last_src && divided == e->last_divided) {
+        r->set = (uint32_t)(e->nsets - 1);
         return;
     }
-    dst = e->v;
-    e->nv = 0;
-    if (n > VIOL_INLINE) {
-        if (n > e->heap_cap) {
-            uint8_t *h = sl_realloc(e->heap, n);
-
-            if (h == NULL) /* no masks rather than wrong ones: all read 0 */
-                return;
-            if (e->heap == NULL) {
-                (void)pthread_once(&heap_once, make_heap_key);
-                if (heap_key_made)
-                    (void)pthread_setspecific(heap_key, err_slots);
-            }
-            e->heap = h;
-            e->heap_cap = n;
-        }
-        dst = e->heap;
+    if (e->nsets == 0) {
+        dst = &e->set0;
+    } else if (e->nsets >= NO_SET || !grow_sets(e, e->nsets)) {
+        return; /* no memory: this answer reads as decided by none */
+    } else {
+        dst = &e->sets[e->nsets - 1];
     }
-    memcpy(dst, v, n);
-    e->nv = n;
+    copy_rules(dst, rules);
+    if (divided)
+        sl_policy_divide(divided, dst, dst);
+    r->set = (uint32_t)e->nsets++;
+    e->last_src = rules;
+    e->last_divided = divided;
 }
 
 unsigned sluice_violated(const sluice *sl, size_t i)
 {
-    size_t k;
+    const sl_answers *e = find_slot(sl);
 
-    for (k = 0; sl != NULL && k < ERR_SLOTS; k++) {
-        const struct err_slot *e = &err_slots[k];
+    if (e == NULL || i >= e->nv)
+        return 0;
+    return (e->nv > ANS_INLINE ? e->heap : e->a)[i].violated;
+}
 
-        if (e->sl == sl)
-            return i < e->nv ? (e->nv > VIOL_INLINE ? e->heap : e->v)[i] : 0;
+/* The first version's size: what struct_size 0 means, and the least a
+ * caller's struct may say it has. */
+#define DECISION_V1 sizeof(sluice_decision)
+
+void sluice_decision_init(sluice_decision *d)
+{
+    if (d == NULL)
+        return;
+    memset(d, 0, sizeof(*d));
+    d->struct_size = sizeof(*d);
+    sluice_http_options_init(&d->http);
+}
+
+sluice_status sluice_last_decision(sluice *sl, size_t i, sluice_decision *out)
+{
+    const sl_answers *e = find_slot(sl);
+    const answer_rec *r;
+    sluice_decision d;
+    size_t size;
+
+    if (out == NULL || e == NULL || i >= e->nv)
+        return SLUICE_EINVAL;
+    size = out->struct_size == 0 ? DECISION_V1 : out->struct_size;
+    if (size < DECISION_V1)
+        return SLUICE_EINVAL;
+    r = &(e->nv > ANS_INLINE ? e->heap : e->a)[i];
+    memset(&d, 0, sizeof(d));
+    d.struct_size = out->struct_size;
+    if (r->set != NO_SET) {
+        const sluice_ruleset *rs =
+            r->set == 0 ? &e->set0 : &e->sets[r->set - 1];
+
+        copy_rules(&d.rules, rs);
     }
-    return 0;
+    d.override = (sluice_override_kind)r->kind;
+    d.violated = r->violated;
+    sluice_http_options_init(&d.http);
+    d.http.violated = r->violated;
+    d.http.now_ms = e->now > 0 ? e->now : 0;
+    /* A newer caller's fields past this library's stay as it set them
+     * (zero, from sluice_decision_init). */
+    memcpy(out, &d, size < sizeof(d) ? size : sizeof(d));
+    return SLUICE_OK;
 }
 
 int64_t sl_share_began(const sluice *sl)
 {
-    size_t i;
+    const sl_answers *e = find_slot(sl);
 
-    for (i = 0; i < ERR_SLOTS; i++)
-        if (err_slots[i].sl == sl && err_slots[i].began > 0)
-            return err_slots[i].began;
-    return sl_mono_ms();
+    return e != NULL && e->began > 0 ? e->began : sl_mono_ms();
 }
 
 const char *sluice_errmsg(const sluice *sl)
 {
-    size_t i;
+    const sl_answers *e;
 
     if (sl == NULL)
         return "handle is NULL";
-    for (i = 0; i < ERR_SLOTS; i++)
-        if (err_slots[i].sl == sl)
-            return err_slots[i].msg;
-    return "";
+    e = find_slot(sl);
+    return e != NULL ? e->msg : "";
 }
 
 /* A caller waiting for its requests' answers. */

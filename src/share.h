@@ -7,13 +7,33 @@
 
 #include "sluice.h"
 
+#include <stdbool.h>
+#include <stdint.h>
+
 /* This thread's message buffer for sl, emptied: every call begins here,
  * which also notes when the call began (its timeout_ms runs from then). */
 char *sl_share_err(const sluice *sl);
 
-/* The rules each of the call's n answers exceeded (v[i] for answer i),
- * where sluice_violated() reads them in this thread: at the end of a
- * blocking call, before an async call's callback. */
-void sl_share_violated(const sluice *sl, const uint8_t *v, size_t n);
+/* What decided the answers of this thread's call on sl, where
+ * sluice_violated() and sluice_last_decision() read them in this thread:
+ * recorded at the end of a blocking call, before an async call's
+ * callback. sl_share_answers starts the record of n answers decided at
+ * now_ms (the handle's clock; -1: the server's); n 0 for a call that
+ * failed. NULL when there is nothing to record (n 0) or no memory for n
+ * (then none is read). */
+typedef struct sl_answers sl_answers;
+typedef struct sl_policy sl_policy; /* request.h */
+sl_answers *sl_share_answers(const sluice *sl, size_t n, int64_t now_ms);
+/* Answer i (< n): the rules that decided it (NULL: none did: a fail
+ * policy, a listed client), divided by the fallback store's instances of
+ * the policy divided (NULL: as they are; policy.c), the client's override,
+ * and the rules it exceeded (bit k: rule k). The rules are copied. */
+void sl_share_answer(sl_answers *a, size_t i, const sluice_ruleset *rules,
+                     const sl_policy *divided, sluice_override_kind kind,
+                     uint8_t violated);
+/* Both for a single call's one answer: every decision ends here. */
+void sl_share_answer1(const sluice *sl, int64_t now_ms,
+                      const sluice_ruleset *rules, const sl_policy *divided,
+                      sluice_override_kind kind, uint8_t violated);
 
 #endif /* SL_SHARE_H */

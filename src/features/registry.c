@@ -13,94 +13,25 @@
  * name composes to (a name's K, "<length>:<name>", starts with a digit):
  * every backend keeps such a hash with the overrides' ops, on every path,
  * through twemproxy and on a cluster (HSET while the K's rules exist, here
- * a marker stored once; HDEL; HSCAN a page at a time). */
+ * a marker stored once; HDEL; HSCAN a page at a time). The admin calls
+ * keep it (admin.c); this file reads it. */
 #include "features/registry.h"
 
-#include "features/limiter_codec.h"
 #include "features/stored.h"
 
 #include <string.h>
 
-#define REG_K     "names"
-#define REG_K_LEN (sizeof(REG_K) - 1)
-/* The marker in the rules' place (an override is set only while rules
- * exist), and the value of each name: the magic line, which says whose
- * data it is to anyone reading the keys. */
-#define MARKER    SL_LIMITER_MAGIC "registry\n"
-
-/* One op on the registry's hash or its marker. */
-static sluice_status reg_op(sluice *sl, sl_op op, const void *name,
-                            size_t name_len, sl_value *v, sl_over_page *page,
-                            char *err)
+/* A page of the list read into page. */
+static sluice_status reg_list(sluice *sl, sl_over_page *page, char *err)
 {
     sl_stored so;
+    sl_value v;
 
     memset(&so, 0, sizeof(so));
-    so.read = v;
-    so.client = name;
-    so.client_len = name_len;
+    so.read = &v;
     so.page = page;
-    if (op == SL_OP_OVER_SET) {
-        so.value = SL_LIMITER_MAGIC;
-        so.value_len = SL_LIMITER_MAGIC_LEN;
-    } else if (op == SL_OP_RULES_PUT) {
-        so.value = MARKER;
-        so.value_len = sizeof(MARKER) - 1;
-        so.if_absent = true;
-    }
-    return sl_stored_op(sl, op, REG_K, REG_K_LEN, &so, err);
-}
-
-static sluice_status reg_add(sluice *sl, const void *name, size_t name_len,
-                             char *err)
-{
-    sl_value v;
-    sluice_status st;
-    int tries;
-
-    /* No marker yet (a new prefix), or none any more (a FLUSHALL, an
-     * eviction): it is stored, and the name set again. */
-    for (tries = 0; tries < 2; tries++) {
-        st = reg_op(sl, SL_OP_OVER_SET, name, name_len, &v, NULL, err);
-        if (st != SLUICE_OK || v.found)
-            return st;
-        st = reg_op(sl, SL_OP_RULES_PUT, NULL, 0, &v, NULL, err);
-        if (st != SLUICE_OK)
-            return st;
-    }
-    sl_errf(err, SL_ERR_LEN,
-            "limiter: the list of names could not be kept: its marker "
-            "disappeared as soon as stored (an eviction policy?)");
-    return SLUICE_ESERVER;
-}
-
-sluice_status sl_registry_del(sluice *sl, const void *name, size_t name_len,
-                              char *err)
-{
-    sl_value v;
-
-    return reg_op(sl, SL_OP_OVER_DEL, name, name_len, &v, NULL, err);
-}
-
-sluice_status sl_registry_before(sluice *sl, const void *name, size_t name_len,
-                                 int64_t keepalive_ms, char *err)
-{
-    return keepalive_ms == 0 ? reg_add(sl, name, name_len, err) : SLUICE_OK;
-}
-
-sluice_status sl_registry_after(sluice *sl, const void *name, size_t name_len,
-                                int64_t keepalive_ms, int64_t stored_ms,
-                                bool replaced, char *err)
-{
-    /* A define with a keep-alive that found rules without one: listed
-     * (again, if a crash or a race left them out). */
-    if (stored_ms == 0)
-        return keepalive_ms > 0 ? reg_add(sl, name, name_len, err) : SLUICE_OK;
-    /* A keep-alive stored where the name may be listed: listed before
-     * (asked for none, found one), or rules without one replaced. */
-    if (keepalive_ms == 0 || replaced)
-        return sl_registry_del(sl, name, name_len, err);
-    return SLUICE_OK;
+    return sl_stored_op(sl, SL_OP_OVER_LIST, SL_REGISTRY_K, SL_REGISTRY_K_LEN,
+                        &so, err);
 }
 
 static uint32_t get32(const char *p)
@@ -146,7 +77,6 @@ sluice_status sluice_limiter_list(sluice *sl, sluice_name_fn fn, void *arg)
 {
     char *err;
     sl_over_page page;
-    sl_value v;
     sluice_status st;
 
     if (sl == NULL)
@@ -161,7 +91,7 @@ sluice_status sluice_limiter_list(sluice *sl, sluice_name_fn fn, void *arg)
     do {
         page.n = 0;
         page.len = 0;
-        st = reg_op(sl, SL_OP_OVER_LIST, NULL, 0, &v, &page, err);
+        st = reg_list(sl, &page, err);
     } while (st == SLUICE_OK && page_each(&page, fn, arg, &st, err) &&
              strcmp(page.cursor, "0") != 0);
     sl_free(page.buf);
