@@ -130,6 +130,8 @@ static void name_set(sl_pipe_name *nm, const void *name, size_t name_len,
     nm->sent = 0;
     nm->again = false;
     nm->failed = SLUICE_OK;
+    nm->defined = false;
+    nm->def = NULL;
 }
 
 sluice_status sl_pipe_name_prepare(sluice *sl, sl_op op, const void *name,
@@ -198,6 +200,12 @@ static void mstate(sl_pipe *p, sl_pipe_state s)
 static const char *name_of(const sl_pipe_name *nm)
 {
     return nm->key + (nm->kl - nm->client_len - nm->name_len);
+}
+
+/* Its client id, after the name. */
+static const char *client_of(const sl_pipe_name *nm)
+{
+    return nm->key + (nm->kl - nm->client_len);
 }
 
 /* The answer to an allow- or deny-listed client (docs/SEMANTICS.md,
@@ -291,8 +299,12 @@ static sl_pipe_need read_failed(sl_pipe *p, sluice_status st)
     size_t len;
     char q[300];
 
+    /* The rules read last: this handle's within rules_stale_ms, else
+     * its limits file's. */
     if (sl_names_cached(l, name_of(nm), nm->name_len, nm->key, nm->kl,
-                        nm->client_len, l->stale_ms, &nm->rules, &known, &ov)) {
+                        nm->client_len, l->stale_ms, &nm->rules, &known, &ov) ||
+        sl_limfile_rules(&p->sl->limits, name_of(nm), nm->name_len,
+                         client_of(nm), nm->client_len, &nm->rules, &ov)) {
         nm->failed = st;
         return named(p, &ov);
     }
@@ -308,6 +320,100 @@ static sl_pipe_need read_failed(sl_pipe *p, sluice_status st)
     }
     mstate(p, SL_PIPE_ANSWER);
     return SL_NEED_GO;
+}
+
+/* A round trip of the define at hand ended with sent (the first step:
+ * SLUICE_OK, nothing sent): the next, or the decision goes on by what is
+ * stored (docs/SEMANTICS.md, "Limits from a file"). */
+static sl_pipe_need define_step(sl_pipe *p, sluice_status sent)
+{
+    sl_pipe_name *nm = p->name;
+    sl_define *d = nm->def;
+    sl_limiters *l = &p->sl->names;
+    sluice_limiter_override ov;
+    sluice_status st = SLUICE_OK;
+    sl_define_end end = sl_define_step(d, sent, &st, p->err);
+
+    if (end == SL_DEFINE_SEND) {
+        p->send = d->send;
+        p->res = d->res;
+        p->nsend = d->nsend;
+        p->send_err = p->err;
+        mstate(p, SL_PIPE_DEFINED);
+        return SL_NEED_SEND;
+    }
+    p->send = nm->send0;
+    p->res = nm->res0;
+    nm->rules = d->stored;
+    nm->sent = d->ka > 0 ? d->ka : 0;
+    memset(&ov, 0, sizeof(ov));
+    if (end == SL_DEFINE_STORED) {
+        /* Its overrides are the file's: this client's decides at once. */
+        const sl_limits_override *o =
+            nm->client_len == 0 ? NULL
+                                : sl_limits_find_override(d->lim, client_of(nm),
+                                                          nm->client_len);
+
+        if (o != NULL)
+            sl_limits_override_get(o, &ov);
+        sl_lcache_put(l, name_of(nm), nm->name_len, &d->stored, d->ka,
+                      (int64_t)d->lim->nover);
+        if (nm->client_len > 0)
+            sl_lcache_over_put(l, nm->name_len, nm->key, nm->kl, &ov);
+    }
+    sl_define_free(d);
+    nm->def = NULL;
+    if (end == SL_DEFINE_STORED)
+        return named(p, &ov);
+    if (end == SL_DEFINE_FOUND) { /* another's rules: read as any */
+        nm->again = false;
+        return read_rules(p);
+    }
+    if (sl_policy_backend_failed(st))
+        return read_failed(p, st);
+    p->st = st;
+    mstate(p, SL_PIPE_ANSWER);
+    return SL_NEED_GO;
+}
+
+/* None stored under the name: defined from the handle's limits file if
+ * the name is in it (once a decision; while this handle defines it
+ * already, decided by the file's rules and override), else the
+ * decision's answer. */
+static sl_pipe_need define(sl_pipe *p, sluice_status st)
+{
+    sl_pipe_name *nm = p->name;
+    sluice_limiter_override ov;
+    sl_define_none why = SL_DEFINE_NOT_IN_FILE;
+
+    if (!nm->defined) {
+        nm->defined = true;
+        nm->def = sl_define_new(&p->sl->limits, name_of(nm), nm->name_len,
+                                p->sl->names.prefix, p->reqs[0].now_ms, &why);
+    }
+    if (nm->def != NULL || why == SL_DEFINE_UNDER_WAY)
+        p->err[0] = '\0'; /* not the answer now */
+    if (nm->def != NULL) {
+        nm->send0 = p->send;
+        nm->res0 = p->res;
+        return define_step(p, SLUICE_OK);
+    }
+    if (why == SL_DEFINE_UNDER_WAY &&
+        sl_limfile_rules(&p->sl->limits, name_of(nm), nm->name_len,
+                         client_of(nm), nm->client_len, &nm->rules, &ov))
+        return named(p, &ov);
+    if (why == SL_DEFINE_NOMEM) {
+        sl_errf(p->err, SL_ERR_LEN, "limits_file: out of memory");
+        st = SLUICE_ENOMEM;
+    }
+    p->st = st;
+    mstate(p, SL_PIPE_ANSWER);
+    return SL_NEED_GO;
+}
+
+static sl_pipe_need stage_defined(sl_pipe *p)
+{
+    return define_step(p, p->sent_st);
 }
 
 static sl_pipe_need stage_read(sl_pipe *p)
@@ -328,7 +434,9 @@ static sl_pipe_need stage_read(sl_pipe *p)
         return named(p, &ov);
     if (sl_policy_backend_failed(st))
         return read_failed(p, st);
-    p->st = st; /* no limiter, or bad rules stored: the caller's to fix */
+    if (st == SLUICE_ENOLIMITER)
+        return define(p, st);
+    p->st = st; /* bad rules stored: the caller's to fix */
     mstate(p, SL_PIPE_ANSWER);
     return SL_NEED_GO;
 }
@@ -659,6 +767,7 @@ static sl_pipe_need stage_done(sl_pipe *p)
 sl_pipe_need (*const sl_pipe_stages[SL_PIPE_DONE + 1])(sl_pipe *p) = {
     [SL_PIPE_NAME] = stage_name,
     [SL_PIPE_READ] = stage_read,
+    [SL_PIPE_DEFINED] = stage_defined,
     [SL_PIPE_LOCAL] = stage_local,
     [SL_PIPE_SENT] = stage_sent,
     [SL_PIPE_REFILLED] = stage_refilled,

@@ -21,12 +21,13 @@
 
 #include <string.h>
 
-#define REG_K     "names"
-#define REG_K_LEN (sizeof(REG_K) - 1)
-/* The marker in the rules' place (an override is set only while rules
- * exist), and the value of each name: the magic line, which says whose
- * data it is to anyone reading the keys. */
-#define MARKER    SL_LIMITER_MAGIC "registry\n"
+/* The reserved K, its marker and each name's value (the magic line,
+ * which says whose data it is to anyone reading the keys):
+ * limiter_codec.h, shared with a define from a limits file (limfile.c),
+ * which keeps the list as this file does. */
+#define REG_K     SL_REGISTRY_K
+#define REG_K_LEN SL_REGISTRY_K_LEN
+#define MARKER    SL_REGISTRY_MARKER
 
 /* One op on the registry's hash or its marker. */
 static sluice_status reg_op(sluice *sl, sl_op op, const void *name,
