@@ -636,7 +636,7 @@ static void reload_replaces_and_keeps_the_last_good_file(void **state)
  * api's fail policy, a bad one between, and a plain handle deleting api
  * now and then, so that defines run during the reloads. */
 typedef struct race {
-    sluice *sl;
+    sluice *sl, *other;
     atomic_bool stop;
     atomic_long decided;
     atomic_long bad;
@@ -705,12 +705,34 @@ static void replace_file(const char *path, const char *src)
     assert_int_equal(rename(tmp, path), 0);
 }
 
+/* A handle without the file decides for vip meanwhile: it finds no
+ * limiter, or the allow-listed client; the limiter without its override
+ * only between a define's rules and its overrides. */
+static void *other_thread(void *p)
+{
+    race *r = p;
+    sluice_result res;
+    sluice_status st;
+
+    while (!atomic_load(&r->stop)) {
+        st = sluice_limiter_acquire(r->other, "api", 3, "vip", 3, 1, &res);
+        if (st == SLUICE_OK && res.status == SLUICE_OK)
+            atomic_fetch_add(&r->window, 1);
+        else if (st != SLUICE_ENOLIMITER &&
+                 !(st == SLUICE_OK && res.status == SLUICE_ALLOWLISTED) &&
+                 atomic_fetch_add(&r->bad, 1) == 0)
+            snprintf(r->why, sizeof(r->why), "other: %s, %s",
+                     sluice_strerror(st), sluice_status_name(res.status));
+    }
+    return NULL;
+}
+
 static void reloads_while_threads_decide(void **state)
 {
     const char *a = path_of("race-a.yml"), *b = path_of("race-b.yml");
     const char *file = path_of("race.yml");
     char err[1024];
-    pthread_t th[4];
+    pthread_t th[5];
     sluice *plain;
     race r;
     int i, reloads = 0;
@@ -722,8 +744,10 @@ static void reloads_while_threads_decide(void **state)
     memset(&r, 0, sizeof(r));
     r.sl = open_ok("race", file, -1);
     plain = open_ok("race", NULL, -1);
+    r.other = open_ok("race", NULL, -1);
     for (i = 0; i < 4; i++)
         assert_int_equal(pthread_create(&th[i], NULL, race_thread, &r), 0);
+    assert_int_equal(pthread_create(&th[4], NULL, other_thread, &r), 0);
     for (i = 0; i < 200; i++) {
         replace_file(file, i % 10 == 9 ? NULL : i % 2 ? b : a);
         assert_int_equal(sluice_limits_reload(r.sl, err, sizeof(err)),
@@ -733,10 +757,10 @@ static void reloads_while_threads_decide(void **state)
             (void)sluice_limiter_delete(plain, "api", 3);
     }
     atomic_store(&r.stop, true);
-    for (i = 0; i < 4; i++)
+    for (i = 0; i < 5; i++)
         pthread_join(th[i], NULL);
     print_message("%d reloads, %ld decisions during them (%ld of vip "
-                  "between a define's rules and its overrides)\n",
+                  "decided between a define's rules and its overrides)\n",
                   reloads, (long)atomic_load(&r.decided),
                   (long)atomic_load(&r.window));
     if (atomic_load(&r.bad) > 0)
@@ -750,6 +774,7 @@ static void reloads_while_threads_decide(void **state)
     /* Once the defines are done, vip is allow-listed again. */
     assert_int_equal(acquire(r.sl, "api", "vip").status, SLUICE_ALLOWLISTED);
     sluice_close(r.sl);
+    sluice_close(r.other);
     empty_store(plain, "race");
     sluice_close(plain);
 }
