@@ -311,7 +311,7 @@ SLUICE_API sluice_status sluice_ruleset_check(const sluice_ruleset *rs,
  *   ?timeout_ms=&connect_timeout_ms=&clock=local|server
  *   &fail=error|open|closed|fallback&prefix=&ttl_floor_ms=
  *   &deny_cache=&metrics=&shadow=&fallback_instances=&fallback_max_keys=
- *   &rules_cache_ms=&rules_stale_ms=&reserve_ms=&reserve_share=
+ *   &rules_cache_ms=&rules_stale_ms=&limits_file=&reserve_ms=&reserve_share=
  *   &max_reply_bytes=&socket=&tls=&tls_verify=&tls_ca_file=&tls_ca_dir=
  *   &tls_cert=&tls_key=&tls_server_name=&sentinel_user=&sentinel_password=
  *   &sentinel_tls=   (`sluice --help` says each)
