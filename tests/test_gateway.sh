@@ -43,12 +43,16 @@ free_port() {
 rport=$(free_port)
 gport=$(free_port)
 start_redis() { # empty: no dump is written or read
+    rm -f "$work/redis.pid"
     redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no \
-        --dir "$work" >"$work/redis.log" 2>&1 &
-    rpid=$!
-    pids+=("$rpid")
+        --dir "$work" --daemonize yes --pidfile "$work/redis.pid" \
+        --logfile "$work/redis.log"
     for _ in $(seq 100); do
-        [[ $(redis-cli -p "$rport" ping 2>/dev/null) == PONG ]] && return
+        if [[ $(redis-cli -p "$rport" ping 2>/dev/null) == PONG && -s $work/redis.pid ]]; then
+            rpid=$(cat "$work/redis.pid")
+            pids+=("$rpid")
+            return
+        fi
         sleep 0.05
     done
     fail "redis-server did not start"
@@ -160,7 +164,10 @@ grep -q 'limits reloaded' "$work/gw.err" || fail "the good file's reload was not
 
 # ---- Redis killed: each limiter's fail policy answers.
 kill -9 "$rpid"
-{ wait "$rpid" || true; } 2>/dev/null
+for _ in $(seq 100); do
+    redis-cli -p "$rport" ping >/dev/null 2>&1 || break
+    sleep 0.05
+done
 sleep 0.2
 expect "api down" 200 "$failure" /api/x c2 # fail=open: admitted
 no_numbers "api down"
