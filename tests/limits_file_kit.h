@@ -176,10 +176,10 @@ static int cleanup(void **state)
 }
 
 /* Reads the arguments (URL|@file [--servers LIST|@file]) and runs the
- * tests; with last_local the last needs no server (run once, on
+ * tests; the last local ones need no server of the run's (run once, on
  * mem://). */
 static int kit_main(int argc, char **argv, const char *name,
-                    const struct CMUnitTest *tests, size_t n, bool last_local)
+                    const struct CMUnitTest *tests, size_t n, size_t local)
 {
     int i;
 
@@ -201,8 +201,8 @@ static int kit_main(int argc, char **argv, const char *name,
     snprintf(dir, sizeof(dir), "/tmp/sluice-%s-%ld", name, (long)getpid());
     if (mkdir(dir, 0700) != 0)
         return 1;
-    if (last_local && servers[0] != '\0')
-        n--;
+    if (servers[0] != '\0')
+        n -= local;
     return _cmocka_run_group_tests(name, tests, n, NULL, cleanup);
 }
 

@@ -8,7 +8,8 @@
  * libevent; a store emptied mid-run (every key of the prefix deleted, as
  * a Redis restarted empty) is defined again at the next decision; the
  * backend's rules win while they exist; the file's rules decide for
- * fail=fallback when the backend is down. Reloads: test_limits_reload.c.
+ * fail=fallback when the backend is down, and when a define fails (a
+ * Redis past its maxmemory). Reloads: test_limits_reload.c.
  *   test_limits_file URL|@file [--servers LIST|@file] */
 #include "limits_file_kit.h"
 
@@ -411,6 +412,68 @@ static void the_files_rules_decide_when_the_backend_is_down(void **state)
     sluice_close(sl);
 }
 
+/* A define that fails is a failure of the decision: on a Redis of the
+ * test's own past its maxmemory (noeviction), redis+multi:// reads the
+ * rules (GET, HGET: no write) and finds none, then the define's first
+ * write is refused (OOM): the limiter's fail policy answers, by the file's
+ * rules; once Redis takes writes again the limiter is defined. */
+static pid_t own_redis; /* killed by the teardown, also on a failure */
+
+static int kill_own_redis(void **state)
+{
+    (void)state;
+    tu_kill(&own_redis);
+    return 0;
+}
+
+static void a_define_that_fails_is_the_fail_policys(void **state)
+{
+    const char *file = path_of("oom.yml");
+    int port = tu_free_port();
+    char u[128], err[512];
+    redisContext *c;
+    redisReply *rep;
+    sluice_options o;
+    sluice_result r;
+    sluice *sl = NULL;
+
+    (void)state;
+    assert_true((own_redis = tu_start_redis(port)) > 0);
+    write_file(file, "fixed:3/1h", "    policy: {fail: fallback}\n");
+    c = redisConnect("127.0.0.1", port);
+    assert_true(c != NULL && c->err == 0);
+    rep = redisCommand(c, "CONFIG SET maxmemory 1");
+    assert_true(rep != NULL && rep->type == REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    snprintf(u, sizeof(u), "redis+multi://127.0.0.1:%d", port);
+    sluice_options_init(&o);
+    o.clock = tu_clock_now;
+    o.clock_ctx = &clk;
+    o.command_timeout_ms = 2000 * TU_TIME_SCALE;
+    o.rules_cache_ms = -1;
+    o.limits_file = file;
+    assert_int_equal(sluice_open(u, &o, &sl, err, sizeof(err)), SLUICE_OK);
+    r = acquire(sl, "api", "c");
+    if (!(r.allowed && r.status == SLUICE_ESERVER))
+        fail_msg("expected the fallback store's answer, got %s: %s",
+                 sluice_status_name(r.status), sluice_errmsg(sl));
+    assert_true(sluice_result_decided(&r));
+    assert_int_equal(r.limit, 3);
+    assert_non_null(strstr(sluice_errmsg(sl), "OOM"));
+    assert_int_equal(acquire(sl, "api", "vip").status, SLUICE_ALLOWLISTED);
+    rep = redisCommand(c, "CONFIG SET maxmemory 0");
+    assert_true(rep != NULL && rep->type == REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    r = acquire(sl, "api", "c");
+    assert_true(r.status == SLUICE_OK && r.limit == 3 && r.remaining == 2);
+    rep = redisCommand(c, "HLEN sluice:lim:{3:api}:over");
+    assert_true(rep != NULL && rep->type == REDIS_REPLY_INTEGER);
+    assert_int_equal(rep->integer, 3);
+    freeReplyObject(rep);
+    redisFree(c);
+    sluice_close(sl);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -420,10 +483,12 @@ int main(int argc, char **argv)
         cmocka_unit_test(the_loop_defines_too_and_again_once_emptied),
         cmocka_unit_test(an_emptied_store_is_defined_again),
         cmocka_unit_test(stored_rules_win_until_deleted),
-        /* Needs no server: once, in the mem:// run. */
+        /* Need no server of the run's: once, in the mem:// run. */
         cmocka_unit_test(the_files_rules_decide_when_the_backend_is_down),
+        cmocka_unit_test_teardown(a_define_that_fails_is_the_fail_policys,
+                                  kill_own_redis),
     };
 
     return kit_main(argc, argv, "test_limits_file", tests,
-                    sizeof(tests) / sizeof(tests[0]), true);
+                    sizeof(tests) / sizeof(tests[0]), 2);
 }

@@ -260,5 +260,5 @@ int main(int argc, char **argv)
     };
 
     return kit_main(argc, argv, "test_limits_reload", tests,
-                    sizeof(tests) / sizeof(tests[0]), false);
+                    sizeof(tests) / sizeof(tests[0]), 0);
 }
