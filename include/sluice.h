@@ -186,6 +186,16 @@ typedef struct sluice_options {
      * 1..50 (0: the default, 10). */
     int64_t reserve_ms;
     uint32_t reserve_share;
+    /* Added after 0.1.0. A limits file (URL: limits_file=PATH; the URL's
+     * wins), docs/LIMITS.md: read and checked at open, where a fault fails
+     * the open (SLUICE_EINVAL, "limits_file=PATH: FILE:LINE:COL: ...");
+     * the path is copied, the file read again only by
+     * sluice_limits_reload. A decision by name whose limiter has no rules
+     * stored defines it from the file, with the file's overrides, and
+     * decides (a Redis restarted empty is not an outage); the backend's
+     * rules win while they exist; each limiter's policy in the file is its
+     * policy on this handle (docs/SEMANTICS.md, "Limits from a file"). */
+    const char *limits_file;
 } sluice_options;
 
 /* A decision. status is SLUICE_OK when the backend decided; with a fail
@@ -301,7 +311,7 @@ SLUICE_API sluice_status sluice_ruleset_check(const sluice_ruleset *rs,
  *   ?timeout_ms=&connect_timeout_ms=&clock=local|server
  *   &fail=error|open|closed|fallback&prefix=&ttl_floor_ms=
  *   &deny_cache=&metrics=&shadow=&fallback_instances=&fallback_max_keys=
- *   &rules_cache_ms=&rules_stale_ms=&reserve_ms=&reserve_share=
+ *   &rules_cache_ms=&rules_stale_ms=&limits_file=&reserve_ms=&reserve_share=
  *   &max_reply_bytes=&socket=&tls=&tls_verify=&tls_ca_file=&tls_ca_dir=
  *   &tls_cert=&tls_key=&tls_server_name=&sentinel_user=&sentinel_password=
  *   &sentinel_tls=   (`sluice --help` says each)
@@ -848,6 +858,21 @@ SLUICE_API sluice_status sluice_limiter_policy_set(sluice *sl, const void *name,
 SLUICE_API sluice_status sluice_limiter_policy_get(sluice *sl, const void *name,
                                                    size_t name_len,
                                                    sluice_policy *out);
+/* Reads the handle's limits file (limits_file=) again (added after
+ * 0.1.0): on success its limiters replace the last file's for every
+ * decision that starts after (one in flight keeps the form it started
+ * with), and its policies replace the last file's (a policy the last file
+ * gave to a limiter that left the file is removed; one set by
+ * sluice_limiter_policy_set since is replaced, for the limiters of the
+ * file). On a fault nothing changes: the last good file stays, and
+ * SLUICE_EINVAL with err (may be NULL) saying why ("FILE:LINE:COL: ...").
+ * SLUICE_EINVAL for a handle opened without a file. No I/O on the
+ * backend: stored rules are never written by a reload (the file only
+ * defines what is missing; `sluice limiter apply` stores it). Any
+ * thread, also while others decide, and on a handle attached to a loop
+ * (it reads the file in the calling thread). */
+SLUICE_API sluice_status sluice_limits_reload(sluice *sl, char *err,
+                                              size_t err_len);
 /* sluice_acquire and sluice_acquire_async with a policy for this call (p
  * copied; NULL: the handle's): the groups it sets win over the handle's.
  * A bad policy is bad input (SLUICE_EINVAL, nothing counted). */

@@ -30,6 +30,10 @@ LAYERS = [
     ("base", ["alloc", "error", "version", "internal", "slot", "clock"]),
     ("logic", ["rule", "algo", "key", "url", "store", "options",
                "request"]),
+    # Limits files read into a form (docs/LIMITS.md): it needs only the
+    # base and the rules' parser (cmake/layers.cmake checks its includes),
+    # so a handle may hold one (limits_file=).
+    ("config", ["config/*"]),
     ("net", ["net/*", "conn"]),
     ("engine", ["engine"]),
     ("backends", ["backend", "backends/*", "plain", "slotmap", "evalsha"]),
@@ -37,13 +41,11 @@ LAYERS = [
                         "features/stats", "features/prometheus",
                         "features/names", "features/policies",
                         "features/limiter_cache", "features/limiter_codec",
-                        "features/http", "denycache", "stats", "http"]),
-    ("handle", ["sluice", "pipeline", "call", "call_loop", "share", "policy",
-                "handle"]),
+                        "features/http", "features/limfile",
+                        "denycache", "stats", "http"]),
+    ("handle", ["sluice", "pipeline", "pipeline_name", "call", "call_loop", "share", "policy",
+                "limits_file", "handle"]),
     ("features", ["features/*", "limiter", "lease"]),
-    # Limits files read into a form (docs/LIMITS.md); it needs only the
-    # base and the rules' parser (cmake/layers.cmake checks its includes).
-    ("config", ["config/*"]),
     ("cli", ["cli/*"]),
 ]
 

@@ -145,6 +145,7 @@ static void drive(async_call *a)
             a->job.reqs = a->p.send;
             a->job.n = a->p.nsend;
             a->job.out = a->p.res;
+            a->job.marks = sl_pipe_marks(&a->p, a->marks);
             a->job.err[0] = '\0';
             sl->eng.call_started = a->p.began;
             sl_engine_submit(&sl->eng, &a->job);

@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "engine.h"
 #include "features/denycache.h"
+#include "features/limfile.h"
 #include "features/limiter_cache.h"
 #include "features/policies.h"
 #include "features/reserve.h"
@@ -34,6 +35,7 @@ struct sluice {
     sl_policies policies;      /* the named limiters' */
     pthread_mutex_t make_mu;   /* makes what a policy asks for, once */
     sl_limiters names;         /* what it read of named limiters (names.h) */
+    sl_limfile limits;         /* its limits file (limits_file=), if any */
     struct async_call *parked; /* calls on the loop waiting for a batch */
     uint64_t last_rt;          /* the backend's round trips counted so far; by
                                   whoever drives the engine */
@@ -97,5 +99,10 @@ sluice_status sl_policy_many(const sluice *sl, const sl_request *rs,
                              const size_t *map, sluice_status st,
                              sluice_result *out, sluice_status first,
                              const char *first_msg, char *err);
+
+/* limits_file.c: the handle's limits file (limits_file=) read, checked
+ * and held, its policies the limiters' on the handle; at the end of
+ * open. SLUICE_EINVAL naming the file, line and column. */
+sluice_status sl_limits_file_open(sluice *sl, char *err, size_t err_len);
 
 #endif /* SL_HANDLE_H */

@@ -221,6 +221,9 @@ typedef struct sl_url {
     sl_endpoint sentinel_ep;
     int sentinel_tls; /* sentinel_tls=: -1 as the data nodes, 0, 1 */
     sl_config cfg;
+    /* limits_file=PATH (or sluice_options.limits_file): the handle's
+     * limits file; "": none. Kept apart from cfg, which is copied. */
+    char limits_file[1024];
 } sl_url;
 
 /* Copies url into dst with its password shown as "***"; every message

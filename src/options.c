@@ -34,6 +34,7 @@ typedef enum {
     FALLBACK_MAX_KEYS,
     RULES_CACHE_MS,
     RULES_STALE_MS,
+    LIMITS_FILE,
     RESERVE_MS,
     RESERVE_SHARE,
     MAX_REPLY_BYTES,
@@ -90,6 +91,8 @@ static const struct option {
      "rules of limiters kept (default 1000)"},
     {RULES_STALE_MS, "rules_stale_ms", OPT_MS, "N", 0, 86400000, NULL,
      "rules used when unreadable (default 3600000)"},
+    {LIMITS_FILE, "limits_file", OPT_TEXT, "PATH", 0, 0, NULL,
+     "limiters defined from a file (docs/LIMITS.md)"},
     {RESERVE_MS, "reserve_ms", OPT_MS, "N", 0, 60000, NULL,
      "reserve hot keys' units, held N ms (0: off)"},
     {RESERVE_SHARE, "reserve_share", OPT_COUNT, "PCT", 1, 50, NULL,
@@ -241,6 +244,9 @@ static char *text_of(option_id id, sl_url *u, size_t *cap)
     case SOCKET:
         *cap = sizeof(u->ep.socket);
         return u->ep.socket;
+    case LIMITS_FILE:
+        *cap = sizeof(u->limits_file);
+        return u->limits_file;
     case TLS_CA_FILE:
         return u->ep.tls_ca_file;
     case TLS_CA_DIR:

@@ -3,11 +3,10 @@
  * loop, in their one order (pipeline.h): a decision by name's rules and
  * override, the reservations, the deny cache, the backend, then the fail
  * policy, shadow mode and the counters. A call's state changes only in
- * mstate(); what it needs of its driver (a round trip, a sleep) it says
+ * sl_pipe_mstate(); what it needs of its driver (a round trip, a sleep) it says
  * and returns. */
-#include "pipeline.h"
-
 #include "algo.h"
+#include "pipeline_stage.h"
 #include "share.h"
 
 #include <string.h>
@@ -132,6 +131,8 @@ static void name_set(sl_pipe_name *nm, const void *name, size_t name_len,
     nm->again = false;
     nm->failed = SLUICE_OK;
     nm->kind = SLUICE_OVERRIDE_NONE;
+    nm->defined = false;
+    nm->def = NULL;
 }
 
 sluice_status sl_pipe_name_prepare(sluice *sl, sl_op op, const void *name,
@@ -188,154 +189,6 @@ void sl_pipe_many(sl_pipe *p, sluice *sl, const sluice_request *reqs, size_t n,
     first_msg[0] = '\0';
 }
 
-/* The one place a call's state changes. */
-static void mstate(sl_pipe *p, sl_pipe_state s)
-{
-    p->state = s;
-}
-
-/* ------------------------------------------------- NAME, READ: by name */
-
-/* The name of a decision by name: in K, after "<len>:". */
-static const char *name_of(const sl_pipe_name *nm)
-{
-    return nm->key + (nm->kl - nm->client_len - nm->name_len);
-}
-
-/* The answer to an allow- or deny-listed client (docs/SEMANTICS.md,
- * "Named limiters"): no rule decided, nothing counted or read. */
-static void listed(sluice_override_kind kind, sluice_result *out)
-{
-    memset(out, 0, sizeof(*out));
-    out->allowed = kind == SLUICE_OVERRIDE_UNLIMITED;
-    out->status = out->allowed ? SLUICE_ALLOWLISTED : SLUICE_DENYLISTED;
-    out->retry_after_ms = -1;
-}
-
-/* The rules and override of a decision by name are known: an allow- or
- * deny-listed client is answered here; any other, a decision on its key
- * by those rules. */
-static sl_pipe_need named(sl_pipe *p, const sluice_limiter_override *ov)
-{
-    sl_pipe_name *nm = p->name;
-
-    nm->kind = ov->kind;
-    if (ov->kind == SLUICE_OVERRIDE_RULES)
-        nm->rules = ov->rules;
-    p->reqs[0].decide.rules = &nm->rules;
-    if (p->reqs[0].op != SL_OP_RESET &&
-        (ov->kind == SLUICE_OVERRIDE_UNLIMITED ||
-         ov->kind == SLUICE_OVERRIDE_DENY)) {
-        listed(ov->kind, p->out);
-        p->answered = true;
-        mstate(p, SL_PIPE_ANSWER);
-    } else {
-        mstate(p, SL_PIPE_LOCAL);
-    }
-    return SL_NEED_GO;
-}
-
-/* The read of the rules (and the client's override) to send. */
-static sl_pipe_need read_rules(sl_pipe *p)
-{
-    sl_pipe_name *nm = p->name;
-    sl_request *r = &p->send[0];
-
-    memset(r, 0, sizeof(*r));
-    r->op = SL_OP_RULES_GET;
-    r->key = nm->key;
-    r->key_len = nm->kl - nm->client_len;
-    r->prefix = p->sl->names.prefix;
-    r->now_ms = p->reqs[0].now_ms;
-    r->stored.ttl_ms = nm->sent;
-    r->stored.read = &nm->v;
-    memset(&nm->v, 0, sizeof(nm->v));
-    if (nm->client_len > 0) {
-        r->stored.client = nm->key + nm->kl - nm->client_len;
-        r->stored.client_len = nm->client_len;
-        r->stored.over = &nm->over;
-        memset(&nm->over, 0, sizeof(nm->over));
-    }
-    p->nsend = 1;
-    p->send_err = p->err;
-    mstate(p, SL_PIPE_READ);
-    return SL_NEED_SEND;
-}
-
-static sl_pipe_need stage_name(sl_pipe *p)
-{
-    sl_pipe_name *nm = p->name;
-    sl_limiters *l = &p->sl->names;
-    sluice_limiter_override ov;
-    int64_t known;
-
-    /* The limiter's policy, when it has one, decides the whole request:
-     * also one whose rules cannot be read (read_failed). Copied: a policy
-     * set meanwhile is the next request's. */
-    if (sl_policies_find(&p->sl->policies, name_of(nm), nm->name_len, &nm->pol))
-        p->reqs[0].policy = &nm->pol;
-    if (sl_names_cached(l, name_of(nm), nm->name_len, nm->key, nm->kl,
-                        nm->client_len, l->cache_ms, &nm->rules, &known, &ov))
-        return named(p, &ov);
-    nm->sent = known > 0 ? known : 0;
-    return read_rules(p);
-}
-
-/* The read failed with st, a failure of the backend: the rules and
- * override this handle read last decide, if read within rules_stale_ms,
- * and the fail policy answers for the backend (docs/SEMANTICS.md, "Named
- * limiters"); with none, the policy answers without rules. */
-static sl_pipe_need read_failed(sl_pipe *p, sluice_status st)
-{
-    sl_pipe_name *nm = p->name;
-    sl_limiters *l = &p->sl->names;
-    sluice_limiter_override ov;
-    int64_t known;
-    size_t len;
-    char q[300];
-
-    if (sl_names_cached(l, name_of(nm), nm->name_len, nm->key, nm->kl,
-                        nm->client_len, l->stale_ms, &nm->rules, &known, &ov)) {
-        nm->failed = st;
-        return named(p, &ov);
-    }
-    p->reqs[0].decide.rules = NULL;
-    p->st = st;
-    if (p->reqs[0].policy->fail == SLUICE_FAIL_FALLBACK) {
-        sl_quote(q, sizeof(q), name_of(nm), nm->name_len);
-        len = strlen(p->err);
-        sl_errf(p->err + len, SL_ERR_LEN - len,
-                "%slimiter \"%s\": this handle has not read its rules, so "
-                "the fallback store has none to decide by",
-                len > 0 ? "; " : "", q);
-    }
-    mstate(p, SL_PIPE_ANSWER);
-    return SL_NEED_GO;
-}
-
-static sl_pipe_need stage_read(sl_pipe *p)
-{
-    sl_pipe_name *nm = p->name;
-    sluice_status st = p->sent_st == SLUICE_OK ? p->res[0].status : p->sent_st;
-    sluice_limiter_override ov;
-    int64_t ka = 0;
-
-    if (sl_names_read_ended(&p->sl->names, name_of(nm), nm->name_len, nm->key,
-                            nm->kl, nm->client_len, &st, &nm->v, &nm->over,
-                            nm->again, &nm->sent, &nm->rules, &ka, &ov,
-                            p->err)) {
-        nm->again = true;
-        return read_rules(p);
-    }
-    if (st == SLUICE_OK)
-        return named(p, &ov);
-    if (sl_policy_backend_failed(st))
-        return read_failed(p, st);
-    p->st = st; /* no limiter, or bad rules stored: the caller's to fix */
-    mstate(p, SL_PIPE_ANSWER);
-    return SL_NEED_GO;
-}
-
 /* --------------------------------------- LOCAL, SENT, REFILLED: a key */
 
 static sl_pipe_need stage_answer(sl_pipe *p);
@@ -358,7 +211,7 @@ static sl_pipe_need settle_elsewhere(sl_pipe *p)
         p->uncounted = true;
     }
     p->answered = true;
-    mstate(p, SL_PIPE_ANSWER);
+    sl_pipe_mstate(p, SL_PIPE_ANSWER);
     return stage_answer(p);
 }
 
@@ -379,31 +232,31 @@ static sl_pipe_need stage_local(sl_pipe *p)
         if (p->plan.e != NULL) { /* refilled now; its failure is not ours */
             p->nsend = sl_reserve_refill(r, &p->plan, p->send);
             p->send_err = p->scratch;
-            mstate(p, SL_PIPE_REFILLED);
+            sl_pipe_mstate(p, SL_PIPE_REFILLED);
             return SL_NEED_SEND;
         }
-        mstate(p, SL_PIPE_ANSWER);
+        sl_pipe_mstate(p, SL_PIPE_ANSWER);
         return SL_NEED_GO;
     }
     if (sl_deny_before(&sl->deny, &sl->url.cfg, r, p->out)) {
         p->answered = true;
-        mstate(p, SL_PIPE_ANSWER);
+        sl_pipe_mstate(p, SL_PIPE_ANSWER);
         return stage_answer(p);
     }
     if (p->name != NULL && p->name->failed != SLUICE_OK) {
         p->st = p->name->failed; /* its rules' read failed: so would it */
-        mstate(p, SL_PIPE_ANSWER);
+        sl_pipe_mstate(p, SL_PIPE_ANSWER);
         return SL_NEED_GO;
     }
     if (p->plan.park && !sl->eng.closing &&
         sl_mono_ms() < p->began + sl->url.cfg.command_timeout_ms / 2) {
         p->wake_at = p->began + sl->url.cfg.command_timeout_ms / 2;
-        mstate(p, SL_PIPE_PARKED);
+        sl_pipe_mstate(p, SL_PIPE_PARKED);
         return SL_NEED_PARK;
     }
     p->nsend = sl_reserve_plan(&sl->rsv, r, &p->plan, p->send);
     p->send_err = p->err;
-    mstate(p, SL_PIPE_SENT);
+    sl_pipe_mstate(p, SL_PIPE_SENT);
     return SL_NEED_SEND;
 }
 
@@ -423,7 +276,7 @@ static sl_pipe_need stage_sent(sl_pipe *p)
     } else {
         p->st = p->sent_st;
     }
-    mstate(p, SL_PIPE_ANSWER);
+    sl_pipe_mstate(p, SL_PIPE_ANSWER);
     return stage_answer(p);
 }
 
@@ -432,7 +285,7 @@ static sl_pipe_need stage_refilled(sl_pipe *p)
     int how = sl_reserve_after(&p->sl->rsv, &p->plan, p->sent_st, p->res, NULL);
 
     p->settled = (how & SL_RSV_SETTLED) != 0;
-    mstate(p, SL_PIPE_ANSWER);
+    sl_pipe_mstate(p, SL_PIPE_ANSWER);
     return SL_NEED_GO;
 }
 
@@ -444,7 +297,7 @@ static sl_pipe_need stage_woken(sl_pipe *p)
     p->answered = false;
     p->st = SLUICE_OK;
     p->plan.main = 0;
-    mstate(p, SL_PIPE_LOCAL);
+    sl_pipe_mstate(p, SL_PIPE_LOCAL);
     return SL_NEED_GO;
 }
 
@@ -491,7 +344,7 @@ static counted_as counted(const sl_pipe_name *nm)
     counted_as c = {NULL, 0};
 
     if (nm != NULL) {
-        c.name = name_of(nm);
+        c.name = sl_pipe_name_of(nm);
         c.len = nm->name_len;
     }
     return c;
@@ -564,7 +417,7 @@ static sl_pipe_need stage_answer(sl_pipe *p)
         !sl->eng.closing &&
         (sleep = wait_more(p->out, now = sl_mono_ms(), p->wait_until)) > 0) {
         p->wake_at = now + sleep;
-        mstate(p, SL_PIPE_ASLEEP);
+        sl_pipe_mstate(p, SL_PIPE_ASLEEP);
         return SL_NEED_SLEEP;
     }
     if (no_result(r->op))
@@ -573,7 +426,7 @@ static sl_pipe_need stage_answer(sl_pipe *p)
         count_one(sl, counted(p->name), r, st, p->out);
     sl_stats_call(&sl->stats, p->t0);
     p->st = st;
-    mstate(p, SL_PIPE_DONE);
+    sl_pipe_mstate(p, SL_PIPE_DONE);
     return SL_NEED_DONE;
 }
 
@@ -620,7 +473,7 @@ static sl_pipe_need stage_local_many(sl_pipe *p)
     }
     p->nsend = m;
     p->send_err = p->err;
-    mstate(p, SL_PIPE_BATCH_SENT);
+    sl_pipe_mstate(p, SL_PIPE_BATCH_SENT);
     return SL_NEED_SEND;
 }
 
@@ -647,7 +500,7 @@ static sl_pipe_need stage_answer_many(sl_pipe *p)
             p->violated[i] = 0;
     }
     sl_stats_call(&sl->stats, p->t0);
-    mstate(p, SL_PIPE_DONE);
+    sl_pipe_mstate(p, SL_PIPE_DONE);
     return SL_NEED_DONE;
 }
 
@@ -709,8 +562,9 @@ static sl_pipe_need stage_done(sl_pipe *p)
 
 /* The stage of each state: the pipeline's order, as data. */
 sl_pipe_need (*const sl_pipe_stages[SL_PIPE_DONE + 1])(sl_pipe *p) = {
-    [SL_PIPE_NAME] = stage_name,
-    [SL_PIPE_READ] = stage_read,
+    [SL_PIPE_NAME] = sl_pipe_stage_name,
+    [SL_PIPE_READ] = sl_pipe_stage_read,
+    [SL_PIPE_DEFINED] = sl_pipe_stage_defined,
     [SL_PIPE_LOCAL] = stage_local,
     [SL_PIPE_SENT] = stage_sent,
     [SL_PIPE_REFILLED] = stage_refilled,
@@ -731,11 +585,11 @@ void sl_pipe_abandon(sl_pipe *p)
                 "the handle closed while the call waited for its key's "
                 "batch; nothing was sent");
         p->answered = false;
-        mstate(p, SL_PIPE_ANSWER);
+        sl_pipe_mstate(p, SL_PIPE_ANSWER);
     } else if (p->state == SL_PIPE_ASLEEP) {
         /* A waiting acquire: its last answer is the answer. */
         p->answered = true;
-        mstate(p, SL_PIPE_ANSWER);
+        sl_pipe_mstate(p, SL_PIPE_ANSWER);
     }
     (void)sl_pipe_run(p);
 }

@@ -2,7 +2,8 @@
 /* pipeline.h - a call's way through the stages, written once (pipeline.c):
  *
  *   NAME    a decision by name: its rules and the client's override,
- *           cached or read (READ); stale ones when the read fails
+ *           cached or read (READ); stale ones when the read fails; none
+ *           stored, defined from the handle's limits file (DEFINED)
  *   LOCAL   a settle of what the backend did not charge, settled where it
  *           was; the reservations, then the deny cache; else what goes to
  *           the backend (SENT), or a local admission's refill (REFILLED)
@@ -28,6 +29,7 @@
 typedef enum sl_pipe_state {
     SL_PIPE_NAME,       /* a decision by name: its rules, its override */
     SL_PIPE_READ,       /* their read was answered */
+    SL_PIPE_DEFINED,    /* a round trip of a define from the file */
     SL_PIPE_LOCAL,      /* the reservations, the deny cache */
     SL_PIPE_SENT,       /* the backend answered the call's requests */
     SL_PIPE_REFILLED,   /* the backend answered a local admission's refill */
@@ -63,6 +65,10 @@ typedef struct sl_pipe_name {
     bool again;                /* the second read */
     sluice_status failed; /* the read failed: decided without the backend */
     sl_policy pol;        /* the limiter's policy, when it has one (NAME) */
+    bool defined;         /* a define from the limits file was tried */
+    sl_define *def;       /* the define under way (DEFINED), or NULL */
+    sl_request *send0;    /* the call's own send and res, the define's */
+    sluice_result *res0;  /* in their place meanwhile */
 } sl_pipe_name;
 
 typedef struct sl_pipe {
@@ -110,6 +116,13 @@ typedef struct sl_pipe {
     bool uncounted;           /* settled nowhere: nothing to count */
     char scratch[SL_ERR_LEN]; /* a refill's message: not the call's */
 } sl_pipe;
+
+/* The job marks of p's round trip at hand: a define's own (it sends
+ * more than a call's room of 3), else own. */
+static inline unsigned char *sl_pipe_marks(const sl_pipe *p, unsigned char *own)
+{
+    return p->state == SL_PIPE_DEFINED ? p->name->def->marks : own;
+}
 
 /* The time a request carries: the handle's clock, or -1 for the
  * server's. */

@@ -64,6 +64,14 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
         sl_errf(err, err_len, "open: cannot make a mutex");
         return SLUICE_ENOMEM;
     }
+    if (!sl_limfile_init(&sl->limits)) {
+        sl_policies_free(&sl->policies);
+        pthread_mutex_destroy(&sl->make_mu);
+        pthread_mutex_destroy(&sl->mu);
+        sl_free(sl);
+        sl_errf(err, err_len, "open: cannot make a mutex");
+        return SLUICE_ENOMEM;
+    }
     st = sl_url_parse(url, opts, &sl->url, err, err_len);
     if (st != SLUICE_OK)
         goto fail;
@@ -126,15 +134,26 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
         goto fail;
     }
     sl_stats_init(&sl->stats, !sl->url.cfg.no_metrics);
+    /* The limits file before the backend: a fault of it fails the open
+     * at once, without a connect. */
+    if ((st = sl_limits_file_open(sl, err, err_len)) != SLUICE_OK) {
+        sl_backend_memory.close(atomic_load(&sl->fallback));
+        sl_deny_free(&sl->deny);
+        sl_reserve_free(&sl->rsv);
+        goto fail;
+    }
     sl_engine_init(&sl->eng, &sl->url, sl->backend->name, &sl->backend->ops);
     st = sl->backend->open(&sl->url, &sl->eng, &sl->state, err, err_len);
     if (st != SLUICE_OK) {
+        sl_backend_memory.close(atomic_load(&sl->fallback));
         sl_deny_free(&sl->deny);
         sl_reserve_free(&sl->rsv);
         goto fail;
     }
     sl->eng.state = sl->state;
+    /* (A policy of the file may have made the fallback store already.) */
     if (sl->url.cfg.fail == SLUICE_FAIL_FALLBACK &&
+        atomic_load(&sl->fallback) == NULL &&
         (st = sl_policy_open(sl, err, err_len)) != SLUICE_OK) {
         sl_engine_shutdown(&sl->eng);
         sl->backend->close(sl->state);
@@ -147,6 +166,7 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
 fail:
     if (sl->names.prefix[0] != '\0') /* made: never empty then */
         sl_names_free(&sl->names);
+    sl_limfile_free(&sl->limits);
     sl_policies_free(&sl->policies);
     pthread_mutex_destroy(&sl->make_mu);
     pthread_mutex_destroy(&sl->mu);
@@ -192,6 +212,7 @@ void sluice_close(sluice *sl)
     sl_deny_free(&sl->deny);
     sl_reserve_free(&sl->rsv);
     sl_names_free(&sl->names); /* after the callbacks */
+    sl_limfile_free(&sl->limits);
     sl_policies_free(&sl->policies);
     sl_stats_free(&sl->stats);
     pthread_mutex_destroy(&sl->make_mu);

@@ -597,6 +597,12 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
     } else {
         strcpy(out->cfg.prefix, "sluice:");
     }
+    if (given.limits_file != NULL) {
+        if (strlen(given.limits_file) >= sizeof(out->limits_file))
+            return bad(err, err_len, url,
+                       "options.limits_file longer than 1023 bytes");
+        strcpy(out->limits_file, given.limits_file);
+    }
     if (q != NULL &&
         (st = parse_query(url, q + 1, out, err, err_len)) != SLUICE_OK)
         return st;

@@ -553,6 +553,46 @@ if [[ $url == mem://* && -z ${SLUICE_WRAP:-} ]]; then
     expect_text replay_cached_status "$tmp/out" '^{"allowed": false, "limit": 1, "remaining": 0, "retry_after_ms": 1000, "reset_after_ms": 1000, "status": "cached"}$'
     expect_text replay_plain_denial_has_no_status "$tmp/out" '^{"allowed": false, "limit": 1, "remaining": 0, "retry_after_ms": 1000, "reset_after_ms": 1000}$'
 
+    # replay reloads its limits file on SIGHUP, before the next event: a
+    # limiter the new file adds is defined from it; a bad file keeps the
+    # last good one and says why (file, line, column).
+    printf 'version: 1\nlimiters:\n  - {name: api, rules: "fixed:3/1h"}\n' >"$tmp/lim.yml"
+    rm -f "$tmp/fifo"
+    mkfifo "$tmp/fifo"
+    "$bin" replay --url "mem://?limits_file=$tmp/lim.yml" <"$tmp/fifo" >"$tmp/out" 2>"$tmp/err" &
+    rpid=$!
+    exec 3>"$tmp/fifo"
+    lines_of() { # FILE N: waits (10 s at most) until FILE has N lines
+        local i
+        for ((i = 0; i < 200; i++)); do
+            [[ $(wc -l <"$1") -ge $2 ]] && return 0
+            sleep 0.05
+        done
+        return 1
+    }
+    echo '{"t": 0, "limiter": "api", "client": "a"}' >&3
+    lines_of "$tmp/out" 1
+    printf 'version: 1\nlimiters:\n  - {name: api, rules: "fixed:3/1h"}\n  - {name: web, rules: "fixed:7/1h"}\n' >"$tmp/lim.yml"
+    kill -HUP "$rpid"
+    echo '{"t": 0, "limiter": "web", "client": "a"}' >&3
+    lines_of "$tmp/out" 2
+    printf 'version: 1\nlimiters:\n  - {name: web, rule: "fixed:9/1h"}\n' >"$tmp/lim.yml"
+    kill -HUP "$rpid"
+    echo '{"t": 0, "limiter": "web", "client": "b"}' >&3
+    exec 3>&-
+    wait "$rpid"
+    expect_text replay_sighup_first "$tmp/out" '^{"allowed": true, "limit": 3, "remaining": 2,'
+    expect_text replay_sighup_defines "$tmp/out" '^{"allowed": true, "limit": 7, "remaining": 6,'
+    expect_text replay_sighup_reloaded "$tmp/err" '^sluice: limits reloaded$'
+    expect_text replay_sighup_bad_file "$tmp/err" "^sluice: input: limits_file=$tmp/lim.yml: $tmp/lim.yml:3:17: unknown key"
+    if [[ $(grep -c '"limit": 7' "$tmp/out") == 2 ]]; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL replay_sighup_keeps_the_last_good:"
+        cat "$tmp/out" "$tmp/err"
+    fi
+
     # The docs name every option the URL parser knows: its own list, from
     # the message for an unknown option, against --help, sluice(1),
     # sluice(3), the README and sluice.h.

@@ -173,7 +173,7 @@ static void the_option_table_drives_the_parser_and_its_message(void **state)
         if (strstr(err, want) == NULL)
             fail_msg("the message does not name %s: %s", sl_url_option(i), err);
     }
-    assert_int_equal(i, 27);
+    assert_int_equal(i, 28);
 }
 
 /* Every form, with and without a query: the query never leaks into the
@@ -425,6 +425,50 @@ static void options_are_read_as_far_as_their_struct_size_says(void **state)
     assert_int_equal(sl_url_parse("mem://", &big.o, &u, err, sizeof(err)),
                      SLUICE_EINVAL);
     assert_non_null(strstr(err, "does not know"));
+}
+
+/* The limits file: the options' (read only when struct_size has it),
+ * the URL's over it, its path's bound. */
+static void the_limits_file_comes_from_the_url_over_the_options(void **state)
+{
+    char err[512] = "", path[1100];
+    sluice_options o;
+    sl_url u;
+
+    (void)state;
+    sluice_options_init(&o);
+    o.limits_file = "/etc/a.yml";
+    assert_int_equal(sl_url_parse("mem://", &o, &u, err, sizeof(err)),
+                     SLUICE_OK);
+    assert_string_equal(u.limits_file, "/etc/a.yml");
+    assert_int_equal(sl_url_parse("mem://?limits_file=%2Fsrv%2Fb%20c.yml", &o,
+                                  &u, err, sizeof(err)),
+                     SLUICE_OK);
+    assert_string_equal(u.limits_file, "/srv/b c.yml");
+    assert_int_equal(sl_url_parse("mem://", NULL, &u, err, sizeof(err)),
+                     SLUICE_OK);
+    assert_string_equal(u.limits_file, "");
+    /* A program built before the field: its struct ends before it. */
+    o.struct_size = offsetof(sluice_options, limits_file);
+    assert_int_equal(sl_url_parse("mem://", &o, &u, err, sizeof(err)),
+                     SLUICE_OK);
+    assert_string_equal(u.limits_file, "");
+    sluice_options_init(&o);
+    memset(path, 'a', sizeof(path) - 1);
+    path[0] = '/';
+    path[1024] = '\0';
+    o.limits_file = path;
+    assert_int_equal(sl_url_parse("mem://", &o, &u, err, sizeof(err)),
+                     SLUICE_EURL);
+    assert_non_null(strstr(err, "options.limits_file longer than 1023"));
+    path[1023] = '\0';
+    assert_int_equal(sl_url_parse("mem://", &o, &u, err, sizeof(err)),
+                     SLUICE_OK);
+    assert_int_equal(strlen(u.limits_file), 1023);
+    assert_int_equal(
+        sl_url_parse("mem://?limits_file=", NULL, &u, err, sizeof(err)),
+        SLUICE_EURL);
+    assert_non_null(strstr(err, "option limits_file: empty"));
 }
 
 /* A field of sluice_options out of its range is quoted in the message, as
@@ -692,6 +736,7 @@ int main(void)
         cmocka_unit_test(credentials_come_from_options_when_the_url_has_none),
         cmocka_unit_test(options_are_read_as_far_as_their_struct_size_says),
         cmocka_unit_test(out_of_range_options_are_quoted),
+        cmocka_unit_test(the_limits_file_comes_from_the_url_over_the_options),
         cmocka_unit_test(open_reports_bad_urls_and_unreachable_servers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

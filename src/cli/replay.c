@@ -5,11 +5,35 @@
 #include "cli.h"
 #include "jsonl.h"
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+
+/* SIGHUP asks for the limits file (limits_file=) to be read again, before
+ * the next event. */
+static volatile sig_atomic_t hangup;
+
+static void on_hangup(int sig)
+{
+    (void)sig;
+    hangup = 1;
+}
+
+/* Reads the handle's limits file again; says so on standard error (a
+ * fault: the last good file stays, and why). */
+static void reload(sluice *sl)
+{
+    char err[768];
+
+    hangup = 0;
+    if (sluice_limits_reload(sl, err, sizeof(err)) == SLUICE_OK)
+        fprintf(stderr, "sluice: limits reloaded\n");
+    else
+        cli_report("input", err);
+}
 
 /* {"error": "NAME: msg"}, valid JSON whatever bytes msg holds; name NULL:
  * msg is named already. */
@@ -321,7 +345,21 @@ int cmd_replay(int argc, char **argv)
         return EXIT_BACKEND;
     }
     rc = 0;
+    /* A replay fed by a running service may last: with a limits file it
+     * reloads on SIGHUP (read restarted, so the event after the signal
+     * sees the file). Without one SIGHUP keeps its default. */
+    if (strstr(a.url, "limits_file=") != NULL) {
+        struct sigaction sa;
+
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_hangup;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGHUP, &sa, NULL);
+    }
     while ((len = getline(&line, &cap, stdin)) >= 0) {
+        if (hangup)
+            reload(sl);
         if (jsonl_blank(line, (size_t)len))
             continue;
         replay_line(sl, &clk, a.rule != NULL ? &rs : NULL, line, (size_t)len);

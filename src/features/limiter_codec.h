@@ -10,6 +10,14 @@
 #define SL_LIMITER_MAGIC     "sluice-limiter 1\n"
 #define SL_LIMITER_MAGIC_LEN (sizeof(SL_LIMITER_MAGIC) - 1)
 
+/* The list of names (registry.c): the overrides hash of a reserved K,
+ * which no name composes to ("<length>:<name>" starts with a digit), its
+ * marker in the rules' place (an override is set only while rules exist),
+ * and each name's value there, the magic line. */
+#define SL_REGISTRY_K      "names"
+#define SL_REGISTRY_K_LEN  (sizeof(SL_REGISTRY_K) - 1)
+#define SL_REGISTRY_MARKER SL_LIMITER_MAGIC "registry\n"
+
 /* The stored value of rules: the magic line, the keep-alive, the rules
  * as text; and back (EPROTO for anything else). */
 size_t sl_limiter_encode(char *dst, const sluice_ruleset *rs,

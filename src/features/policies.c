@@ -5,6 +5,7 @@
 #include "features/policies.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The first layout's size: what struct_size 0 means, and the least a
@@ -331,6 +332,88 @@ sluice_status sl_policies_put(sl_policies *t, const void *name, size_t name_len,
     }
     pthread_mutex_unlock(&t->mu);
     return st;
+}
+
+/* Whether two policies are the same, field by field. */
+static bool same(const sl_policy *a, const sl_policy *b)
+{
+    return a->fail == b->fail &&
+           a->fallback_instances == b->fallback_instances &&
+           a->deny_cache == b->deny_cache && a->shadow == b->shadow &&
+           a->reserve_ms == b->reserve_ms &&
+           a->reserve_share == b->reserve_share && a->set == b->set &&
+           a->unit == b->unit &&
+           strncmp(a->http_name, b->http_name, sizeof(a->http_name)) == 0 &&
+           strncmp(a->unit_name, b->unit_name, sizeof(a->unit_name)) == 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    const sl_policy_entry *y = b;
+
+    return compare(a, y->name, y->name_len);
+}
+
+/* Whether e is in drop (sorted by name) with the same policy. */
+static bool dropped(const sl_policy_entry *e, const sl_policy_entry *drop,
+                    size_t n)
+{
+    const sl_policy_entry *d =
+        n > 0 ? bsearch(e, drop, n, sizeof(*drop), by_name) : NULL;
+
+    return d != NULL && same(&d->pol, &e->pol);
+}
+
+sluice_status sl_policies_replace(sl_policies *t, const sl_policy_entry *drop,
+                                  size_t n_drop, sl_policy_entry *put,
+                                  size_t n_put)
+{
+    sl_policy_entry *sorted = NULL, *e;
+    size_t n, i = 0, j = 0, k = 0;
+
+    /* drop sorted in a copy of its own; put in place (the caller's). */
+    if (n_drop > 0) {
+        if ((sorted = sl_calloc(n_drop, sizeof(*sorted))) == NULL)
+            goto nomem;
+        memcpy(sorted, drop, n_drop * sizeof(*sorted));
+        qsort(sorted, n_drop, sizeof(*sorted), by_name);
+    }
+    if (n_put > 0)
+        qsort(put, n_put, sizeof(*put), by_name);
+    pthread_mutex_lock(&t->mu);
+    n = atomic_load_explicit(&t->n, memory_order_relaxed);
+    if ((e = sl_calloc(n + n_put + 1, sizeof(*e))) == NULL) {
+        pthread_mutex_unlock(&t->mu);
+        goto nomem;
+    }
+    /* Both sorted: one merge, put winning a name both have. */
+    while (i < n || j < n_put) {
+        int c = i == n       ? 1
+                : j == n_put ? -1
+                             : compare(&t->e[i], put[j].name, put[j].name_len);
+
+        if (c < 0 && dropped(&t->e[i], sorted, n_drop)) {
+            sl_free(t->e[i++].name);
+        } else if (c < 0) {
+            e[k++] = t->e[i++];
+        } else {
+            if (c == 0)
+                sl_free(t->e[i++].name);
+            e[k++] = put[j++];
+        }
+    }
+    sl_free(t->e);
+    t->e = e;
+    t->cap = n + n_put + 1;
+    atomic_store_explicit(&t->n, k, memory_order_release);
+    pthread_mutex_unlock(&t->mu);
+    sl_free(sorted);
+    return SLUICE_OK;
+nomem:
+    sl_free(sorted);
+    for (j = 0; j < n_put; j++)
+        sl_free(put[j].name);
+    return SLUICE_ENOMEM;
 }
 
 bool sl_policies_lookup(sl_policies *t, const void *name, size_t name_len,

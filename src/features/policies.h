@@ -49,6 +49,15 @@ sluice_status sl_policies_give(const sl_policy *pol, sluice_policy *out,
  * when there is no memory for it. */
 sluice_status sl_policies_put(sl_policies *t, const void *name, size_t name_len,
                               const sl_policy *pol);
+/* A limits file's policies in place of the last file's, under one lock,
+ * so that a decision sees either's (a reload): each of drop (n_drop) is
+ * removed if its policy is still the one given there (a policy set by
+ * the call since stays), then each of put (n_put, its names made with
+ * sl_malloc and taken over whatever the status) is kept, in place of any.
+ * SLUICE_ENOMEM, nothing changed, when there is no memory for it. */
+sluice_status sl_policies_replace(sl_policies *t, const sl_policy_entry *drop,
+                                  size_t n_drop, sl_policy_entry *put,
+                                  size_t n_put);
 /* The policy of name into *out (true); false when it has none. */
 bool sl_policies_lookup(sl_policies *t, const void *name, size_t name_len,
                         sl_policy *out);
