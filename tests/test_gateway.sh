@@ -105,7 +105,7 @@ PY
 }
 field() { # NAME FIELD REGEX: the answer's FIELD is exactly REGEX
     local v
-    v=$(grep -i "^$2:" "$work/h" | head -1 | cut -d' ' -f2- | tr -d '\r')
+    v=$(grep -i "^$2:" "$work/h" | head -1 | cut -d' ' -f2- | tr -d '\r' || true)
     [[ $v =~ ^($3)$ ]] || fail "$1: $2 is '$v', expected $3; $(cat "$work/h")"
 }
 violated() { # NAME RULE: the problem names RULE among the violated
@@ -143,7 +143,8 @@ for i in 1 2 3; do expect "login $i" 200 ok /login acct1; done
 expect "login over" 429 'ok|cached' /login acct1
 expect "login blocked" 429 'ok|cached' /login acct1
 expect "llm never fits" 400 ok /llm/x u1 5000
-field "llm never fits" RateLimit-Policy '"llm";q=4000;w=720;qu="tokens"'
+field "llm never fits" RateLimit-Policy '"llm";q=4000;qu="tokens";w=720'
+field "llm never fits" RateLimit '"llm";r=4000;t=[0-9]+'
 ! grep -qi '^Retry-After' "$work/h" || fail "llm never fits: a Retry-After"
 problem "llm never fits" 400 https://iana.org/assignments/http-problem-types#quota-exceeded
 expect "llm tokens" 200 ok /llm/x u1 3000
