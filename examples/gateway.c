@@ -65,7 +65,6 @@ static void decided(sluice *h, void *arg, sluice_status st,
     struct evkeyvalq *headers = evhttp_request_get_output_headers(p->req);
     const sluice_ruleset *rules = NULL;
     sluice_decision d;
-    sluice_policy pol;
     char text[2048];
     int code;
 
@@ -78,16 +77,11 @@ static void decided(sluice *h, void *arg, sluice_status st,
     }
     /* The rules that decided the answer (none for a listed client or the
      * fail policy's open or closed answer, which carry no fields), the
-     * rules it exceeded and its time, ready for sluice_http_*; the
-     * policy's name and unit the limiter's. */
+     * rules it exceeded, its time, and the limiter's HTTP name and unit
+     * (its policy in the limits file): ready for sluice_http_*. */
     sluice_decision_init(&d);
     if (sluice_last_decision(h, 0, &d) == SLUICE_OK && d.rules.count > 0)
         rules = &d.rules;
-    sluice_policy_init(&pol);
-    sluice_limiter_policy_get(h, p->limiter, strlen(p->limiter), &pol);
-    d.http.name = pol.http_name;
-    d.http.unit = pol.unit;
-    d.http.unit_name = pol.unit_name[0] != '\0' ? pol.unit_name : NULL;
     sluice_http_each(rules, res, &d.http, add_field, headers);
     evhttp_add_header(headers, "X-Sluice-Status",
                       sluice_status_name(res->status));

@@ -1212,7 +1212,6 @@ SLUICE_API size_t sluice_http_problem(const sluice_ruleset *rules,
  *     sluice_decision d;
  *     sluice_decision_init(&d);
  *     if (sluice_last_decision(sl, 0, &d) == SLUICE_OK) {
- *         d.http.name = "api";
  *         code = sluice_http_status(&res, &d.http);
  *         sluice_http_text(&d.rules, &res, &d.http, buf, sizeof(buf));
  *     }
@@ -1235,7 +1234,11 @@ typedef struct sluice_decision {
     unsigned violated; /* as sluice_violated(sl, i) */
     /* Ready for sluice_http_*: stamped, violated set, now_ms the time of
      * the decision on the handle's clock (0 with the server's clock);
-     * name, unit and the rest at their defaults, the caller's to set. */
+     * name, unit and unit_name those of the policy that decided the call
+     * (the limiter's, the call's or the handle's: sluice_policy's
+     * http_name, unit, unit_name; NULL where it has none), pointing into
+     * the thread's record, valid until its next call on the handle; the
+     * rest at their defaults, the caller's to set. */
     sluice_http_options http;
 } sluice_decision;
 

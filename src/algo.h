@@ -74,6 +74,27 @@ static inline bool sl_ruleset_blocks(const sluice_ruleset *rs)
     return false;
 }
 
+/* rs with each limit and burst divided by n instances that share them
+ * (n <= 1: as they are), rounded up: the fallback store's rules
+ * (docs/SEMANTICS.md, "fail=fallback"). out may be rs. */
+static inline void sl_ruleset_divide(const sluice_ruleset *rs, int64_t n,
+                                     sluice_ruleset *out)
+{
+    size_t i;
+
+    if (out != rs)
+        *out = *rs;
+    if (n <= 1)
+        return;
+    for (i = 0; i < out->count && i < SLUICE_MAX_RULES; i++) {
+        sluice_rule *r = &out->rules[i];
+
+        r->limit = (r->limit + n - 1) / n;
+        if (r->burst > 0)
+            r->burst = (r->burst + n - 1) / n;
+    }
+}
+
 /* The longest block of rs's rules, in ms (0: none). */
 static inline int64_t sl_ruleset_block_ms(const sluice_ruleset *rs)
 {

@@ -327,13 +327,15 @@ sluice_status sluice_acquire_many_with(sluice *sl, const sluice_request *reqs,
     if (in != NULL &&
         (st = sl_pipe_policy(sl, SL_OP_ACQUIRE, in, &pol, err)) != SLUICE_OK)
         return st;
-    /* calloc's overflow check: n comes from the caller. */
+    /* calloc's overflow check: n comes from the caller. Each after the
+     * last succeeded: a count whose first array overflows is not asked
+     * for again in one that does not (n bytes of SIZE_MAX / 8 + 1). */
     if (n > 64) {
         rs = sl_calloc(n, sizeof(*rs));
-        res = sl_calloc(n, sizeof(*res));
-        v = sl_calloc(n, 1);
+        res = rs != NULL ? sl_calloc(n, sizeof(*res)) : NULL;
+        v = res != NULL ? sl_calloc(n, 1) : NULL;
     }
-    map = sl_calloc(n, sizeof(*map));
+    map = v != NULL ? sl_calloc(n, sizeof(*map)) : NULL;
     if (rs == NULL || res == NULL || v == NULL || map == NULL) {
         st = SLUICE_ENOMEM;
         sl_errf(err, SL_ERR_LEN, "acquire_many: out of memory for %zu requests",

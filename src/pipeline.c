@@ -514,15 +514,15 @@ static sl_pipe_need stage_answer_many(sl_pipe *p)
 static const sluice_ruleset *decided_by(const sluice_ruleset *rules, sl_op op,
                                         const sluice_result *out,
                                         const sl_policy *pol,
-                                        const sl_policy **divided)
+                                        int64_t *divide_by)
 {
-    *divided = NULL;
+    *divide_by = 1;
     if (op != SL_OP_RESET &&
         (out->limit <= 0 || out->rule_reset_code == SL_RESET_UNDECIDED))
         return NULL;
     if (out->status != SLUICE_OK && rules != NULL &&
         sl_policy_backend_failed(out->status))
-        *divided = pol;
+        *divide_by = (int64_t)pol->fallback_instances;
     return rules;
 }
 
@@ -530,7 +530,7 @@ void sl_pipe_record(const sl_pipe *p)
 {
     const sl_request *r = p->reqs;
     const sluice_ruleset *rs;
-    const sl_policy *divided;
+    int64_t divide_by;
     sl_answers *a;
     size_t i;
 
@@ -538,17 +538,22 @@ void sl_pipe_record(const sl_pipe *p)
         (void)sl_share_answers(p->sl, 0, 0);
     } else if (!p->many) {
         rs = decided_by(sl_op_decides(r->op) ? r->decide.rules : NULL, r->op,
-                        p->out, r->policy, &divided);
-        sl_share_answer1(p->sl, r->now_ms, rs, divided,
+                        p->out, r->policy, &divide_by);
+        sl_share_answer1(p->sl, r->now_ms, rs, divide_by,
                          p->name != NULL ? p->name->kind : SLUICE_OVERRIDE_NONE,
                          p->violated[0]);
     } else if ((a = sl_share_answers(p->sl, p->n, p->batch_now)) != NULL) {
         for (i = 0; i < p->n; i++) {
             rs = decided_by(p->batch[i].rules, SL_OP_ACQUIRE, &p->out[i],
-                            p->pol, &divided);
-            sl_share_answer(a, i, rs, divided, SLUICE_OVERRIDE_NONE,
+                            p->pol, &divide_by);
+            sl_share_answer(a, i, rs, divide_by, SLUICE_OVERRIDE_NONE,
                             p->violated[i]);
         }
+    }
+    if (p->st == SLUICE_OK) {
+        const sl_policy *pol = p->many ? p->pol : r->policy;
+
+        sl_share_http(p->sl, pol->http_name, pol->unit, pol->unit_name);
     }
 }
 

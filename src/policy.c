@@ -119,19 +119,7 @@ bool sl_policy_backend_failed(sluice_status st)
 void sl_policy_divide(const sl_policy *pol, const sluice_ruleset *rs,
                       sluice_ruleset *out)
 {
-    int64_t n =
-        pol->fallback_instances > 1 ? (int64_t)pol->fallback_instances : 1;
-    size_t i;
-
-    if (out != rs)
-        *out = *rs;
-    for (i = 0; i < out->count && i < SLUICE_MAX_RULES; i++) {
-        sluice_rule *r = &out->rules[i];
-
-        r->limit = (r->limit + n - 1) / n;
-        if (r->burst > 0)
-            r->burst = (r->burst + n - 1) / n;
-    }
+    sl_ruleset_divide(rs, (int64_t)pol->fallback_instances, out);
 }
 
 /* fail=fallback: the request decided on the in-process store; false when

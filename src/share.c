@@ -12,9 +12,11 @@
  * key keep their order. */
 #include "share.h"
 
+#include "algo.h"
 #include "handle.h"
 #include "net/conn.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* sluice_errmsg, sluice_violated and sluice_last_decision: each thread
@@ -50,7 +52,12 @@ struct sl_answers {
     sluice_ruleset *sets;
     size_t sets_cap;
     const sluice_ruleset *last_src;
-    const sl_policy *last_divided;
+    int64_t last_divided;
+    /* The HTTP name and unit of the policy that decided the call ("":
+     * the helpers' defaults): sluice_decision.http points at them. */
+    sluice_quota_unit unit;
+    char http_name[64];
+    char unit_name[65];
 };
 static _Thread_local sl_answers err_slots[ERR_SLOTS];
 static _Thread_local unsigned long err_clock;
@@ -186,7 +193,7 @@ static bool rules_ok(const sluice_ruleset *rules)
 }
 
 void sl_share_answer1(const sluice *sl, int64_t now_ms,
-                      const sluice_ruleset *rules, const sl_policy *divided,
+                      const sluice_ruleset *rules, int64_t divide_by,
                       sluice_override_kind kind, uint8_t violated)
 {
     sl_answers *e = err_last;
@@ -202,8 +209,7 @@ void sl_share_answer1(const sluice *sl, int64_t now_ms,
     if (!rules_ok(rules))
         return;
     copy_rules(&e->set0, rules);
-    if (divided)
-        sl_policy_divide(divided, &e->set0, &e->set0);
+    sl_ruleset_divide(&e->set0, divide_by, &e->set0);
     e->a[0].set = 0;
     e->nsets = 1;
 }
@@ -225,7 +231,7 @@ sl_answers *sl_share_answers(const sluice *sl, size_t n, int64_t now_ms)
 }
 
 void sl_share_answer(sl_answers *e, size_t i, const sluice_ruleset *rules,
-                     const sl_policy *divided, sluice_override_kind kind,
+                     int64_t divide_by, sluice_override_kind kind,
                      uint8_t violated)
 {
     answer_rec *r = &(e->nv > ANS_INLINE ? e->heap : e->a)[i];
@@ -238,7 +244,7 @@ void sl_share_answer(sl_answers *e, size_t i, const sluice_ruleset *rules,
         return;
     /* The same rules as the answer before (a batch on one ruleset): the
      * same set, not another copy. */
-    if (e->nsets > 0 && rules == e->last_src && divided == e->last_divided) {
+    if (e->nsets > 0 && rules == e->last_src && divide_by == e->last_divided) {
         r->set = (uint32_t)(e->nsets - 1);
         return;
     }
@@ -250,11 +256,10 @@ void sl_share_answer(sl_answers *e, size_t i, const sluice_ruleset *rules,
         dst = &e->sets[e->nsets - 1];
     }
     copy_rules(dst, rules);
-    if (divided)
-        sl_policy_divide(divided, dst, dst);
+    sl_ruleset_divide(dst, divide_by, dst);
     r->set = (uint32_t)e->nsets++;
     e->last_src = rules;
-    e->last_divided = divided;
+    e->last_divided = divide_by;
 }
 
 unsigned sluice_violated(const sluice *sl, size_t i)
@@ -277,6 +282,18 @@ void sluice_decision_init(sluice_decision *d)
     memset(d, 0, sizeof(*d));
     d->struct_size = sizeof(*d);
     sluice_http_options_init(&d->http);
+}
+
+void sl_share_http(const sluice *sl, const char *http_name,
+                   sluice_quota_unit unit, const char *unit_name)
+{
+    sl_answers *e = err_last;
+
+    if (e == NULL || e->sl != sl)
+        e = slot_of(sl);
+    e->unit = unit;
+    snprintf(e->http_name, sizeof(e->http_name), "%s", http_name);
+    snprintf(e->unit_name, sizeof(e->unit_name), "%s", unit_name);
 }
 
 sluice_status sluice_last_decision(sluice *sl, size_t i, sluice_decision *out)
@@ -305,6 +322,9 @@ sluice_status sluice_last_decision(sluice *sl, size_t i, sluice_decision *out)
     sluice_http_options_init(&d.http);
     d.http.violated = r->violated;
     d.http.now_ms = e->now > 0 ? e->now : 0;
+    d.http.name = e->http_name[0] != '\0' ? e->http_name : NULL;
+    d.http.unit = e->unit;
+    d.http.unit_name = e->unit_name[0] != '\0' ? e->unit_name : NULL;
     /* A newer caller's fields past this library's stay as it set them
      * (zero, from sluice_decision_init). */
     memcpy(out, &d, size < sizeof(d) ? size : sizeof(d));

@@ -22,18 +22,21 @@ char *sl_share_err(const sluice *sl);
  * failed. NULL when there is nothing to record (n 0) or no memory for n
  * (then none is read). */
 typedef struct sl_answers sl_answers;
-typedef struct sl_policy sl_policy; /* request.h */
 sl_answers *sl_share_answers(const sluice *sl, size_t n, int64_t now_ms);
 /* Answer i (< n): the rules that decided it (NULL: none did: a fail
- * policy, a listed client), divided by the fallback store's instances of
- * the policy divided (NULL: as they are; policy.c), the client's override,
+ * policy, a listed client), divided among divide_by instances (the
+ * fallback store's; 0 or 1: as they are; algo.h), the client's override,
  * and the rules it exceeded (bit k: rule k). The rules are copied. */
 void sl_share_answer(sl_answers *a, size_t i, const sluice_ruleset *rules,
-                     const sl_policy *divided, sluice_override_kind kind,
+                     int64_t divide_by, sluice_override_kind kind,
                      uint8_t violated);
+/* The HTTP name, unit and unit name ("": the default) of the policy that
+ * decided the call recorded last on sl in this thread. */
+void sl_share_http(const sluice *sl, const char *http_name,
+                   sluice_quota_unit unit, const char *unit_name);
 /* Both for a single call's one answer: every decision ends here. */
 void sl_share_answer1(const sluice *sl, int64_t now_ms,
-                      const sluice_ruleset *rules, const sl_policy *divided,
+                      const sluice_ruleset *rules, int64_t divide_by,
                       sluice_override_kind kind, uint8_t violated);
 
 #endif /* SL_SHARE_H */

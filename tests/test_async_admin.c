@@ -304,6 +304,30 @@ static sluice_override_kind kind_of(const listed *l, const char *client)
     return (sluice_override_kind)-1;
 }
 
+/* Whether sl's list of names (sluice_limiter_list) has name. */
+typedef struct wanted {
+    const char *name;
+    bool found;
+} wanted;
+
+static int find_name(void *arg, const void *name, size_t name_len)
+{
+    wanted *w = arg;
+
+    w->found =
+        name_len == strlen(w->name) && memcmp(name, w->name, name_len) == 0;
+    return w->found; /* found: stop */
+}
+
+static bool is_listed(sluice *sl, const char *name)
+{
+    wanted w = {name, false};
+
+    if (sluice_limiter_list(sl, find_name, &w) != SLUICE_OK)
+        fail_msg("list: %s", sluice_errmsg(sl));
+    return w.found;
+}
+
 /* Issue 32: an attached handle could not manage its own limiters (the
  * admin calls were blocking only). Every one of them on the loop, seen by
  * another handle as the blocking calls would leave them. */
@@ -334,6 +358,10 @@ static void a_handle_manages_its_limiters_on_the_loop(void **state)
     assert_rules(&a.info.rules, "fixed:5/3600000ms");
     assert_int_equal(a.info.keepalive_ms, 60000);
     assert_string_equal(a.msg, "");
+    /* Kept alive 60 s: not in the list of names (the list is the
+     * limiters kept until deleted; the admin machine keeps it on the
+     * loop as the blocking calls do). */
+    assert_false(is_listed(other, "api"));
     ANSWER(sl, &a,
            sluice_limiter_define_async(sl, "api", 3, &seven, 0, on_admin, &a));
     assert_int_equal(a.st, SLUICE_OK);
@@ -352,6 +380,7 @@ static void a_handle_manages_its_limiters_on_the_loop(void **state)
     assert_int_equal(a.st, SLUICE_OK);
     assert_rules(&a.info.rules, "fixed:7/3600000ms");
     assert_int_equal(a.info.keepalive_ms, 0);
+    assert_true(is_listed(other, "api")); /* kept until deleted: listed */
     d = decide(sl, "api", "c1");
     assert_int_equal(d.res.limit, 7);
     assert_int_equal(d.res.remaining, 5);
@@ -447,6 +476,7 @@ static void a_handle_manages_its_limiters_on_the_loop(void **state)
     ANSWER(sl, &a, sluice_limiter_delete_async(sl, "api", 3, on_admin, &a));
     assert_int_equal(a.st, SLUICE_OK);
     assert_true(a.info.found);
+    assert_false(is_listed(other, "api"));
     ANSWER(sl, &a, sluice_limiter_delete_async(sl, "api", 3, on_admin, &a));
     assert_int_equal(a.st, SLUICE_ENOLIMITER);
     assert_false(a.info.found);

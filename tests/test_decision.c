@@ -658,11 +658,68 @@ static int kill_own_server(void **state)
     return 0;
 }
 
+/* The gateway copied each limiter's HTTP name and unit from its policy
+ * beside the decision: the decision carries them, of the policy that
+ * decided (the limiter's, the call's, none), never the call's before. */
+static void the_policys_http_name_and_unit(void **state)
+{
+    tu_clock clk = {T0};
+    sluice *sl = open_tagged(&clk, "httpn", "metrics=0");
+    sluice_ruleset five = rules("fixed:5/1h");
+    sluice_policy pol;
+    sluice_decision d;
+    sluice_result r;
+    char text[1024];
+
+    (void)state;
+    assert_int_equal(sluice_limiter_set(sl, "llm", 3, &five, 600000),
+                     SLUICE_OK);
+    assert_int_equal(sluice_limiter_set(sl, "plain", 5, &five, 600000),
+                     SLUICE_OK);
+    sluice_policy_init(&pol);
+    pol.set = SLUICE_POLICY_HTTP;
+    snprintf(pol.http_name, sizeof(pol.http_name), "budget");
+    snprintf(pol.unit_name, sizeof(pol.unit_name), "tokens");
+    assert_int_equal(sluice_limiter_policy_set(sl, "llm", 3, &pol), SLUICE_OK);
+
+    r = by_name(sl, "llm", "u1");
+    sluice_decision_init(&d);
+    assert_int_equal(sluice_last_decision(sl, 0, &d), SLUICE_OK);
+    assert_non_null(d.http.name);
+    assert_string_equal(d.http.name, "budget");
+    assert_non_null(d.http.unit_name);
+    assert_string_equal(d.http.unit_name, "tokens");
+    sluice_http_text(&d.rules, &r, &d.http, text, sizeof(text));
+    assert_non_null(strstr(text, "RateLimit-Policy: \"budget\";q=5;"
+                                 "qu=\"tokens\""));
+    /* A limiter without a policy: the defaults, not the last call's. */
+    r = by_name(sl, "plain", "u1");
+    sluice_decision_init(&d);
+    assert_int_equal(sluice_last_decision(sl, 0, &d), SLUICE_OK);
+    assert_null(d.http.name);
+    assert_null(d.http.unit_name);
+    assert_int_equal(d.http.unit, SLUICE_UNIT_REQUESTS);
+    /* By key, the call's policy. */
+    snprintf(pol.http_name, sizeof(pol.http_name), "percall");
+    pol.unit = SLUICE_UNIT_CONTENT_BYTES;
+    pol.unit_name[0] = '\0';
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(sluice_acquire_with(sl, "k", 1, &five, 1, &pol, &r),
+                     SLUICE_OK);
+    sluice_decision_init(&d);
+    assert_int_equal(sluice_last_decision(sl, 0, &d), SLUICE_OK);
+    assert_string_equal(d.http.name, "percall");
+    assert_int_equal(d.http.unit, SLUICE_UNIT_CONTENT_BYTES);
+    assert_null(d.http.unit_name);
+    sluice_close(sl);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(by_name_changed_by_another_handle),
         cmocka_unit_test(by_key_on_every_path),
+        cmocka_unit_test(the_policys_http_name_and_unit),
         cmocka_unit_test(on_the_loop),
         cmocka_unit_test(threads_sharing_a_handle),
         cmocka_unit_test_teardown(fail_policies, kill_own_server),
