@@ -67,6 +67,7 @@ typedef struct sl_pipe_name {
     sl_policy pol;        /* the limiter's policy, when it has one (NAME) */
     bool defined;         /* a define from the limits file was tried */
     sl_define *def;       /* the define under way (DEFINED), or NULL */
+    uint64_t since;       /* the limits file's define events at the read */
     sl_request *send0;    /* the call's own send and res, the define's */
     sluice_result *res0;  /* in their place meanwhile */
 } sl_pipe_name;

@@ -65,6 +65,7 @@ static sl_pipe_need read_rules(sl_pipe *p)
     }
     p->nsend = 1;
     p->send_err = p->err;
+    nm->since = sl_limfile_events(&p->sl->limits);
     sl_pipe_mstate(p, SL_PIPE_READ);
     return SL_NEED_SEND;
 }
@@ -229,14 +230,27 @@ sl_pipe_need sl_pipe_stage_read(sl_pipe *p)
     sluice_status st = p->sent_st == SLUICE_OK ? p->res[0].status : p->sent_st;
     sluice_limiter_override ov;
     int64_t ka = 0;
+    /* A read while this handle defined the name may have found the rules
+     * without all the file's overrides (written 32 a round trip): not
+     * kept, and the decision is the file's, as for every other decision
+     * of the handle by the name while it defines (docs/SEMANTICS.md,
+     * "Limits from a file"). */
+    bool half = st == SLUICE_OK &&
+                sl_limfile_overlapped(&p->sl->limits, sl_pipe_name_of(nm),
+                                      nm->name_len, nm->since);
 
     if (sl_names_read_ended(&p->sl->names, sl_pipe_name_of(nm), nm->name_len,
                             nm->key, nm->kl, nm->client_len, &st, &nm->v,
-                            &nm->over, nm->again, &nm->sent, &nm->rules, &ka,
-                            &ov, p->err)) {
+                            &nm->over, nm->again, !half, &nm->sent, &nm->rules,
+                            &ka, &ov, p->err)) {
         nm->again = true;
         return read_rules(p);
     }
+    if (st == SLUICE_OK && half &&
+        sl_limfile_rules(&p->sl->limits, sl_pipe_name_of(nm), nm->name_len,
+                         sl_pipe_client_of(nm), nm->client_len, &nm->rules,
+                         &ov))
+        return named(p, &ov);
     if (st == SLUICE_OK)
         return named(p, &ov);
     if (sl_policy_backend_failed(st))

@@ -360,8 +360,8 @@ static bool read_done(sl_admin *a)
 
     if (sl_names_read_ended(l, name_of(a), a->name_len, a->key,
                             a->kl - a->client_len + cl, cl, &st, &a->v,
-                            a->ask_over ? &a->over : NULL, a->again, &a->sent,
-                            &a->rules, &a->keepalive, &ov, a->msg)) {
+                            a->ask_over ? &a->over : NULL, a->again, true,
+                            &a->sent, &a->rules, &a->keepalive, &ov, a->msg)) {
         a->again = true;
         return read_rules(a);
     }

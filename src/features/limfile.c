@@ -133,6 +133,7 @@ sl_define *sl_define_new(sl_limfile *f, const void *name, size_t name_len,
     else if (lim != NULL && (d = sl_malloc(sizeof(*d))) == NULL)
         *why = SL_DEFINE_NOMEM;
     if (d != NULL) {
+        f->events++;
         atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed);
         /* Without room, defined all the same (a second define of a name
          * stores nothing new). */
@@ -166,9 +167,55 @@ void sl_define_free(sl_define *d)
     pthread_mutex_lock(&d->file->mu);
     if ((at = defining_at(d->file, d->lim)) < SL_LIMFILE_DEFINING)
         d->file->defining[at] = NULL;
+    at = d->file->ended_next++ % SL_LIMFILE_DEFINING;
+    d->file->ended[at].lim = d->lim;
+    d->file->ended[at].at = ++d->file->events;
     pthread_mutex_unlock(&d->file->mu);
     sl_limfile_drop(d->held);
     sl_free(d);
+}
+
+uint64_t sl_limfile_events(sl_limfile *f)
+{
+    uint64_t n;
+
+    pthread_mutex_lock(&f->mu);
+    n = f->events;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+bool sl_limfile_overlapped(sl_limfile *f, const void *name, size_t name_len,
+                           uint64_t since)
+{
+    const sl_limits_limiter *lim = NULL;
+    bool yes = false;
+    size_t i, n;
+
+    pthread_mutex_lock(&f->mu);
+    if (f->cur != NULL)
+        lim = sl_limits_find(f->cur->form, name, name_len);
+    if (lim != NULL) {
+        yes = defining_at(f, lim) < SL_LIMFILE_DEFINING; /* under way */
+        if (f->events == since) /* none begun or ended since */
+            goto out;
+        n = f->ended_next < SL_LIMFILE_DEFINING ? f->ended_next
+                                                : SL_LIMFILE_DEFINING;
+        for (i = 0; i < n && !yes; i++)
+            yes = f->ended[i].lim == lim && f->ended[i].at > since;
+        /* The ring full of ends after since: older ones may be lost. */
+        if (!yes && f->ended_next >= SL_LIMFILE_DEFINING) {
+            uint64_t oldest = UINT64_MAX;
+
+            for (i = 0; i < SL_LIMFILE_DEFINING; i++)
+                if (f->ended[i].at < oldest)
+                    oldest = f->ended[i].at;
+            yes = oldest > since + 1;
+        }
+    }
+out:
+    pthread_mutex_unlock(&f->mu);
+    return yes;
 }
 
 /* Request i of the next round trip: op on K (kl bytes), its read into

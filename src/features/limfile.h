@@ -32,6 +32,16 @@ typedef struct sl_limfile {
     /* The limiters (of a form held) whose define is under way: another
      * decision by the name decides by the file meanwhile. */
     const struct sl_limits_limiter *defining[SL_LIMFILE_DEFINING];
+    /* Defines begun and ended so far, and the last few ended, each with
+     * that count once it ended: a read sent while one of its name was
+     * under way may have found the rules without all their overrides
+     * (written a round trip after, 32 at a time). */
+    uint64_t events;
+    struct sl_limfile_ended {
+        const struct sl_limits_limiter *lim;
+        uint64_t at; /* events once it ended */
+    } ended[SL_LIMFILE_DEFINING];
+    size_t ended_next;
 } sl_limfile;
 
 /* false: no mutex. */
@@ -52,6 +62,16 @@ bool sl_limfile_swap(sl_limfile *f, sl_limits *form, sl_limfile_form **old);
 bool sl_limfile_rules(sl_limfile *f, const void *name, size_t name_len,
                       const void *client, size_t client_len, sluice_ruleset *rs,
                       sluice_limiter_override *ov);
+
+/* Defines begun and ended on f so far: taken when a read of rules is
+ * sent. */
+uint64_t sl_limfile_events(sl_limfile *f);
+/* Whether a read of name's rules sent when sl_limfile_events said since
+ * may have overlapped a define of name on f: one under way now, or one
+ * that ended after since (true, too, when too many have ended to tell).
+ * Its answer is then the file's, not the read's. */
+bool sl_limfile_overlapped(sl_limfile *f, const void *name, size_t name_len,
+                           uint64_t since);
 
 /* A define from the file: sluice_limiter_define's round trips (the name
  * listed first when the file's keep-alive is 0, the rules stored unless

@@ -90,8 +90,8 @@ bool sl_names_cached(sl_limiters *l, const void *name, size_t name_len,
 bool sl_names_read_ended(sl_limiters *l, const void *name, size_t name_len,
                          const char *key, size_t kl, size_t client_len,
                          sluice_status *st, const sl_value *v,
-                         const sl_value *over, bool last, int64_t *sent,
-                         sluice_ruleset *rs, int64_t *keepalive,
+                         const sl_value *over, bool last, bool keep,
+                         int64_t *sent, sluice_ruleset *rs, int64_t *keepalive,
                          sluice_limiter_override *ov, char *err)
 {
     size_t nkl = kl - client_len; /* K without the client */
@@ -112,6 +112,8 @@ bool sl_names_read_ended(sl_limiters *l, const void *name, size_t name_len,
         *sent = *keepalive > 0 ? *keepalive : -1;
         return true;
     }
+    if (!keep)
+        return false;
     sl_lcache_put(l, name, name_len, rs, *keepalive, v->overs);
     if (client_len > 0)
         sl_lcache_over_put(l, name_len, key, kl, ov);

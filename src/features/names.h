@@ -36,14 +36,15 @@ bool sl_names_cached(sl_limiters *l, const void *name, size_t name_len,
 /* A read of name's rules (with, when client_len > 0, the override of the
  * client whose K is key, read into *over) ended with *st and v: decodes
  * them into rs, *keepalive and *ov, and keeps them (none stored: forgets
- * them, SLUICE_ENOLIMITER). *sent is the keep-alive the read sent; true
- * when one more read must send the one read instead (unless this read was
- * the last allowed), *sent then set to it. */
+ * them, SLUICE_ENOLIMITER; keep false: what was found is not kept, a
+ * read that may have seen a define half done). *sent is the keep-alive
+ * the read sent; true when one more read must send the one read instead
+ * (unless this read was the last allowed), *sent then set to it. */
 bool sl_names_read_ended(sl_limiters *l, const void *name, size_t name_len,
                          const char *key, size_t kl, size_t client_len,
                          sluice_status *st, const sl_value *v,
-                         const sl_value *over, bool last, int64_t *sent,
-                         sluice_ruleset *rs, int64_t *keepalive,
+                         const sl_value *over, bool last, bool keep,
+                         int64_t *sent, sluice_ruleset *rs, int64_t *keepalive,
                          sluice_limiter_override *ov, char *err);
 
 #endif /* SL_NAMES_H */

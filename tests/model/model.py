@@ -677,12 +677,14 @@ class Model:
             if any(r.block for r in rules):
                 self.store.pop((key, "block"), None)
             return
+        # What this reading found gone first: a block it found expired
+        # and started again is the new one, not forgotten after it.
+        for slot, part in outcome.dropped:
+            self._forget((key,) + slot, part)
         if outcome.block is not None:
             # Its TTL: to the end, and the longest block of the rules more.
             self.store[(key, "block")] = Stored(
                 outcome.block, outcome.block + max(r.block for r in rules))
-        for slot, part in outcome.dropped:
-            self._forget((key,) + slot, part)
         if event.get("op") == "refund" or (
                 event.get("op") == "settle" and
                 settle_parts(event)[1] == 0):
@@ -1357,6 +1359,31 @@ def check_readings():
     return True
 
 
+def check_block_again():
+    """A reading that finds the key's block expired and starts a new one
+    keeps the new one: found by model.memory (seed 901265345), where
+    apply() forgot the dropped block after storing the new, and the next
+    late peek was expected unblocked (2000 against the backend's 2124).
+    The reproducer's events, times from t0."""
+    m = Model()
+    t0, rule = 126474821427, "sliding:2/3s,tz=+13:07,block=2000ms"
+    for t in (52, 226):  # the window's two
+        m.decide({"t": t0 + t, "key": "k", "rule": rule})
+    # Late, denied: a block to t0 + 2000, alive to t0 + 4000.
+    m.decide({"t": t0, "key": "k", "rule": rule})
+    # Past t0 + 4000 (the next window): the block may be gone from here.
+    m.decide({"t": t0 + 4057, "key": "k", "rule": "log:4/7ms+" + rule})
+    late = {"t": t0 + 1987, "key": "k", "rule": rule}
+    outs = m.outcomes(late)
+    again = [o for o in outs if o.block == t0 + 3987]
+    assert len(outs) == 2 and len(again) == 1, ("readings", outs)
+    # The reading whose block expired: denied, a new block 1987 + 2000.
+    m.apply(late, again[0])
+    peek = m.decide({"t": t0 + 1863, "key": "k", "rule": rule, "op": "peek"})
+    assert peek["retry_after_ms"] == 3987 - 1863, ("peek", peek)
+    return True
+
+
 def check_rounding():
     """The binding rule's reset as SEMANTICS rounds it, values by hand:
     exact below 2048; 2049 = 0b100000000001 needs 12 bits, up to
@@ -1375,5 +1402,6 @@ def check_rounding():
 
 
 if __name__ == "__main__":
-    ok = selfcheck() and check_readings() and check_rounding()
+    ok = (selfcheck() and check_readings() and check_block_again() and
+          check_rounding())
     print("selfcheck passed" if ok else "selfcheck failed")
