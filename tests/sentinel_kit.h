@@ -213,6 +213,53 @@ static inline bool sk_sees_replicas(int i, int m)
 
 /* How many clients of sentinel i are subscribed to three channels (the
  * handle's subscription and the watcher's): Sentinel has no PUBSUB. */
+/* The ids of sentinel i's clients subscribed to three channels (a
+ * handle's, the watcher's), into ids (max; more are not kept): their
+ * count. A count alone cannot tell a new handle's subscription from a
+ * closed handle's that the sentinel has not seen go yet (the failover on
+ * the caller's loop went on before its handle subscribed, and lost the
+ * second until +switch-master). */
+static inline int sk_subscriber_ids(int i, long long *ids, int max)
+{
+    redisContext *c = admin(sentinel_port(i), SENTINEL_PW);
+    redisReply *r = redisCommand(c, "CLIENT LIST");
+    const char *line = r != NULL && r->type == REDIS_REPLY_STRING ? r->str : "";
+    int n = 0;
+
+    while (*line != '\0') {
+        const char *eol = strchr(line, '\n'), *sub = strstr(line, " sub=3 ");
+        long long id;
+
+        if (eol == NULL)
+            eol = line + strlen(line);
+        if (sub != NULL && sub < eol && sscanf(line, "id=%lld", &id) == 1) {
+            if (n < max)
+                ids[n] = id;
+            n++;
+        }
+        line = *eol != '\0' ? eol + 1 : eol;
+    }
+    freeReplyObject(r);
+    redisFree(c);
+    return n;
+}
+
+/* Whether sentinel i has a client subscribed to three channels whose id
+ * is none of before's (n). */
+static inline bool sk_new_subscriber(int i, const long long *before, int n)
+{
+    long long now[64];
+    int k = sk_subscriber_ids(i, now, 64), a, b;
+
+    for (a = 0; a < k && a < 64; a++) {
+        for (b = 0; b < n && before[b] != now[a]; b++)
+            ;
+        if (b == n)
+            return true;
+    }
+    return false;
+}
+
 static inline int sk_subscribers(int i)
 {
     redisContext *c = admin(sentinel_port(i), SENTINEL_PW);

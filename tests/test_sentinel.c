@@ -187,8 +187,9 @@ static void failover_under_load(const run *how)
     int old, via = how->via, leader = 0, i;
     int64_t end, again, sel, pro, sw, g, bound, t0, fail0, promoted, began,
         settle_ms;
-    long long held;
+    long long held, subs[4][64];
     uint64_t failovers;
+    int nsubs[4];
     bool moved = false;
 
     began = tu_clock_ms(CLOCK_MONOTONIC);
@@ -200,6 +201,9 @@ static void failover_under_load(const run *how)
     run_url[0] = '\0';
     if (how->setup != NULL)
         how->setup();
+    for (i = 1; i <= 3; i++) /* subscribed before the handle: not its */
+        nsubs[i] =
+            frozen == sentinel_pid(i) ? 0 : sk_subscriber_ids(i, subs[i], 64);
     load_start(&l,
                run_url[0]   ? run_url
                : how->multi ? url_multi
@@ -219,9 +223,10 @@ static void failover_under_load(const run *how)
 
         if ((how->leader > 0 && i != how->leader) || frozen == sentinel_pid(i))
             continue;
-        while (sk_subscribers(i) < 2 && tu_clock_ms(CLOCK_MONOTONIC) < until)
+        while (!sk_new_subscriber(i, subs[i], nsubs[i]) &&
+               tu_clock_ms(CLOCK_MONOTONIC) < until)
             tu_sleep_ms(10);
-        if (sk_subscribers(i) < 2)
+        if (!sk_new_subscriber(i, subs[i], nsubs[i]))
             print_message("%s: the handle did not subscribe on sentinel %d "
                           "in 5 s\n",
                           how->name, i);
@@ -556,9 +561,9 @@ static void failover_on_the_callers_loop(void **state)
     tu_poll lp;
     sluice_loop loop;
     sk_watch w;
-    int old, k;
+    int old, k, nsubs;
     int64_t end, promoted, g;
-    long long held;
+    long long held, subs[64];
 
     (void)state;
     wait_settled();
@@ -568,6 +573,7 @@ static void failover_on_the_callers_loop(void **state)
     memset(&a, 0, sizeof(a));
     a.rs = rules("fixed:1000000000/1h");
     snprintf(a.key, sizeof(a.key), "loop-%ld", (long)getpid());
+    nsubs = sk_subscriber_ids(3, subs, 64); /* before the handle: not its */
     a.sl =
         open_url(url, "timeout_ms=250&connect_timeout_ms=500&fail=error", NULL);
     tu_poll_init(&lp);
@@ -580,7 +586,11 @@ static void failover_on_the_callers_loop(void **state)
     end = tu_clock_ms(CLOCK_MONOTONIC) + 5000;
     do
         loop_for(&a, &lp, 50);
-    while (sk_subscribers(3) < 2 && tu_clock_ms(CLOCK_MONOTONIC) < end);
+    while (!sk_new_subscriber(3, subs, nsubs) &&
+           tu_clock_ms(CLOCK_MONOTONIC) < end);
+    if (!sk_new_subscriber(3, subs, nsubs))
+        print_message("on the caller's loop: the handle did not subscribe on "
+                      "sentinel 3 in 5 s\n");
     loop_for(&a, &lp, 300);
     a.t0 = tu_clock_ms(CLOCK_MONOTONIC);
     atomic_store(&w.armed, a.t0);
