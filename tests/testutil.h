@@ -96,23 +96,32 @@ static inline int64_t tu_clock_us(clockid_t id)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* The thread's time waiting for a CPU, and on one in *cpu_us: read afresh
- * at offset 0 of a file each thread keeps open (-2: not yet opened; -1:
- * none to read, both 0). */
+/* The text of a file read afresh at offset 0 into buf (len), the file
+ * opened once at path and kept in *fd (-2: not yet opened; -1: none to
+ * read; path NULL: none). false when there is nothing to read. */
+static inline bool tu_reread(int *fd, const char *path, char *buf, size_t len)
+{
+    ssize_t n;
+
+    if (*fd == -2)
+        *fd = path != NULL ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (*fd < 0 || (n = pread(*fd, buf, len - 1, 0)) <= 0)
+        return false;
+    buf[n] = '\0';
+    return true;
+}
+
+/* The thread's time waiting for a CPU, and on one in *cpu_us (both 0
+ * where the file cannot be read); the file is each thread's own. */
 static inline int64_t tu_runq_us(int64_t *cpu_us)
 {
     static _Thread_local int fd = -2;
     char buf[128];
     unsigned long long cpu_ns, runq_ns;
-    ssize_t n;
 
     *cpu_us = 0;
-    if (fd == -2)
-        fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || (n = pread(fd, buf, sizeof(buf) - 1, 0)) <= 0)
-        return 0;
-    buf[n] = '\0';
-    if (sscanf(buf, "%llu %llu", &cpu_ns, &runq_ns) != 2)
+    if (!tu_reread(&fd, "/proc/thread-self/schedstat", buf, sizeof(buf)) ||
+        sscanf(buf, "%llu %llu", &cpu_ns, &runq_ns) != 2)
         return 0;
     *cpu_us = (int64_t)(cpu_ns / 1000);
     return (int64_t)(runq_ns / 1000);
@@ -124,17 +133,32 @@ static inline int64_t tu_steal_us(void)
     static _Thread_local int fd = -2;
     char buf[256];
     unsigned long long f[8];
-    ssize_t n;
 
-    if (fd == -2)
-        fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || (n = pread(fd, buf, sizeof(buf) - 1, 0)) <= 0)
-        return 0;
-    buf[n] = '\0';
-    if (sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &f[0], &f[1],
+    if (!tu_reread(&fd, "/proc/stat", buf, sizeof(buf)) ||
+        sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &f[0], &f[1],
                &f[2], &f[3], &f[4], &f[5], &f[6], &f[7]) != 8)
         return 0;
     return (int64_t)f[7] * (1000000 / sysconf(_SC_CLK_TCK));
+}
+
+/* The cpu.stat of the process's cgroup (v2) into path (len); false when
+ * the process is in none. */
+static inline bool tu_cgroup_stat(char *path, size_t len)
+{
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    char line[400];
+    bool found = false;
+
+    while (f != NULL && !found && fgets(line, sizeof(line), f) != NULL)
+        if (strncmp(line, "0::", 3) == 0) {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(path, len, "/sys/fs/cgroup%s/cpu.stat",
+                     strcmp(line + 3, "/") == 0 ? "" : line + 3);
+            found = true;
+        }
+    if (f != NULL)
+        fclose(f);
+    return found;
 }
 
 /* The process's cgroup (v2) time throttled by its CPU quota so far (0
@@ -142,32 +166,15 @@ static inline int64_t tu_steal_us(void)
 static inline int64_t tu_throttled_us(void)
 {
     static _Thread_local int fd = -2;
-    char buf[512], *p;
-    ssize_t n;
+    char buf[512], path[512] = "";
+    const char *p;
 
-    if (fd == -2) {
-        char path[512] = "/sys/fs/cgroup";
-        FILE *f = fopen("/proc/self/cgroup", "re");
-
+    if (fd == -2 && !tu_cgroup_stat(path, sizeof(path)))
         fd = -1;
-        if (f != NULL) {
-            char line[400];
-
-            while (fgets(line, sizeof(line), f) != NULL)
-                if (strncmp(line, "0::", 3) == 0) {
-                    line[strcspn(line, "\n")] = '\0';
-                    snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.stat",
-                             strcmp(line + 3, "/") == 0 ? "" : line + 3);
-                    fd = open(path, O_RDONLY | O_CLOEXEC);
-                }
-            fclose(f);
-        }
-    }
-    if (fd < 0 || (n = pread(fd, buf, sizeof(buf) - 1, 0)) <= 0)
+    if (!tu_reread(&fd, path, buf, sizeof(buf)) ||
+        (p = strstr(buf, "throttled_usec ")) == NULL)
         return 0;
-    buf[n] = '\0';
-    p = strstr(buf, "throttled_usec ");
-    return p != NULL ? (int64_t)strtoll(p + 15, NULL, 10) : 0;
+    return (int64_t)strtoll(p + 15, NULL, 10);
 }
 
 /* The clock read between two readings of the count that agree: a
