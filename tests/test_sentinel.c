@@ -507,8 +507,9 @@ typedef struct on_loop {
     int64_t t0;
     bool stop;
     long inflight, decided, failed, unknown, other;
-    unsigned char good[SPAN_MS];
-    char other_msg[256];
+    unsigned char good[SPAN_MS], bad[SPAN_MS];
+    int64_t first_unknown; /* ms, -1 none */
+    char other_msg[256], unknown_msg[256];
 } on_loop;
 
 static void loop_submit(on_loop *a);
@@ -528,7 +529,13 @@ static void loop_decided(sluice *sl, void *arg, sluice_status st,
     } else if (st == SLUICE_ECONNECT || st == SLUICE_EIO ||
                st == SLUICE_ETIMEOUT || st == SLUICE_ESERVER) {
         a->failed++;
-        a->unknown += st == SLUICE_EIO || st == SLUICE_ETIMEOUT;
+        if (ms >= 0 && ms < SPAN_MS)
+            a->bad[ms] = 1;
+        if ((st == SLUICE_EIO || st == SLUICE_ETIMEOUT) && a->unknown++ == 0) {
+            a->first_unknown = ms;
+            snprintf(a->unknown_msg, sizeof(a->unknown_msg), "%s",
+                     sluice_errmsg(sl));
+        }
     } else {
         a->other++;
         snprintf(a->other_msg, sizeof(a->other_msg), "%s (%s)",
@@ -562,7 +569,7 @@ static void failover_on_the_callers_loop(void **state)
     sluice_loop loop;
     sk_watch w;
     int old, k, nsubs;
-    int64_t end, promoted, g;
+    int64_t end, promoted, g, sel, pro, sw;
     long long held, subs[64];
 
     (void)state;
@@ -571,6 +578,7 @@ static void failover_on_the_callers_loop(void **state)
     sk_watch_start(&w);
     watching = &w;
     memset(&a, 0, sizeof(a));
+    a.first_unknown = -1;
     a.rs = rules("fixed:1000000000/1h");
     snprintf(a.key, sizeof(a.key), "loop-%ld", (long)getpid());
     nsubs = sk_subscriber_ids(3, subs, 64); /* before the handle: not its */
@@ -615,12 +623,23 @@ static void failover_on_the_callers_loop(void **state)
     held = counted(a.key, 2);
     promoted = w.promoted_at >= 0 ? w.promoted_at - a.t0 : -1;
     g = promoted >= 0 ? first_at(a.good, promoted) : -1;
+    sel = sk_first(&w, "+selected-slave", a.t0, NULL);
+    pro = sk_first(&w, "+promoted-slave", a.t0, NULL);
+    sw = sk_first(&w, "+switch-master", a.t0, NULL);
     print_message("on the caller's loop, led by sentinel 3: master %d -> %d; "
                   "%ld decided, %ld failed (%ld unknown); the new master "
                   "holds %lld; promoted at %lld ms, the first good decision "
                   "after it at %lld ms (control %lld ms)\n",
                   old, master_port(2), a.decided, a.failed, a.unknown, held,
                   (long long)promoted, (long long)g, (long long)w.control_ms);
+    print_message("on the caller's loop: ms after SENTINEL FAILOVER: "
+                  "+selected-slave %lld (+promoted-slave %lld, +switch-master "
+                  "%lld); failures from %lld to %lld, the first with an "
+                  "unknown outcome at %lld: %s\n",
+                  (long long)sel, (long long)pro, (long long)sw,
+                  (long long)first_at(a.bad, 0), (long long)last_at(a.bad),
+                  (long long)a.first_unknown,
+                  a.unknown_msg[0] ? a.unknown_msg : "-");
     sluice_close(a.sl);
     if (a.other > 0)
         fail_msg("%ld answers neither a decision nor a failure: %s", a.other,
