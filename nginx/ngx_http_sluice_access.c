@@ -327,9 +327,13 @@ ngx_http_sluice_start(ngx_http_request_t *r, ngx_http_sluice_ctx_t *ctx)
     ctx->state = NGX_HTTP_SLUICE_STATE_WAITING;
 
     /* While it waits: a client that goes away ends the request (499),
-     * whose cleanup forgets the decision; a write event does nothing. */
+     * whose cleanup forgets the decision; a write event does nothing.
+     * The read event is posted once, as the client may have gone with
+     * its request already (epoll reported both in one event, and no
+     * other will come): ngx_http_test_reading finds that out now. */
     r->read_event_handler = ngx_http_test_reading;
     r->write_event_handler = ngx_http_request_empty_handler;
+    ngx_post_event(r->connection->read, &ngx_posted_events);
 
     ngx_http_sluice_backend_busy(b);
 
