@@ -27,8 +27,8 @@ import time
 import traceback
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
 import check_sf  # noqa: E402  (tests/check_sf.py)
 
 QUOTA = "https://iana.org/assignments/http-problem-types#quota-exceeded"
@@ -162,6 +162,7 @@ class Nginx:
             c = ["valgrind", "--quiet", "--trace-children=no",
                  "--leak-check=full", "--show-leak-kinds=definite",
                  "--errors-for-leak-kinds=definite",
+                 "--suppressions=%s" % os.path.join(HERE, "nginx.supp"),
                  "--log-file=%s/valgrind.%%p" % self.dir] + c
         self.out = open(os.path.join(self.dir, "stderr"), "w")
         self.proc = subprocess.Popen(c, stdout=self.out, stderr=self.out,
