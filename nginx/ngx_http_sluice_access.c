@@ -64,6 +64,7 @@ ngx_http_sluice_done(sluice *sl, void *arg, sluice_status st,
     ngx_http_sluice_answer_t  *a;
 
     ctx = wait->ctx;
+    ngx_http_sluice_backend_busy(wait->backend, -1);
     ngx_free(wait);
 
     if (ctx == NULL) {
@@ -246,6 +247,7 @@ ngx_http_sluice_start(ngx_http_request_t *r, ngx_http_sluice_ctx_t *ctx)
     }
 
     wait->ctx = ctx;
+    wait->backend = b;
 
     if (z->limiter.len == 0) {
         /* A zone's keys are its own: "ZONE:" before the key. */
@@ -335,7 +337,7 @@ ngx_http_sluice_start(ngx_http_request_t *r, ngx_http_sluice_ctx_t *ctx)
     r->write_event_handler = ngx_http_request_empty_handler;
     ngx_post_event(r->connection->read, &ngx_posted_events);
 
-    ngx_http_sluice_backend_busy(b);
+    ngx_http_sluice_backend_busy(b, 1);
 
     return NGX_AGAIN;
 }

@@ -45,12 +45,14 @@ ngx_http_sluice_check_backend(ngx_conf_t *cf, ngx_http_sluice_backend_t *b)
 }
 
 
-/* Whether the worker may exit with this timer left: not while a
- * decision is in flight, whose request waits for it. */
+/* The module's decisions in flight on b, counted up as one starts and
+ * down as its callback runs: the worker may exit with b's timer left only
+ * when none is, since each has a request waiting for it. */
 void
-ngx_http_sluice_backend_busy(ngx_http_sluice_backend_t *b)
+ngx_http_sluice_backend_busy(ngx_http_sluice_backend_t *b, ngx_int_t delta)
 {
-    b->timer.cancelable = (b->sl == NULL || sluice_pending(b->sl) == 0);
+    b->waiting += delta;
+    b->timer.cancelable = (b->waiting == 0);
 }
 
 
@@ -80,8 +82,6 @@ ngx_http_sluice_on_event(ngx_event_t *ev)
     /* May end the watch and free c. */
     sluice_socket_action(b->sl, fd, ev->write ? SLUICE_WATCH_OUT
                                               : SLUICE_WATCH_IN);
-
-    ngx_http_sluice_backend_busy(b);
 }
 
 
@@ -91,8 +91,6 @@ ngx_http_sluice_on_timer(ngx_event_t *ev)
     ngx_http_sluice_backend_t  *b = ev->data;
 
     sluice_socket_action(b->sl, SLUICE_SOCKET_TIMEOUT, 0);
-
-    ngx_http_sluice_backend_busy(b);
 }
 
 
@@ -362,6 +360,7 @@ ngx_http_sluice_open_backends(ngx_cycle_t *cycle)
 
     for (i = 0; i < smcf->backends.nelts; i++) {
         b[i].log = cycle->log;
+        b[i].waiting = 0;
         b[i].watch = NULL;
         b[i].nwatch = 0;
         ngx_memzero(&b[i].flushed, sizeof(sluice_stats));
@@ -401,7 +400,6 @@ ngx_http_sluice_open_backends(ngx_cycle_t *cycle)
         }
 
         ngx_http_sluice_set_policies(&b[i]);
-        ngx_http_sluice_backend_busy(&b[i]);
     }
 
     if (smcf->sh != NULL) {

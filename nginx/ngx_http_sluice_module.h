@@ -56,6 +56,7 @@ struct ngx_http_sluice_backend_s {
     /* One worker's, from init_process to exit_process. */
     sluice                      *sl;        /* NULL: could not open */
     ngx_event_t                  timer;
+    ngx_int_t                    waiting;   /* decisions in flight */
     ngx_http_sluice_watch_t     *watch;
     ngx_uint_t                   nwatch;
     ngx_log_t                   *log;
@@ -150,6 +151,7 @@ typedef struct {
  * request has gone finds ctx NULL. Allocated with ngx_alloc. */
 struct ngx_http_sluice_wait_s {
     ngx_http_sluice_ctx_t       *ctx;
+    ngx_http_sluice_backend_t   *backend;
 };
 
 
@@ -173,7 +175,8 @@ ngx_int_t ngx_http_sluice_check_backend(ngx_conf_t *cf,
     ngx_http_sluice_backend_t *b);
 ngx_int_t ngx_http_sluice_open_backends(ngx_cycle_t *cycle);
 void ngx_http_sluice_close_backends(ngx_cycle_t *cycle);
-void ngx_http_sluice_backend_busy(ngx_http_sluice_backend_t *b);
+void ngx_http_sluice_backend_busy(ngx_http_sluice_backend_t *b,
+    ngx_int_t delta);
 extern ngx_uint_t  ngx_http_sluice_exiting;
 
 /* ngx_http_sluice_status.c */
