@@ -9,11 +9,13 @@ a location (all must admit), the cost (a variable; 0 not counted; not a
 number: 400; never fits: 400 without Retry-After), sluice_limit_status,
 sluice_headers off, the dry run, the variables, inheritance, error_page,
 an internal redirect counted once, a named limiter from a limits file,
-HEAD, and 40 clients at once on one key admitted exactly the limit.
+HEAD, 40 clients at once on one key admitted exactly the limit, and five
+HTTP/2 streams at once on one connection.
 
     test_directives.py --module SO --work DIR [--url URL]
 """
 import os
+import subprocess
 import threading
 
 import kit
@@ -77,6 +79,10 @@ server {
     location @target { sluice_limit zone=perclient; OK; }
     location /named { sluice_limit zone=named; OK; }
     location /crowd { sluice_limit zone=crowd; OK; }
+}
+server {
+    listen 127.0.0.1:PORT1 http2;
+    location /h2 { sluice_limit zone=perclient; OK; }
 }
 """ % {"url": URL, "sep": SEP, "prefix": PREFIX, "limits": LIMITS,
        "vars": VARS}
@@ -268,14 +274,30 @@ def crowd(n):
               (codes.count(200), codes.count(429)))
 
 
+def http2(n):
+    # HTTP/2 (cleartext, prior knowledge): five streams at once on one
+    # connection, each waiting for its decision; three admitted.
+    url = "http://127.0.0.1:%d/h2" % n.ports[1]
+    p = subprocess.run(["curl", "-s", "--http2-prior-knowledge",
+                        "--parallel", "--parallel-immediate", "-H",
+                        "X-Client: h2", "-w",
+                        "%{http_version} %{http_code}\n"] +
+                       ["-o", "/dev/null", url] * 5,
+                       stdout=subprocess.PIPE, text=True, timeout=60)
+    answers = sorted(p.stdout.split("\n")[:-1])
+    kit.check(answers == ["2 200"] * 3 + ["2 429"] * 2,
+              "five HTTP/2 streams: %r" % answers)
+
+
 def main():
-    n = kit.Nginx(ns, "nginx", CONF).start()
+    n = kit.Nginx(ns, "nginx", CONF, ports=2).start()
     within_and_past(n)
     several(n)
     cost(n)
     answers(n)
     named(n)
     crowd(n)
+    http2(n)
     # A location without a limit answers without fields or variables.
     a = get(n, "/free", "alice")
     kit.check(a.status == 200 and a.body == b"ok\n" and
