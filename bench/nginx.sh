@@ -116,28 +116,46 @@ redis_cpu() { # PORT: used_cpu_user + used_cpu_sys, in µs
 }
 tw_ports=$(cut -d: -f2 "$servers/twemproxy/servers")
 
-printf '| cell | requests/s | p50 ms | p99 ms | p99.9 ms | Redis CPU µs/request |\n' >"$work/table.md"
+# The cells in turn, ROUNDS times over (seconds / ROUNDS each): a load
+# beside the bench that comes and goes then falls on every cell alike; each
+# cell is told by its median round (by requests/s).
+rounds=${ROUNDS:-3}
+each=$(awk -v s="$seconds" -v r="$rounds" 'BEGIN { printf "%.0f", s / r < 1 ? 1 : s / r }')
+for ((round = 1; round <= rounds; round++)); do
+    for c in "${cells[@]}"; do
+        ps=$rport
+        [[ $c == twemproxy ]] && ps=$tw_ports
+        before=0
+        for p in $ps; do before=$((before + $(redis_cpu "$p"))); done
+        wrk -t2 -c"$conns" -d"${each}s" -s "$work/keys.lua" \
+            "http://127.0.0.1:${ports[$c]}/" >"$work/$c.$round.wrk" 2>&1
+        after=0
+        for p in $ps; do after=$((after + $(redis_cpu "$p"))); done
+        echo $((after - before)) >"$work/$c.$round.cpu"
+        non2xx=$(awk '/Non-2xx/ { print $5 }' "$work/$c.$round.wrk")
+        [[ -z $non2xx ]] || { echo "nginx.sh: $c answered $non2xx non-2xx" >&2; cat "$work/$c.$round.wrk" >&2; exit 1; }
+    done
+done
+printf '| cell | requests/s (rounds) | p50 ms | p99 ms | p99.9 ms | Redis CPU µs/request |\n' >"$work/table.md"
 printf '|---|---|---|---|---|---|\n' >>"$work/table.md"
 declare -A rps
 for c in "${cells[@]}"; do
-    ps=$rport
-    [[ $c == twemproxy ]] && ps=$tw_ports
-    before=0
-    for p in $ps; do before=$((before + $(redis_cpu "$p"))); done
-    wrk -t2 -c"$conns" -d"${seconds}s" -s "$work/keys.lua" \
-        "http://127.0.0.1:${ports[$c]}/" >"$work/$c.wrk" 2>&1
-    after=0
-    for p in $ps; do after=$((after + $(redis_cpu "$p"))); done
-    reqs=$(awk '/requests in/ { print $1 }' "$work/$c.wrk")
-    r=$(awk '/^Requests\/sec:/ { printf "%d", $2 }' "$work/$c.wrk")
+    all=""
+    for ((round = 1; round <= rounds; round++)); do
+        r=$(awk '/^Requests\/sec:/ { printf "%d", $2 }' "$work/$c.$round.wrk")
+        all+="$r $round"$'\n'
+    done
+    med=$(printf '%s' "$all" | sort -n | sed -n "$(((rounds + 1) / 2))p" | cut -d' ' -f2)
+    f=$work/$c.$med.wrk
+    r=$(awk '/^Requests\/sec:/ { printf "%d", $2 }' "$f")
     rps[$c]=$r
-    read -r p50 p99 p999 < <(awk '/^LAT / { print $2, $3, $4 }' "$work/$c.wrk")
+    reqs=$(awk '/requests in/ { print $1 }' "$f")
+    read -r p50 p99 p999 < <(awk '/^LAT / { print $2, $3, $4 }' "$f")
     cpu="-"
     [[ $c == none || $c == limit_req || $c == mem ]] ||
-        cpu=$(awk -v u=$((after - before)) -v n="$reqs" 'BEGIN { printf "%.2f", u / n }')
-    non2xx=$(awk '/Non-2xx/ { print $5 }' "$work/$c.wrk")
-    [[ -z $non2xx ]] || { echo "nginx.sh: $c answered $non2xx non-2xx" >&2; cat "$work/$c.wrk" >&2; exit 1; }
-    printf '| %s | %d | %.2f | %.2f | %.2f | %s |\n' "$c" "$r" \
+        cpu=$(awk -v u="$(cat "$work/$c.$med.cpu")" -v n="$reqs" 'BEGIN { printf "%.2f", u / n }')
+    printf '| %s | %d (%s) | %.2f | %.2f | %.2f | %s |\n' "$c" "$r" \
+        "$(printf '%s' "$all" | cut -d' ' -f1 | paste -sd/)" \
         "$(awk -v x="$p50" 'BEGIN { print x / 1000 }')" \
         "$(awk -v x="$p99" 'BEGIN { print x / 1000 }')" \
         "$(awk -v x="$p999" 'BEGIN { print x / 1000 }')" "$cpu" >>"$work/table.md"
@@ -154,7 +172,7 @@ sed 's/^done = /delay = function() return 10 end\ndone = /' "$work/keys.lua" >"$
 printf '| cell at %d requests/s | achieved | p50 ms | p99 ms | p99.9 ms |\n|---|---|---|---|---|\n' \
     "$half" >"$work/paced.md"
 declare -A p99s
-for c in none redis_uniform; do
+for c in none limit_req redis_uniform; do
     wrk -t2 -c"$pace_conns" -d"${seconds}s" -s "$work/paced.lua" \
         "http://127.0.0.1:${ports[$c]}/" >"$work/$c.paced" 2>&1
     r=$(awk '/^Requests\/sec:/ { printf "%d", $2 }' "$work/$c.paced")
@@ -168,7 +186,7 @@ done
 {
     echo "# nginx: the module beside limit_req"
     echo
-    echo "wrk -t2 -c$conns -d${seconds}s, one nginx worker, $(nproc) cores, $(date -u +%Y-%m-%d)."
+    echo "wrk -t2 -c$conns, $rounds rounds of ${each} s a cell (the median round shown), one nginx worker, $(nproc) cores, $(date -u +%Y-%m-%d)."
     echo
     cat "$work/table.md"
     echo
