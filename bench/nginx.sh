@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # nginx.sh - the nginx module beside nginx's own limit_req, in one run, with
-# wrk against one nginx (one worker) serving a small static answer (empty_gif: 43 bytes, in the content
-# phase, after the limits) on
-# loopback: no limit; limit_req (the local floor: a shared-memory zone);
-# the module on mem://; on redis:// with 10,000 keys drawn uniformly, with
-# one hot key, with one hot key and reservations (reserve_ms=100); and
-# through twemproxy. No limit ever denies (their limits are far above the
-# rate): the cells measure the cost of deciding. For each: requests/s,
-# p50, p99 and p99.9 latency (wrk's, by a Lua done() hook), and Redis CPU
-# per request (INFO cpu, user and system, before and after, over the
-# requests). Then the p99 each adds at a fixed rate, half the capacity of
-# the uniform redis:// cell, against no limit at the same rate (wrk2's
-# -R where wrk2 is installed, else a paced Python client: then said).
-# Writes bench/out/nginx.md.
-#   bench/nginx.sh [--seconds S] [--connections C]
+# wrk against one nginx (one worker) serving a small static answer on
+# loopback (empty_gif: 43 bytes, in the content phase, after the limits):
+# no limit; limit_req (the local floor: a shared-memory zone); the module
+# on mem://; on redis:// with 10,000 keys drawn uniformly, with one hot
+# key, with one hot key and reservations (reserve_ms=100); and through
+# twemproxy. No limit ever denies (their limits are far above the rate):
+# the cells measure the cost of deciding. The cells run in turn, ROUNDS
+# (3) times over, each told by its median round: requests/s, p50, p99 and
+# p99.9 latency (wrk's, by a Lua done() hook), and Redis CPU per request
+# (INFO cpu, user and system, before and after). Then the p99 that no
+# limit, limit_req and the module on redis:// (uniform keys) show at a
+# fixed rate, half the uniform cell's (paced by wrk's delay(): wrk2 is not
+# in Debian). Writes bench/out/nginx.md.
+#   bench/nginx.sh [--seconds S] [--connections C]   S: a cell's, in all
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=10
