@@ -9,8 +9,9 @@ a location (all must admit), the cost (a variable; 0 not counted; not a
 number: 400; never fits: 400 without Retry-After), sluice_limit_status,
 sluice_headers off, the dry run, the variables, inheritance, error_page,
 an internal redirect counted once, a named limiter from a limits file,
-HEAD, 40 clients at once on one key admitted exactly the limit, and five
-HTTP/2 streams at once on one connection.
+HEAD, 40 clients at once on one key admitted exactly the limit, a
+backend's reservations and deny cache, and five HTTP/2 streams at once on
+one connection.
 
     test_directives.py --module SO --work DIR [--url URL]
 """
@@ -46,13 +47,16 @@ VARS = """add_header X-Status $sluice_status always;
 
 CONF = """
 sluice_backend b "%(url)s%(sep)sprefix=%(prefix)s&limits_file=%(limits)s";
-sluice_zone $http_x_client zone=perclient rules=fixed:3/1h;
-sluice_zone $http_x_client zone=wide rules=fixed:5/1h;
-sluice_zone $http_x_client zone=narrow rules=fixed:2/1h;
-sluice_zone $http_x_client zone=budget rules=fixed:5/1h unit=tokens;
-sluice_zone "all" zone=crowd rules=fixed:25/1h;
-sluice_zone $http_x_client zone=named limiter=api;
-sluice_zone $http_x_client zone=srv rules=fixed:2/1h;
+sluice_backend fast "%(url)s%(sep)sprefix=%(prefix)s&reserve_ms=1000&deny_cache=100";
+sluice_zone $http_x_client zone=perclient backend=b rules=fixed:3/1h;
+sluice_zone $http_x_client zone=wide backend=b rules=fixed:5/1h;
+sluice_zone $http_x_client zone=narrow backend=b rules=fixed:2/1h;
+sluice_zone $http_x_client zone=budget backend=b rules=fixed:5/1h unit=tokens;
+sluice_zone "all" zone=crowd backend=b rules=fixed:25/1h;
+sluice_zone $http_x_client zone=named backend=b limiter=api;
+sluice_zone $http_x_client zone=srv backend=b rules=fixed:2/1h;
+sluice_zone "hot" zone=hot backend=fast rules=fixed:100000/1h;
+sluice_zone $http_x_client zone=once backend=fast rules=fixed:1/1h;
 server {
     listen 127.0.0.1:PORT0;
     %(vars)s
@@ -79,6 +83,8 @@ server {
     location @target { sluice_limit zone=perclient; OK; }
     location /named { sluice_limit zone=named; OK; }
     location /crowd { sluice_limit zone=crowd; OK; }
+    location /hot { sluice_limit zone=hot; OK; }
+    location /once { sluice_limit zone=once; OK; }
 }
 server {
     listen 127.0.0.1:PORT1 http2;
@@ -274,6 +280,21 @@ def crowd(n):
               (codes.count(200), codes.count(429)))
 
 
+def backend_options(n):
+    # Reservations (reserve_ms=): a hot key's admissions come from units
+    # the worker holds; the deny cache (deny_cache=): a denial repeated
+    # without a round trip.
+    results = [get(n, "/hot").header("X-Result") for _ in range(40)]
+    kit.check(set(results) <= {"ok", "reserved"} and
+              results.count("reserved") > 0, "hot key: %r" % results)
+    results = [get(n, "/once", "lee") for _ in range(3)]
+    kit.check([a.status for a in results] == [200, 429, 429] and
+              results[1].header("X-Result") == "ok" and
+              results[2].header("X-Result") == "cached" and
+              results[2].header("Retry-After"),
+              "deny cache: %r" % results)
+
+
 def http2(n):
     # HTTP/2 (cleartext, prior knowledge): five streams at once on one
     # connection, each waiting for its decision; three admitted.
@@ -297,6 +318,7 @@ def main():
     answers(n)
     named(n)
     crowd(n)
+    backend_options(n)
     http2(n)
     # A location without a limit answers without fields or variables.
     a = get(n, "/free", "alice")
