@@ -84,6 +84,10 @@ server {
     location /named { sluice_limit zone=named; OK; }
     location /crowd { sluice_limit zone=crowd; OK; }
     location /hot { sluice_limit zone=hot; OK; }
+    location /up { sluice_limit zone=perclient;
+                   proxy_set_header X-Left $sluice_remaining;
+                   proxy_pass http://127.0.0.1:PORT0/echo; }
+    location /echo { return 200 "left $http_x_left\n"; }
     location /once { sluice_limit zone=once; OK; }
 }
 server {
@@ -295,6 +299,13 @@ def backend_options(n):
               "deny cache: %r" % results)
 
 
+def upstream(n):
+    # The variables reach an upstream: what the decision left.
+    for i in range(2):
+        a = get(n, "/up", "mo")
+        kit.check(a.status == 200 and a.body == b"left %d\n" % (2 - i), a)
+
+
 def http2(n):
     # HTTP/2 (cleartext, prior knowledge): five streams at once on one
     # connection, each waiting for its decision; three admitted.
@@ -319,6 +330,7 @@ def main():
     named(n)
     crowd(n)
     backend_options(n)
+    upstream(n)
     http2(n)
     # A location without a limit answers without fields or variables.
     a = get(n, "/free", "alice")
