@@ -70,6 +70,7 @@ server {
     location /cost { sluice_limit zone=budget cost=$http_x_cost;
                      OK; }
     location /status503 { sluice_limit zone=perclient;
+                          sluice_limit_log_level warn;
                           sluice_limit_status 503; OK; }
     location /quiet { sluice_limit zone=perclient; sluice_headers off;
                       OK; }
@@ -209,6 +210,15 @@ def answers(n):
         kit.check(get(n, "/status503", "frank").status == 200, "503 case")
     a = get(n, "/status503", "frank")
     kit.check(a.status == 503 and a.problem()["status"] == 503, a)
+    # sluice_limit_log_level: its denials logged at warn, the others at
+    # error (the default).
+    with open(n.error_log) as f:
+        lines = [ln for ln in f if "limiting requests" in ln]
+    kit.check([ln for ln in lines if "[warn]" in ln and "/status503" in ln]
+              and not [ln for ln in lines if "[warn]" in ln and
+                       "/status503" not in ln] and
+              [ln for ln in lines if "[error]" in ln and "/one" in ln],
+              "log levels: %r" % lines)
     # sluice_headers off: no fields, the problem still.
     for _ in range(3):
         a = get(n, "/quiet", "gina")
