@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# build-deb.sh - builds the Debian packages libsluice0, libsluice-dev and
-# sluice-tools from a copy of the tree (never in the tree itself:
-# dpkg-buildpackage writes into debian/ and puts the .debs in the parent
-# directory), runs lintian on them, and with --install-check installs them,
-# checks that they work, and removes them again.
+# build-deb.sh - builds the Debian packages libsluice0, libsluice-dev,
+# sluice-tools and libnginx-mod-http-sluice from a copy of the tree
+# (never in the tree itself: dpkg-buildpackage writes into debian/ and puts
+# the .debs in the parent directory), runs lintian on them, and with
+# --install-check installs them, checks that they work, and removes them
+# again.
 #   scripts/build-deb.sh [--worktree] [--install-check] [--out DIR]
 #     --worktree       copy the working tree (tracked and new files, not
 #                      ignored ones) instead of the last commit (HEAD)
 #     --install-check  apt-get install the .debs, check pkg-config, the CMake
-#                      package, man 1 and man 3 sluice and the command, then
-#                      apt-get remove them
+#                      package, man 1 and man 3 sluice, the command and the
+#                      nginx module (nginx -t loads it), then
+#                      apt-get purge them
 #     --out DIR        where to build (default /tmp/sluice-pkg); emptied first
 # Needs root (or sudo) for apt-get. The .debs and the lintian report end up
 # in DIR.
@@ -102,14 +104,14 @@ echo "build-deb: lintian: $(grep -c '^[EWIPX]: ' "$out/lintian.txt" || true) tag
 
 if [[ $install_check -eq 1 ]]; then
     echo "== install check"
-    pkgs=(libsluice0 libsluice-dev sluice-tools)
+    pkgs=(libsluice0 libsluice-dev sluice-tools libnginx-mod-http-sluice)
     for p in "${pkgs[@]}"; do
         if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
             echo "build-deb: $p is installed already; not touching it" >&2
             exit 1
         fi
     done
-    trap '$sudo apt-get remove -y -qq "${pkgs[@]}" >/dev/null 2>&1 || true' EXIT
+    trap '$sudo apt-get purge -y -qq "${pkgs[@]}" >/dev/null 2>&1 || true' EXIT
     (cd "$out" && $sudo apt-get install -y -qq ./*.deb >/dev/null)
     pkg-config --modversion sluice
     pkg-config --cflags --libs sluice
@@ -137,9 +139,19 @@ CMAKE
     cmake --build "$probe/build" >/dev/null
     "$probe/build/quickstart" | grep -q '^allowed, 60 left$'
     rm -rf "$probe"
-    $sudo apt-get remove -y -qq "${pkgs[@]}" >/dev/null
+    # The nginx module: in nginx's module directory, its load file in
+    # modules-available (dh_nginx), and loaded by nginx -t.
+    test -f /usr/lib/nginx/modules/ngx_http_sluice_module.so
+    grep -q 'ngx_http_sluice_module.so' /usr/share/nginx/modules-available/mod-http-sluice.conf
+    probe=$(mktemp -d)
+    printf 'load_module /usr/lib/nginx/modules/ngx_http_sluice_module.so;\nevents {}\nhttp { sluice_backend m mem://; sluice_zone $uri zone=z rules=fixed:1/1s; }\n' \
+        >"$probe/nginx.conf"
+    /usr/sbin/nginx -t -q -p "$probe" -c "$probe/nginx.conf" -g "error_log stderr; pid $probe/pid;"
+    rm -rf "$probe"
+    # purge: the module's load file is enabled in /etc/nginx (dh_nginx).
+    $sudo apt-get purge -y -qq "${pkgs[@]}" >/dev/null
     trap - EXIT
     echo "build-deb: installed, checked (pkg-config, CMake package, man 1 and 3," \
-        "sluice), removed"
+        "sluice, the nginx module loaded by nginx -t), removed"
 fi
 echo "build-deb: packages in $out"

@@ -25,6 +25,7 @@ if [[ ${1:-} == --test ]]; then
         python3 python3-prometheus-client # the model, the metrics check
         prometheus                       # promtool: the metrics pages' check
         curl                             # the example HTTP service's test
+        nginx-dev nginx-light            # the nginx module: its build, nginx
     )
 fi
 
@@ -44,6 +45,16 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# nginx is here for the module's tests, which start their own on free
+# ports: the one the package starts at install (port 80) is stopped, and
+# kept from starting at boot.
+if [[ " ${missing[*]} " == *" nginx-light "* ]]; then
+    if [[ -d /run/systemd/system ]]; then
+        $sudo systemctl disable --now nginx.service >/dev/null 2>&1 || true
+    elif [[ -x /etc/init.d/nginx ]]; then
+        $sudo /etc/init.d/nginx stop >/dev/null 2>&1 || true
+    fi
+fi
 # Debian's prometheus package is here for its promtool only; under
 # systemd its server starts at install (port 9090): stop it, and keep it
 # from starting at boot.

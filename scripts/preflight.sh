@@ -150,6 +150,13 @@ need_cmd openssl openssl
 need_cmd curl curl
 need_cmd python3 python3
 need_cmd promtool prometheus
+# The nginx module: nginx's source tree for modules (its build) and nginx
+# (its tests); without them the module and its tests would be skipped.
+[[ -x /usr/share/nginx/src/configure && -f /usr/share/nginx/src/conf_flags ]] ||
+    missing "nginx's module source tree (/usr/share/nginx/src)" nginx-dev
+checked=$((checked + 1))
+[[ -x /usr/sbin/nginx ]] || missing "the command /usr/sbin/nginx" nginx-light
+checked=$((checked + 1))
 # Debian's Python, as tests/test_stats.sh runs it.
 py=python3
 [[ -x /usr/bin/python3 ]] && py=/usr/bin/python3
