@@ -4,7 +4,8 @@
  * worker's handle, the request waits (its phases stop), and the
  * decision's callback posts the request's write event, which runs the
  * phases again from this handler. The limits of a location are decided
- * one after the other; the first denial answers. */
+ * one after the other; the first denial answers, and what the earlier
+ * ones charged is given back (ngx_http_sluice_refund.c). */
 
 #include "ngx_http_sluice_module.h"
 #include <ngx_sha1.h>
@@ -288,6 +289,9 @@ ngx_http_sluice_start(ngx_http_request_t *r, ngx_http_sluice_ctx_t *ctx)
 
             pp = &policy;
         }
+
+        a->key = full;
+        a->cost = cost;
 
         st = sluice_acquire_with_async(b->sl, full.data, full.len, &z->rules,
                                        cost, pp, ngx_http_sluice_done, wait);
@@ -750,6 +754,9 @@ ngx_http_sluice_handler(ngx_http_request_t *r)
         case NGX_HTTP_SLUICE_STATE_ANSWERED:
             rc = ngx_http_sluice_judge(r, ctx, &ctx->answers[ctx->next]);
             if (rc != 0) {
+                /* All or nothing, as limit_req: what the earlier limits
+                 * charged is given back. */
+                ngx_http_sluice_give_back(r, ctx);
                 return ngx_http_sluice_finish(r, ctx, rc);
             }
 
@@ -771,6 +778,7 @@ ngx_http_sluice_handler(ngx_http_request_t *r)
 
             if (rc != NGX_DECLINED) {
                 ctx->deciding = ctx->next;
+                ngx_http_sluice_give_back(r, ctx);
                 return ngx_http_sluice_finish(r, ctx, rc);
             }
 

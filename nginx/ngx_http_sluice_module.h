@@ -121,6 +121,8 @@ typedef struct {
     sluice_ruleset               rules;     /* what decided it (count 0:
                                                no rule decided) */
     unsigned                     violated;
+    ngx_str_t                    key;       /* a zone by key's, as sent */
+    ngx_int_t                    cost;
     unsigned                     asked:1;   /* a decision was made */
 } ngx_http_sluice_answer_t;
 
@@ -193,6 +195,10 @@ ngx_int_t ngx_http_sluice_status_handler(ngx_http_request_t *r);
 /* ngx_http_sluice_access.c */
 ngx_int_t ngx_http_sluice_handler(ngx_http_request_t *r);
 ngx_http_sluice_ctx_t *ngx_http_sluice_get_ctx(ngx_http_request_t *r);
+
+/* ngx_http_sluice_refund.c */
+void ngx_http_sluice_give_back(ngx_http_request_t *r,
+    ngx_http_sluice_ctx_t *ctx);
 ngx_int_t ngx_http_sluice_add_variables(ngx_conf_t *cf);
 
 

@@ -67,6 +67,7 @@ server {
     location /free { OK; }
     location /two { sluice_limit zone=wide; sluice_limit zone=narrow;
                     OK; }
+    location /wide { sluice_limit zone=wide; OK; }
     location /cost { sluice_limit zone=budget cost=$http_x_cost;
                      OK; }
     location /status503 { sluice_limit zone=perclient;
@@ -183,6 +184,11 @@ def several(n):
     kit.check(a.status == 429 and
               a.problem()["violated-policies"] == ["narrow"] and
               a.header("X-Limit") == "narrow", a)
+    # All or nothing, as limit_req: wide admitted the refused request,
+    # and gave it back (its 5 less the 2 served and this one: 2 left; 1
+    # had it stayed charged).
+    a = get(n, "/wide", "dave")
+    kit.check(a.status == 200 and fields(a, "wide")[1]["r"] == 2, a)
 
 
 def cost(n):
