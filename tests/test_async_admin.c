@@ -761,7 +761,14 @@ static void frozen_on(const char *scheme, int port, pid_t pid)
         double net = tu_net_ms(a[i].t0, a[i].t1);
 
         assert_int_equal(a[i].calls, 1);
-        if (a[i].st != SLUICE_ETIMEOUT)
+        /* redis+multi:// sends one transaction at a time: a call that
+         * waited behind the first, whose timeout closed the connection,
+         * meets its deadline while the connect to the frozen server is
+         * under way (the ASan pass of a fresh root: "not connected within
+         * 1200 ms (...; connect() under way); nothing was sent"). */
+        if (a[i].st != SLUICE_ETIMEOUT &&
+            !(a[i].st == SLUICE_ECONNECT &&
+              strstr(a[i].msg, "nothing was sent") != NULL))
             fail_msg("%s: admin call %d: %s: %s", scheme, i,
                      sluice_status_name(a[i].st), a[i].msg);
         if (strstr(a[i].msg, "timeout_ms=") == NULL)
@@ -771,7 +778,7 @@ static void frozen_on(const char *scheme, int port, pid_t pid)
         worst = net > worst ? net : worst;
     }
     control_net = tu_net_ms(a[0].t0, control.t1);
-    printf("# %s %s: frozen server: 3 admin calls ended ETIMEOUT after at "
+    printf("# %s %s: frozen server: 3 admin calls ended (ETIMEOUT) after at "
            "most %.1f ms net of waits for a CPU, the decision beside them "
            "%.1f (timeout %d ms): %s\n",
            LOOP_NAME, scheme, worst, control_net, 300 * TU_TIME_SCALE,
