@@ -12,8 +12,9 @@
 #   scripts/test.sh --quick    the quick tier alone (ctest -L quick and the
 #                              examples) in the gcc build: the
 #                              edit-compile-test loop, no installing
-# Each pass picks its tests by the labels of tests/CMakeLists.txt (its
-# Tiers block; tests/README.md has the table of which test runs where).
+# Each pass picks its tests by the labels tests/CMakeLists.txt gives each
+# test where it adds it (sluice_test's TIER and flags; tests/README.md has
+# the table of which test runs where).
 # Each pass runs its tests in parallel (ctest -j: twice the number of CPUs
 # in the gcc, clang and ASan passes, where half the tests' time is spent
 # waiting on servers and timers; the number of CPUs under valgrind and
