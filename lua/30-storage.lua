@@ -1,3 +1,8 @@
+-- The functions the decisions' rules call, each made only for a request
+-- whose rules call it.
+-- Reads    n, algo1, op.
+-- Sets     window_ttl, reset_ttl, fdiv (nil where no rule calls it).
+--
 -- The storage rules of src/store.h, under the same names. A rule's family
 -- is window (algo 1 fixed, 2 sliding), log (3) or bucket (4 token, 5
 -- gcra); a window rule reads `windows` windows, its algo (fixed t's,
@@ -26,9 +31,6 @@
 -- build differ by up to 1 % on new keys (a hot key: more). What is
 -- left written out: a bucket's drain to u (the fast path, the refund and
 -- phase 1), where a function would cost 0.8k on every bucket decision.
--- Reads    n, algo1, op.
--- Sets     window_ttl, reset_ttl, fdiv: each nil unless a rule of this
---          request calls it.
 local window_ttl, reset_ttl, fdiv
 if n > 1 or algo1 <= 2 then
     window_ttl = function(te, p, windows, floor)
