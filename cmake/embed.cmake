@@ -1,11 +1,122 @@
-# embed.cmake - concatenates lua/*.lua into one script and writes it, with
-# its SHA1 (the EVALSHA digest), as a C source file. Run at build time:
-#   cmake -DOUT=<file.c> -DSCRIPT=<file.lua> -DSOURCES="a.lua,b.lua" -P embed.cmake
+# embed.cmake - makes the Lua backend's one script from its sections and
+# writes it, with its SHA1 (the EVALSHA digest), as a C source file. Run at
+# build time:
+#   cmake -DOUT=<file.c> -DSCRIPT=<file.lua> -DOPS=<script_ops.h>
+#         -DSOURCES="a.lua,b.lua" -P embed.cmake
+# The script is the sections in the order given, one chunk (Redis runs it
+# as one function). The operation codes come from OPS
+# (src/backends/script_ops.h, the list C's enum is made from): each
+# OP_<NAME> in the sections' code (not in their comments) is written as
+# its code, as C's preprocessor would. Not a `local OP_<NAME> = code` a
+# code: Redis runs the whole chunk on every call, and 15 locals cost each
+# decision 15 VM instructions, about 1 % of a one-rule decision
+# (bench/redis-cost.sh), for names the build can write in at no cost.
 string(REPLACE "," ";" SOURCES "${SOURCES}")
+
+# The X(NAME, code) lines of the list; the codes must be 0 to N - 1, each
+# once (C and Lua read the same lines: a gap or a twin is a slip in the
+# list, not a choice).
+file(READ "${OPS}" ops_text)
+string(REGEX MATCHALL "[^A-Za-z0-9_]X\\([A-Z][A-Z0-9_]*, *[0-9]+\\)" ops
+       "${ops_text}")
+set(names "")
+set(codes "")
+set(table "")
+foreach(op IN LISTS ops)
+  string(REGEX REPLACE ".X\\(([A-Z0-9_]+), *([0-9]+)\\)" "\\1;\\2" pair
+         "${op}")
+  list(GET pair 0 name)
+  list(GET pair 1 code)
+  list(FIND codes "${code}" at)
+  if(NOT at EQUAL -1)
+    message(FATAL_ERROR "${OPS}: code ${code} given twice (${name})")
+  endif()
+  list(APPEND names "${name}")
+  list(APPEND codes "${code}")
+  string(APPEND table "--   ${code} OP_${name}\n")
+endforeach()
+list(LENGTH codes count)
+if(count EQUAL 0)
+  message(FATAL_ERROR "${OPS}: no X(NAME, code) line")
+endif()
+math(EXPR last "${count} - 1")
+foreach(code RANGE ${last})
+  list(FIND codes "${code}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "${OPS}: codes must be 0 to ${last}; ${code} is missing")
+  endif()
+endforeach()
+
+# sl_lua_ops(<text> <file> <out-var>): text with each OP_<NAME> before a
+# line's "--" (its code: no string of the script holds "--") written as
+# its code; an OP_ name not in the list, or op compared with a number,
+# fails the build, naming the line.
+function(sl_lua_ops text file out)
+  set(done "")
+  set(lineno 0)
+  while(NOT text STREQUAL "")
+    math(EXPR lineno "${lineno} + 1")
+    string(FIND "${text}" "\n" nl)
+    if(nl EQUAL -1)
+      set(line "${text}")
+      set(text "")
+      set(eol "")
+    else()
+      string(SUBSTRING "${text}" 0 ${nl} line)
+      math(EXPR nl "${nl} + 1")
+      string(SUBSTRING "${text}" ${nl} -1 text)
+      set(eol "\n")
+    endif()
+    string(FIND "${line}" "--" cm)
+    if(cm EQUAL -1)
+      set(code "${line}")
+      set(comment "")
+    else()
+      string(SUBSTRING "${line}" 0 ${cm} code)
+      string(SUBSTRING "${line}" ${cm} -1 comment)
+    endif()
+    if(code MATCHES "(^|[^A-Za-z0-9_])op *[=~<>]=? *[0-9]")
+      message(FATAL_ERROR "${file}:${lineno}: op compared with a number: "
+        "name it OP_<NAME> (${OPS})")
+    endif()
+    if(code MATCHES "OP_")
+      # Spaces around, so that a name at either end has a boundary.
+      set(code " ${code} ")
+      list(LENGTH names k)
+      math(EXPR k "${k} - 1")
+      foreach(i RANGE ${k})
+        list(GET names ${i} name)
+        list(GET codes ${i} value)
+        string(REGEX REPLACE "([^A-Za-z0-9_])OP_${name}([^A-Za-z0-9_])"
+               "\\1${value}\\2" code "${code}")
+      endforeach()
+      if(code MATCHES "OP_[A-Za-z0-9_]*")
+        message(FATAL_ERROR "${file}:${lineno}: ${CMAKE_MATCH_0} is no "
+          "operation of ${OPS}")
+      endif()
+      string(LENGTH "${code}" len)
+      math(EXPR len "${len} - 2")
+      string(SUBSTRING "${code}" 1 ${len} code)
+    endif()
+    string(APPEND done "${code}${comment}${eol}")
+  endwhile()
+  set(${out} "${done}" PARENT_SCOPE)
+endfunction()
+
 set(body "")
+set(first TRUE)
 foreach(src IN LISTS SOURCES)
   file(READ "${src}" part)
+  sl_lua_ops("${part}" "${src}" part)
   string(APPEND body "${part}\n")
+  if(first)
+    string(APPEND body "-- The operation codes, from src/backends/script_ops.h (the list the
+-- client's enum is made from); the build wrote each OP_<NAME> of the code
+-- below as its code (cmake/embed.cmake):
+${table}
+")
+    set(first FALSE)
+  endif()
 endforeach()
 file(WRITE "${SCRIPT}" "${body}")
 file(SHA1 "${SCRIPT}" digest)

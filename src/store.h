@@ -2,7 +2,7 @@
 /* store.h - one home per storage rule: for each algorithm, the family of
  * state it keeps (counters by window, a log, a bucket), the windows a
  * decision reads, and how long a charged key lives. The plain backends,
- * mem:// and the script's packer read it here; lua/sluice.lua mirrors it
+ * mem:// and the script's packer read it here; lua/30-storage.lua mirrors it
  * under the same names (family, windows, window_ttl for SL_TTL_WINDOW_END,
  * reset_ttl for SL_TTL_RESET). */
 #ifndef SL_STORE_H

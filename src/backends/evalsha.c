@@ -6,6 +6,7 @@
 
 #include "algo.h"
 #include "backend.h"
+#include "backends/script_ops.h"
 #include "net/sentinel.h"
 #include "store.h"
 
@@ -90,40 +91,41 @@ static int64_t wire_tag(uint64_t tag)
     return (int64_t)(tag & ((UINT64_C(1) << 52) - 1));
 }
 
-/* The script's number of an operation (lua/sluice.lua, ARGV[1]). */
-static int64_t script_op(sl_op op)
+/* The script's code of an operation (src/backends/script_ops.h, the list
+ * the script's OP_<NAME> are made from). */
+static sl_script_op script_op(sl_op op)
 {
     switch (op) {
     case SL_OP_ACQUIRE:
-        return 1;
+        return SL_SCRIPT_ACQUIRE;
     case SL_OP_PEEK:
-        return 0;
+        return SL_SCRIPT_PEEK;
     case SL_OP_RESET:
-        return 2;
+        return SL_SCRIPT_RESET;
     case SL_OP_AT_MOST:
-        return 3;
+        return SL_SCRIPT_AT_MOST;
     case SL_OP_REFUND:
-        return 4;
+        return SL_SCRIPT_REFUND;
     case SL_OP_FORCE:
-        return 11;
+        return SL_SCRIPT_FORCE;
     case SL_OP_RULES_GET:
-        return 5;
+        return SL_SCRIPT_RULES_GET;
     case SL_OP_RULES_PUT:
-        return 6; /* 7 to replace: see append_rules */
+        return SL_SCRIPT_RULES_PUT_NX; /* or RULES_PUT: see append_rules */
     case SL_OP_RULES_DEL:
-        return 8;
+        return SL_SCRIPT_RULES_DEL;
     case SL_OP_LEASE_ACQUIRE:
-        return 9;
+        return SL_SCRIPT_LEASE_ACQUIRE;
     case SL_OP_LEASE_RELEASE:
-        return 10;
+        return SL_SCRIPT_LEASE_RELEASE;
     case SL_OP_OVER_SET:
-        return 12;
+        return SL_SCRIPT_OVER_SET;
     case SL_OP_OVER_DEL:
-        return 13;
+        return SL_SCRIPT_OVER_DEL;
     case SL_OP_OVER_LIST:
-        return 14;
+        return SL_SCRIPT_OVER_LIST;
     }
-    return 0;
+    return SL_SCRIPT_PEEK;
 }
 
 static void put_i64(char **p, int64_t v);
@@ -156,11 +158,11 @@ static sluice_status append_rules(sl_conn *cn, const char *prefix,
     size_t lens[8];
     char key[SL_KEY_BUF], okey[SL_KEY_BUF], packed[80], *pk = packed;
     int n = 6;
-    int64_t op = script_op(rq->op);
+    sl_script_op op = script_op(rq->op);
     bool lease = is_lease_op(rq->op);
 
     if (rq->op == SL_OP_RULES_PUT && !rq->stored.if_absent)
-        op = 7;
+        op = SL_SCRIPT_RULES_PUT;
     memset(packed, 0, sizeof(packed));
     /* Leases: t, op, the most holders, the tag, the lease time, the TTL
      * floor. Rules: 0, op, the keep-alive to store, the tag. */
@@ -195,7 +197,8 @@ static sluice_status append_rules(sl_conn *cn, const char *prefix,
     if (lease)
         return sl_conn_append(cn, 6, argv, lens, err, err_len);
     /* Rules and overrides: KEYS[2] is the overrides hash, which goes and
-     * lives with the rules; ARGV[2] and [3] as lua/sluice.lua says. */
+     * lives with the rules; ARGV[2] and [3] as lua/20-overrides.lua and
+     * lua/22-stored-rules.lua say. */
     argv[2] = "2";
     memmove(&argv[5], &argv[4], 2 * sizeof(*argv));
     memmove(&lens[5], &lens[4], 2 * sizeof(*lens));
@@ -220,7 +223,7 @@ static sluice_status append_rules(sl_conn *cn, const char *prefix,
 }
 
 /* Appends one request: EVALSHA (or EVAL), its numbers packed in one
- * argument (lua/sluice.lua has the contract). On the client's clock the
+ * argument (lua/00-contract.lua has the contract). On the client's clock the
  * window keys, their ends and TTLs are worked out here, so that the script
  * does no more than it must. A reset on the client's clock is a DEL; on
  * the server's only the script knows the time, so it runs the script. */

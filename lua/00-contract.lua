@@ -1,0 +1,90 @@
+-- sluice.lua - the one script of the Lua backend: reads every rule's state,
+-- decides admission, charges all rules or none, and returns the state it
+-- read. The client (src/backends/evalsha.c) computes every output from
+-- that state with the arithmetic every backend shares (src/algo.c), and
+-- checks that it reaches the same admissions as the script.
+--
+-- Written for Redis's CPU, which is what a decision costs under load
+-- (counted with callgrind, instructions per call; see docs/DESIGN.md):
+--   - the chunk defines four small functions (window_ttl, reset_ttl,
+--     fdiv, and window_locate on the server's clock), each created only
+--     for the decisions that call it: Redis keeps no state between calls,
+--     so a function defined here is created again on every call (see "The
+--     storage rules" below for what that costs);
+--   - the numbers come packed in one argument and are read by one
+--     struct.unpack per rule: every argument costs Redis an object and a
+--     Lua string, and tonumber goes through strtod;
+--   - the cost comes ready-made in decimal for the commands that need it;
+--   - a window is charged by INCRBY at once and the charge taken back on
+--     a denial: fewer instructions than reading first, though it writes;
+--   - the reply is a few integers, and the client does the rest.
+-- docs/DESIGN.md, "The Lua script contract", has the layout of every key;
+-- every backend shares it.
+--
+-- ARGV[1]   little-endian int64s: t (the request's time in ms, or -1: the
+--           server's TIME), op (OP_ACQUIRE: charge when every rule admits,
+--           OP_PEEK, OP_RESET: server's clock only, the client deletes on
+--           its own, OP_AT_MOST: acquire at most cost, OP_REFUND: refund
+--           cost, OP_FORCE: a forced charge of cost, a settle's excess),
+--           cost, tag (echoed last), then for each rule: algo
+--           (1 fixed, 2 sliding, 3 log, 4 token, 5 gcra), limit, period,
+--           and three more:
+--             fixed, sliding  tz offset, te (ms to the window's end; -1 on
+--                             the server's clock), TTL floor
+--             log             TTL floor, 0, 0
+--             token, gcra     capacity, TTL floor, 0
+-- ARGV[2]   the cost in decimal
+-- ARGV[3]   only for a ruleset with a block (OP_PEEK, OP_ACQUIRE, OP_RESET,
+--           OP_AT_MOST): each
+--           rule's block in ms as a little-endian int64 (0: none,
+--           negative: with extend=1); the key's block is then the last
+--           key, and the reply has two values more before the tag
+-- KEYS      in rule order: fixed one key, sliding two (t's window and the
+--           one before), log and buckets one. On the server's clock a
+--           window rule has one key, the rule's, and the script appends
+--           ':' .. k for window k (the same hash tag, so the same slot).
+-- return    in rule order: fixed: s (admitted: cur, else -1 - cur, with
+--           cur the count before the request); sliding: s, prev; log: s
+--           over m (the newest stamp, -1 none: admitted m + 1, else
+--           -2 - m), sum (the live cost at u = max(t, m)), xfit, cum (a
+--           fitting denial: the stamp whose leaving lets it fit and the
+--           live cost up to it; else -1, 0); token, gcra: admitted (1/0),
+--           x and D read (-1, -1: none). Then, on the server's clock, t.
+--           Then, for OP_AT_MOST, the amount granted. Last the tag. A
+--           refund (OP_REFUND) or a forced charge (OP_FORCE) is made first
+--           and then answered as a peek of cost 1, and an acquire at most
+--           reads as a peek of cost 1 (the state and admissions it
+--           reports are those), then charges what it grants. With
+--           ARGV[3], the block's end before and after the decision (-1:
+--           none). All as little-endian int64s in one string.
+--           The other operations (a named limiter's rules and overrides,
+--           leases) read and answer as their sections say.
+-- Numbers are below 2^53 (SEMANTICS.md, "Accepted ranges"), so doubles
+-- hold them exactly; products are formed only where they stay below 2^53.
+--
+-- The script is the sections lua/NN-*.lua, which the build
+-- (cmake/embed.cmake, in the order of CMakeLists.txt's
+-- SLUICE_LUA_SECTIONS) joins into this one chunk: Redis runs a script as
+-- one function, and a function per section would cost its creation on
+-- every call (see 30-storage.lua). The sections share the chunk's locals,
+-- so each opens with its contract: what it reads (ARGV, KEYS, and the
+-- locals that sections before it set), what it returns, and what it
+-- leaves for the sections after it. They name the operation codes
+-- OP_<NAME> of src/backends/script_ops.h (the list the client's enum is
+-- made from), which the build writes in as numbers. In order:
+--   10-args          the request's numbers (t, op, c, tag, the first rule)
+--   20-overrides     OP_OVER_*: returns
+--   21-leases        OP_LEASE_*: returns
+--   22-stored-rules  OP_RULES_*: returns
+--   30-storage       the functions the decisions' rules call
+--   40-fast          OP_ACQUIRE of one rule on the client's clock: returns,
+--                    but for data it did not expect
+--   50-clock         the server's clock (t = TIME), the errors' words
+--   51-reset         OP_RESET (on the server's clock): returns
+--   52-refund        OP_REFUND: gives back, then op is OP_PEEK, c 1
+--   53-force         OP_FORCE: charges, then op is OP_PEEK, c 1
+--   60-phase1        OP_PEEK, OP_ACQUIRE, OP_AT_MOST: each rule's state
+--                    and admission
+--   70-block         the key's block, with ARGV[3]
+--   80-phase2        the charges (or the windows' charges taken back)
+--   90-reply         returns the state read, in one string
