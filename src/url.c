@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* url.c - parses backend URLs and their query options. */
+#include "caps.h"
 #include "options.h"
 
 #include <ctype.h>
@@ -451,6 +452,21 @@ static sluice_status credentials_from_options(const char *url,
     return SLUICE_OK;
 }
 
+/* TLS and a socket where the scheme's backend has them (caps.c). */
+static sluice_status check_transport(const char *url, const sl_url *u,
+                                     char *err, size_t err_len)
+{
+    unsigned need = (u->ep.tls ? SL_CAP_SERVER | SL_CAP_TLS : 0) |
+                    (u->ep.socket[0] ? SL_CAP_SERVER | SL_CAP_SOCKET : 0);
+    const sl_refusal *r =
+        sl_caps_refusal(SL_ASK_TRANSPORT, need, sl_caps_of_scheme(u->scheme));
+
+    if (r == NULL)
+        return SLUICE_OK;
+    bad(err, err_len, url, r->text);
+    return r->status;
+}
+
 /* The sentinels' options only with a sentinel scheme; then the
  * sentinels' endpoint: TLS as the data nodes unless sentinel_tls= says,
  * with the same CA and client certificate. */
@@ -606,19 +622,8 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
     if (q != NULL &&
         (st = parse_query(url, q + 1, out, err, err_len)) != SLUICE_OK)
         return st;
-    if (out->scheme == SL_SCHEME_MEM && (out->ep.tls || out->ep.socket[0]))
-        return bad(err, err_len, url,
-                   "mem:// keeps its state in this process: no socket, no "
-                   "TLS");
-    if (out->scheme == SL_SCHEME_TWEMPROXY && out->ep.tls)
-        return bad(err, err_len, url,
-                   "twemproxy has no TLS (nutcracker 0.5.0 speaks plain "
-                   "TCP): put a TLS terminator in front of it, or use "
-                   "rediss:// to Redis itself");
-    if (out->scheme == SL_SCHEME_CLUSTER && out->ep.socket[0] != '\0')
-        return bad(err, err_len, url,
-                   "option socket: a cluster's nodes are reached at the "
-                   "TCP addresses they announce, not through a socket");
+    if ((st = check_transport(url, out, err, err_len)) != SLUICE_OK)
+        return st;
     if (!out->ep.tls && (out->ep.tls_ca_file[0] || out->ep.tls_ca_dir[0] ||
                          out->ep.tls_cert[0] || out->ep.tls_key[0] ||
                          out->ep.tls_server_name[0] || out->ep.tls_insecure))
