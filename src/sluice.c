@@ -125,13 +125,6 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
         goto fail;
     if ((st = sl_tls_check(&sl->url, err, err_len)) != SLUICE_OK)
         goto fail;
-    if (sl->url.cfg.deny_cache > 1000000) {
-        sl_errf(err, err_len,
-                "open: deny_cache %u: expected 0..1000000 denials to keep",
-                (unsigned)sl->url.cfg.deny_cache);
-        st = SLUICE_EINVAL;
-        goto fail;
-    }
     if (sl_deny_init(&sl->deny, sl->url.cfg.deny_cache) != SLUICE_OK) {
         sl_errf(err, err_len, "open: out of memory for the deny cache");
         st = SLUICE_ENOMEM;
