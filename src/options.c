@@ -403,10 +403,18 @@ bool sl_option_apply(size_t i, const char *v, size_t n, bool secret, sl_url *u,
     case OPT_TEXT0:
         dst = (char *)u + o->at;
         cap = o->size;
-        if ((o->kind == OPT_TEXT && n == 0) || !sl_decode(dst, cap, v, n)) {
+        if (o->kind == OPT_TEXT && n == 0) {
             snprintf(msg, msg_len,
-                     "option %s: %sa bad escape, or longer than %zu bytes",
-                     o->name, o->kind == OPT_TEXT ? "empty, " : "", cap - 1);
+                     "option %s: empty, a bad escape, or longer than %zu "
+                     "bytes",
+                     o->name, cap - 1);
+            return false;
+        }
+        if (!sl_decode(dst, cap, v, n)) {
+            /* Its first 40 bytes quoted, as a number's are. */
+            snprintf(msg, msg_len,
+                     "option %s=%.*s: a bad escape, or longer than %zu bytes",
+                     o->name, shown_len, shown, cap - 1);
             return false;
         }
         break;

@@ -591,6 +591,26 @@ static void option_rows_check_the_struct_and_set_defaults(void **state)
     assert_int_equal(u.cfg.fallback_max_keys, -1);
 }
 
+/* A text option's bad value is quoted (its first 40 bytes), a secret's
+ * never. */
+static void text_options_quote_their_value(void **state)
+{
+    char url[600], err[512] = "";
+    sl_url u;
+
+    (void)state;
+    parse_bad("redis://h?socket=/run/%zz", "option socket=/run/%zz: a bad "
+                                           "escape");
+    snprintf(url, sizeof(url), "redis://h?tls_ca_file=/%0300d", 0);
+    parse_bad(url, "option tls_ca_file=/000000000");
+    snprintf(url, sizeof(url),
+             "redis+sentinel://s:26379/m?sentinel_password=%0300d", 7);
+    assert_int_equal(sl_url_parse(url, NULL, &u, err, sizeof(err)),
+                     SLUICE_EURL);
+    assert_non_null(strstr(err, "option sentinel_password=***: a bad escape"));
+    assert_null(strstr(err, "0000"));
+}
+
 static void credentials_come_from_options_when_the_url_has_none(void **state)
 {
     sluice_options o;
@@ -814,6 +834,7 @@ int main(void)
         cmocka_unit_test(options_are_read_as_far_as_their_struct_size_says),
         cmocka_unit_test(out_of_range_options_are_quoted),
         cmocka_unit_test(option_rows_check_the_struct_and_set_defaults),
+        cmocka_unit_test(text_options_quote_their_value),
         cmocka_unit_test(the_limits_file_comes_from_the_url_over_the_options),
         cmocka_unit_test(open_reports_bad_urls_and_unreachable_servers),
     };
