@@ -151,6 +151,8 @@ static bool refuse(sl_engine *e, sl_job *job)
         if (r == NULL)
             continue;
         sl_errf(msg, sizeof(msg), "%s: %s", e->name, r->text);
+        /* Nothing but its status, as a backend's own refusal was. */
+        memset(&job->out[i], 0, sizeof(job->out[i]));
         sl_engine_answer(job, i, r->status, msg);
     }
     return job->finished;

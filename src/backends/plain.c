@@ -604,7 +604,8 @@ void sl_plain_start(void *state, sl_job *job)
         units[i].rq = &job->reqs[i];
         units[i].job = job;
         units[i].i = i;
-        memset(&job->out[i], 0, sizeof(job->out[i]));
+        if (!(job->marks[i] & SL_MARK_ANSWERED)) /* not refused already */
+            memset(&job->out[i], 0, sizeof(job->out[i]));
     }
     /* A request on a key already under way waits behind it. */
     for (i = 0; i < job->n && !job->finished; i++) {
