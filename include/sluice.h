@@ -121,11 +121,13 @@ typedef enum sluice_fail_policy {
 typedef int64_t (*sluice_clock_fn)(void *ctx); /* ms since the epoch */
 
 /* Zero-initialise, or better call sluice_options_init(); a zero field means
- * the default shown. Everything kept is copied at open. Options given in the
- * URL's query override these. The struct grows at its end only (see
- * docs/ABI.md): fields added by later versions go after struct_size, and the
- * library reads them only when struct_size says the caller's struct has
- * them, so a newer library never reads past an older program's struct. */
+ * the default shown. A field's range is its URL option's (the timeouts and
+ * ttl_floor_ms 1..86400000 ms), checked at open. Everything kept is copied
+ * at open. Options given in the URL's query override these. The struct
+ * grows at its end only (see docs/ABI.md): fields added by later versions
+ * go after struct_size, and the library reads them only when struct_size
+ * says the caller's struct has them, so a newer library never reads past
+ * an older program's struct. */
 typedef struct sluice_options {
     sluice_clock_fn clock;       /* default: CLOCK_REALTIME */
     void *clock_ctx;             /* passed to clock */

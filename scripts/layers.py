@@ -28,7 +28,7 @@ SRC = os.path.join(ROOT, "src")
 # without extension). A file that matches none is an error: say its layer.
 LAYERS = [
     ("base", ["alloc", "error", "version", "internal", "slot", "clock"]),
-    ("logic", ["rule", "algo", "key", "url", "store", "options",
+    ("logic", ["rule", "algo", "key", "url", "caps", "store", "options",
                "request"]),
     # Limits files read into a form (docs/LIMITS.md): it needs only the
     # base and the rules' parser (cmake/layers.cmake checks its includes),

@@ -4,15 +4,17 @@
 #ifndef SL_BACKEND_H
 #define SL_BACKEND_H
 
+#include "caps.h"
 #include "engine.h"
 #include "internal.h"
 #include "request.h"
 
-#define SL_BACKEND_VERSION 4
-
 typedef struct sl_backend {
     const char *name; /* "memory", "evalsha", ...; used in messages */
-    int version;      /* SL_BACKEND_VERSION it was built against */
+    /* What it can do (caps.h, SL_CAPS_<NAME>): the engine answers a
+     * request it cannot before its start sees the job, the handle's open
+     * refuses clock=server it cannot read. */
+    unsigned caps;
 
     /* Connects (or attaches to the store); private state in *state. Its
      * connections are opened on eng (NULL for a fallback store, which is
@@ -31,7 +33,7 @@ typedef struct sl_backend {
      * not (the blocking call is a job and a wait, sl_engine_decide). Every
      * request of a job is answered, atomically per request for all clients
      * of its key, as one round trip where the backend can; a request's
-     * own failure (SLUICE_EUNSUPPORTED) is its answer. A reset fills
+     * own failure is its answer. A reset fills
      * nothing but out[i].status. */
     sl_engine_ops ops;
 } sl_backend;

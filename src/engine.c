@@ -3,6 +3,7 @@
  * the caller's loop (sluice_attach) or, for a blocking call, by poll(). */
 #include "engine.h"
 
+#include "caps.h"
 #include "net/conn.h"
 #include "request.h"
 
@@ -13,12 +14,13 @@
 #include <string.h>
 
 void sl_engine_init(sl_engine *e, const sl_url *url, const char *name,
-                    const sl_engine_ops *ops)
+                    const sl_engine_ops *ops, unsigned caps)
 {
     memset(e, 0, sizeof(*e));
     e->url = url;
     e->name = name;
     e->ops = ops;
+    e->caps = caps;
     e->timer_at = -1;
 }
 
@@ -135,6 +137,27 @@ void sl_engine_answer(sl_job *job, size_t i, sluice_status st, const char *msg)
         append_job(&e->done_head, &e->done_tail, job);
 }
 
+/* Answers the job's requests that the backend's caps refuse; true when
+ * that was all of them. */
+static bool refuse(sl_engine *e, sl_job *job)
+{
+    char msg[SL_ERR_LEN];
+    size_t i;
+
+    for (i = 0; i < job->n; i++) {
+        const sl_refusal *r = sl_caps_refusal(
+            SL_ASK_REQUEST, sl_caps_needs(&job->reqs[i]), e->caps);
+
+        if (r == NULL)
+            continue;
+        sl_errf(msg, sizeof(msg), "%s: %s", e->name, r->text);
+        /* Nothing but its status, as a backend's own refusal was. */
+        memset(&job->out[i], 0, sizeof(job->out[i]));
+        sl_engine_answer(job, i, r->status, msg);
+    }
+    return job->finished;
+}
+
 static void start_job(sl_engine *e, sl_job *job)
 {
     job->eng = e;
@@ -159,6 +182,11 @@ static void start_job(sl_engine *e, sl_job *job)
         return;
     }
     insert_by_deadline(e, job);
+    /* The one place every request crosses on its way to the backend
+     * (blocking, threads, batches, the loop, by key and by name): what
+     * the backend cannot do is answered here, from caps.c's table. */
+    if ((e->caps & SL_CAPS_REQUEST) != SL_CAPS_REQUEST && refuse(e, job))
+        return;
     e->ops->start(e->state, job);
 }
 
@@ -286,14 +314,16 @@ static void run_timers(sl_engine *e, int64_t now)
         sl_conn_check_deadline(e->conns[i], now);
     if (e->wake_at > 0 && e->wake_at <= now) {
         e->wake_at = 0;
-        e->ops->resume(e->state, NULL);
+        if (e->ops->resume != NULL)
+            e->ops->resume(e->state, NULL);
     }
     /* Wakes, when any job waits for one (a cluster's retry). */
 again:
     for (j = e->head; e->waking > 0 && j != NULL; j = j->next) {
         if (j->wake_at > 0 && j->wake_at <= now) {
             sl_engine_wake(j, 0);
-            e->ops->resume(e->state, j);
+            if (e->ops->resume != NULL)
+                e->ops->resume(e->state, j);
             goto again;
         }
     }

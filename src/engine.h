@@ -58,10 +58,12 @@ struct sl_job {
 typedef struct sl_engine_ops {
     /* Starts deciding the job's requests without waiting: queues commands
      * with their callbacks on the engine's connections, which answer each
-     * request (sl_engine_answer) now or later. */
+     * request (sl_engine_answer) now or later. A request the backend's
+     * caps refuse is answered already (its mark SL_MARK_ANSWERED): skip
+     * it. */
     void (*start)(void *state, sl_job *job);
-    /* Optional, NULL: never asked for. The job's wake_at has come (job
-     * NULL: the engine's own wake_at, sl_engine_wake_all). */
+    /* Optional, NULL: the backend never sets a wake_at. The job's wake_at
+     * has come (job NULL: the engine's own wake_at). */
     void (*resume)(void *state, sl_job *job);
     /* Optional: request i of the job was answered, by the backend or by
      * the engine (its deadline, the handle's close); what the backend
@@ -77,6 +79,8 @@ typedef struct sl_engine_ops {
 typedef struct sl_engine {
     const char *name; /* the backend's, for messages */
     const sl_engine_ops *ops;
+    unsigned caps; /* the backend's (caps.h): what it refuses is answered
+                      before its start sees the job */
     void *state;
     const sl_url *url;
     struct sl_conn *conns[SL_ENGINE_CONNS];
@@ -99,8 +103,9 @@ typedef struct sl_engine {
     bool closing; /* the handle closes: nothing is sent again */
 } sl_engine;
 
+/* name, ops and caps: the backend's (backend.h). */
 void sl_engine_init(sl_engine *e, const sl_url *url, const char *name,
-                    const sl_engine_ops *ops);
+                    const sl_engine_ops *ops, unsigned caps);
 /* Every connection a backend opens on the engine is registered: the
  * engine drives it, and sets its events (conn.h). False: no room. */
 bool sl_engine_add_conn(sl_engine *e, struct sl_conn *cn);

@@ -30,6 +30,26 @@ void sluice_options_init(sluice_options *opts)
     opts->struct_size = sizeof(*opts);
 }
 
+/* clock=server on a backend that cannot read the server's clock: its
+ * refusal from caps.c's table. */
+static sluice_status refuse_clock(const sl_backend *b, const char *url,
+                                  char *err, size_t err_len)
+{
+    const sl_refusal *r = sl_caps_refusal(
+        SL_ASK_CLOCK, SL_CAP_SERVER | SL_CAP_SERVER_CLOCK, b->caps);
+    char shown[SL_ERR_LEN];
+
+    if (r == NULL)
+        return SLUICE_OK;
+    if (r->in_url) {
+        sl_url_redact(url, shown, sizeof(shown));
+        sl_errf(err, err_len, "url \"%s\": %s", shown, r->text);
+    } else {
+        sl_errf(err, err_len, "%s: %s", b->name, r->text);
+    }
+    return r->status;
+}
+
 sluice_status sluice_open(const char *url, const sluice_options *opts,
                           sluice **out, char *err, size_t err_len)
 {
@@ -86,14 +106,6 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
     switch (sl->url.scheme) {
     case SL_SCHEME_MEM:
         sl->backend = &sl_backend_memory;
-        if (sl->url.cfg.server_clock) {
-            sl_errf(err, err_len,
-                    "url \"%s\": mem:// has no server clock; "
-                    "drop clock=server or use a redis:// URL",
-                    url); /* mem:// holds no credentials */
-            st = SLUICE_EURL;
-            goto fail;
-        }
         break;
     case SL_SCHEME_REDIS:
         sl->backend = &sl_backend_evalsha;
@@ -108,15 +120,11 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
         sl->backend = &sl_backend_cluster;
         break;
     }
+    if (sl->url.cfg.server_clock &&
+        (st = refuse_clock(sl->backend, url, err, err_len)) != SLUICE_OK)
+        goto fail;
     if ((st = sl_tls_check(&sl->url, err, err_len)) != SLUICE_OK)
         goto fail;
-    if (sl->url.cfg.deny_cache > 1000000) {
-        sl_errf(err, err_len,
-                "open: deny_cache %u: expected 0..1000000 denials to keep",
-                (unsigned)sl->url.cfg.deny_cache);
-        st = SLUICE_EINVAL;
-        goto fail;
-    }
     if (sl_deny_init(&sl->deny, sl->url.cfg.deny_cache) != SLUICE_OK) {
         sl_errf(err, err_len, "open: out of memory for the deny cache");
         st = SLUICE_ENOMEM;
@@ -125,8 +133,7 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
     /* The plain backends charge a window before they judge it, and so
      * cannot give a window's units back (plain.c). */
     if (sl_reserve_init(&sl->rsv, &sl->url.cfg,
-                        sl->url.scheme != SL_SCHEME_MULTI &&
-                            sl->url.scheme != SL_SCHEME_TWEMPROXY) !=
+                        (sl->backend->caps & SL_CAP_REFUND_WINDOW) != 0) !=
         SLUICE_OK) {
         sl_deny_free(&sl->deny);
         sl_errf(err, err_len, "open: out of memory for reservations");
@@ -142,7 +149,8 @@ sluice_status sluice_open(const char *url, const sluice_options *opts,
         sl_reserve_free(&sl->rsv);
         goto fail;
     }
-    sl_engine_init(&sl->eng, &sl->url, sl->backend->name, &sl->backend->ops);
+    sl_engine_init(&sl->eng, &sl->url, sl->backend->name, &sl->backend->ops,
+                   sl->backend->caps);
     st = sl->backend->open(&sl->url, &sl->eng, &sl->state, err, err_len);
     if (st != SLUICE_OK) {
         sl_backend_memory.close(atomic_load(&sl->fallback));

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* url.c - parses backend URLs and their query options. */
+#include "caps.h"
 #include "options.h"
 
 #include <ctype.h>
@@ -405,24 +406,13 @@ static sluice_status copy_options(const sluice_options *in, sluice_options *out,
     return SLUICE_OK;
 }
 
-/* The configuration the options give, before the URL's query. */
-static void config_of(const sluice_options *o, sl_config *c)
+/* The configuration the options give, before the URL's query: the clock,
+ * and the fields of the options table (options.c). */
+static void config_of(const sluice_options *o, sl_url *u)
 {
-    memset(c, 0, sizeof(*c));
-    c->clock = o->clock;
-    c->clock_ctx = o->clock_ctx;
-    c->server_clock = o->server_clock;
-    c->connect_timeout_ms = o->connect_timeout_ms;
-    c->command_timeout_ms = o->command_timeout_ms;
-    c->ttl_floor_ms = o->ttl_floor_ms;
-    c->fail = o->fail;
-    c->deny_cache = o->deny_cache;
-    c->no_metrics = o->no_metrics;
-    c->shadow = o->shadow;
-    c->fallback_instances = o->fallback_instances;
-    c->rules_cache_ms = o->rules_cache_ms;
-    c->reserve_ms = o->reserve_ms;
-    c->reserve_share = o->reserve_share;
+    u->cfg.clock = o->clock;
+    u->cfg.clock_ctx = o->clock_ctx;
+    sl_options_take(o, u);
 }
 
 /* Credentials given in the options, where the URL gave none. */
@@ -449,6 +439,21 @@ static sluice_status credentials_from_options(const char *url,
     if (opts->user != NULL)
         strcpy(u->ep.user, opts->user);
     return SLUICE_OK;
+}
+
+/* TLS and a socket where the scheme's backend has them (caps.c). */
+static sluice_status check_transport(const char *url, const sl_url *u,
+                                     char *err, size_t err_len)
+{
+    unsigned need = (u->ep.tls ? SL_CAP_SERVER | SL_CAP_TLS : 0) |
+                    (u->ep.socket[0] ? SL_CAP_SERVER | SL_CAP_SOCKET : 0);
+    const sl_refusal *r =
+        sl_caps_refusal(SL_ASK_TRANSPORT, need, sl_caps_of_scheme(u->scheme));
+
+    if (r == NULL)
+        return SLUICE_OK;
+    bad(err, err_len, url, r->text);
+    return r->status;
 }
 
 /* The sentinels' options only with a sentinel scheme; then the
@@ -484,39 +489,16 @@ static sluice_status check_sentinel(const char *url, sl_url *u, char *err,
  * value from the URL is in range already; deny_cache is checked at open),
  * each message quoting the value as the URL's forms do ("option
  * reserve_ms=70000: ..."). */
-static sluice_status check_config(const char *url, const sl_config *c,
-                                  char *err, size_t err_len)
+/* The options' values against their rows' ranges (options.c). */
+static sluice_status check_config(const char *url, const sl_url *u, char *err,
+                                  size_t err_len)
 {
-    char what[160];
+    char what[200];
+    sluice_status st = sl_options_check(u, what, sizeof(what));
 
-    if (c->fail != SLUICE_FAIL_ERROR && c->fail != SLUICE_FAIL_OPEN &&
-        c->fail != SLUICE_FAIL_CLOSED && c->fail != SLUICE_FAIL_FALLBACK)
-        snprintf(what, sizeof(what),
-                 "options.fail=%d: expected SLUICE_FAIL_ERROR, _OPEN, "
-                 "_CLOSED or _FALLBACK",
-                 (int)c->fail);
-    else if (c->fallback_instances > 10000)
-        snprintf(what, sizeof(what),
-                 "options.fallback_instances=%lu: expected 1..10000 (0: "
-                 "the default, 1)",
-                 (unsigned long)c->fallback_instances);
-    else if (c->rules_cache_ms > 86400000)
-        snprintf(what, sizeof(what),
-                 "options.rules_cache_ms=%lld: expected at most 86400000 "
-                 "(negative: never cached)",
-                 (long long)c->rules_cache_ms);
-    else if (c->reserve_ms < 0 || c->reserve_ms > 60000)
-        snprintf(what, sizeof(what),
-                 "options.reserve_ms=%lld: expected 0..60000 ms (0: off)",
-                 (long long)c->reserve_ms);
-    else if (c->reserve_share > 50)
-        snprintf(what, sizeof(what),
-                 "options.reserve_share=%lu: expected 1..50 percent (0: the "
-                 "default, 10)",
-                 (unsigned long)c->reserve_share);
-    else
-        return SLUICE_OK;
-    return bad(err, err_len, url, what);
+    if (st != SLUICE_OK)
+        bad(err, err_len, url, what);
+    return st;
 }
 
 sluice_status sl_url_parse(const char *url, const sluice_options *opts,
@@ -548,7 +530,7 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
     if (opts != NULL &&
         (st = copy_options(opts, &given, err, err_len)) != SLUICE_OK)
         return st;
-    config_of(&given, &out->cfg);
+    config_of(&given, out);
     for (i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
         size_t plen = strlen(schemes[i].prefix);
 
@@ -606,19 +588,8 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
     if (q != NULL &&
         (st = parse_query(url, q + 1, out, err, err_len)) != SLUICE_OK)
         return st;
-    if (out->scheme == SL_SCHEME_MEM && (out->ep.tls || out->ep.socket[0]))
-        return bad(err, err_len, url,
-                   "mem:// keeps its state in this process: no socket, no "
-                   "TLS");
-    if (out->scheme == SL_SCHEME_TWEMPROXY && out->ep.tls)
-        return bad(err, err_len, url,
-                   "twemproxy has no TLS (nutcracker 0.5.0 speaks plain "
-                   "TCP): put a TLS terminator in front of it, or use "
-                   "rediss:// to Redis itself");
-    if (out->scheme == SL_SCHEME_CLUSTER && out->ep.socket[0] != '\0')
-        return bad(err, err_len, url,
-                   "option socket: a cluster's nodes are reached at the "
-                   "TCP addresses they announce, not through a socket");
+    if ((st = check_transport(url, out, err, err_len)) != SLUICE_OK)
+        return st;
     if (!out->ep.tls && (out->ep.tls_ca_file[0] || out->ep.tls_ca_dir[0] ||
                          out->ep.tls_cert[0] || out->ep.tls_key[0] ||
                          out->ep.tls_server_name[0] || out->ep.tls_insecure))
@@ -633,15 +604,8 @@ sluice_status sl_url_parse(const char *url, const sluice_options *opts,
         return bad(err, err_len, url,
                    "key prefix may not hold '{' or '}': the key's hash tag "
                    "must be the first braces");
-    if (out->cfg.connect_timeout_ms == 0)
-        out->cfg.connect_timeout_ms = 1000;
-    if (out->cfg.command_timeout_ms == 0)
-        out->cfg.command_timeout_ms = 250;
-    if (out->cfg.ttl_floor_ms == 0)
-        out->cfg.ttl_floor_ms = 1000;
-    if ((st = check_config(url, &out->cfg, err, err_len)) != SLUICE_OK)
+    if ((st = check_config(url, out, err, err_len)) != SLUICE_OK)
         return st;
-    if (out->cfg.reserve_share == 0)
-        out->cfg.reserve_share = 10;
+    sl_options_defaults(out);
     return SLUICE_OK;
 }

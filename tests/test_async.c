@@ -897,6 +897,32 @@ static void batches_peeks_and_resets_on_the_loop(void **state)
     assert_int_equal(b.res[1].status, SLUICE_ERULE);
     assert_int_equal(b.res[2].status, SLUICE_OK);
     assert_false(b.res[2].allowed); /* 1 + 2 > 2 */
+    if (plain) {
+        /* A request the backend refuses (block= on the plain backends)
+         * is answered by itself; the others of its batch are decided. */
+        sluice_ruleset blocked;
+
+        assert_int_equal(
+            sluice_ruleset_parse("fixed:2/1h,block=10s", &blocked, NULL, 0),
+            SLUICE_OK);
+        reqs[0] = (sluice_request){"r1", 2, &rs, 1};
+        reqs[1] = (sluice_request){"r2", 2, &blocked, 1};
+        reqs[2] = (sluice_request){"r3", 2, &rs, 1};
+        memset(&b, 0, sizeof(b));
+        assert_int_equal(sluice_acquire_many_async(sl, reqs, 3, on_batch, &b),
+                         SLUICE_OK);
+        t0 = tu_clock_ms(CLOCK_MONOTONIC);
+        while (!b.done && tu_clock_ms(CLOCK_MONOTONIC) - t0 < 5000)
+            loop_once();
+        assert_true(b.done);
+        assert_int_equal(b.st, SLUICE_EUNSUPPORTED);
+        assert_int_equal(b.res[0].status, SLUICE_OK);
+        assert_true(b.res[0].allowed);
+        assert_int_equal(b.res[1].status, SLUICE_EUNSUPPORTED);
+        assert_false(b.res[1].allowed);
+        assert_int_equal(b.res[2].status, SLUICE_OK);
+        assert_true(b.res[2].allowed);
+    }
     /* Peek changes nothing; reset forgets. */
     memset(&a, 0, sizeof(a));
     assert_int_equal(sluice_peek_async(sl, "b1", 2, &rs, 1, on_done, &a),

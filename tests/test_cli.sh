@@ -595,13 +595,19 @@ if [[ $url == mem://* && -z ${SLUICE_WRAP:-} ]]; then
 
     # The docs name every option the URL parser knows: its own list, from
     # the message for an unknown option, against --help, sluice(1),
-    # sluice(3), the README and sluice.h.
+    # sluice(3), the README and sluice_open's comment in sluice.h (that
+    # comment alone: the whole header names most options elsewhere).
     "$bin" check --url "mem://?no_such_option=1" --rule fixed:1/1s --key o >/dev/null 2>"$tmp/known"
     known=$(sed -n 's/.*(known: \(.*\))$/\1/p' "$tmp/known" | tr -d ',')
     expect_text url_options_listed "$tmp/known" 'known: timeout_ms, '
     "$bin" --help >"$tmp/help" 2>&1
+    # The last comment before sluice_open's declaration.
+    awk '/^\/\*/ { c = ""; in_c = 1 } in_c { c = c $0 "\n" } /\*\// { in_c = 0 }
+         /^SLUICE_API sluice_status sluice_open\(/ { printf "%s", c; exit }' \
+        "$dir/../include/sluice.h" >"$tmp/open-comment"
+    expect_text open_comment_found "$tmp/open-comment" 'Opens a handle on a backend chosen by the URL'
     for opt in $known; do
-        for doc in "$tmp/help" "$dir/../man/sluice.1" "$dir/../man/sluice.3" "$dir/../README.md" "$dir/../include/sluice.h"; do
+        for doc in "$tmp/help" "$dir/../man/sluice.1" "$dir/../man/sluice.3" "$dir/../README.md" "$tmp/open-comment"; do
             if grep -q -- "$opt=" "$doc"; then
                 pass=$((pass + 1))
             else

@@ -268,8 +268,22 @@ static void a_block_is_cached_unless_it_extends(void **state)
     (void)state;
     memset(&r, 0, sizeof(r));
     if (sluice_acquire(sl, "b", 1, &rs, 1, &r) == SLUICE_EUNSUPPORTED) {
-        /* redis+multi://, twemproxy:// (conformance: block.scn). */
+        /* redis+multi://, twemproxy:// (conformance: block.scn). A
+         * batch's refused request is answered by itself, the others
+         * decided. */
+        sluice_ruleset plain = rules("fixed:2/1m");
+        sluice_request reqs[3] = {
+            {"p1", 2, &plain, 1}, {"p2", 2, &rs, 1}, {"p3", 2, &plain, 1}};
+        sluice_result out[3];
+
         print_message("block refused here: %s\n", sluice_errmsg(sl));
+        assert_int_equal(sluice_acquire_many(sl, reqs, 3, out),
+                         SLUICE_EUNSUPPORTED);
+        assert_int_equal(out[0].status, SLUICE_OK);
+        assert_true(out[0].allowed);
+        assert_int_equal(out[1].status, SLUICE_EUNSUPPORTED);
+        assert_int_equal(out[2].status, SLUICE_OK);
+        assert_true(out[2].allowed);
         sluice_close(sl);
         return;
     }

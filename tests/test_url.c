@@ -2,6 +2,7 @@
 /* test_url.c - backend URLs and their query options. */
 #include "internal.h"
 #include "net/socket.h"
+#include "options.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -514,6 +515,102 @@ static void out_of_range_options_are_quoted(void **state)
     }
 }
 
+/* The options table's rows check sluice_options' fields with the URL's
+ * ranges (timeouts were checked only in the URL before the table), and set
+ * the defaults that --help states. */
+static void option_rows_check_the_struct_and_set_defaults(void **state)
+{
+    static const struct {
+        const char *field, *quote;
+        sluice_status st;
+    } cases[] = {
+        {"command_timeout_ms",
+         "options.command_timeout_ms=86400001: expected 1..86400000 ms",
+         SLUICE_EURL},
+        {"connect_timeout_ms",
+         "options.connect_timeout_ms=86400001: expected 1..86400000 ms",
+         SLUICE_EURL},
+        {"ttl_floor_ms", "options.ttl_floor_ms=86400001: expected 1..86400000",
+         SLUICE_EURL},
+        {"deny_cache", "options.deny_cache=1000001: expected 0..1000000",
+         SLUICE_EINVAL},
+    };
+    sluice_options o;
+    char err[512] = "";
+    sl_url u;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        sluice_options_init(&o);
+        if (strcmp(cases[i].field, "command_timeout_ms") == 0)
+            o.command_timeout_ms = 86400001;
+        else if (strcmp(cases[i].field, "connect_timeout_ms") == 0)
+            o.connect_timeout_ms = 86400001;
+        else if (strcmp(cases[i].field, "ttl_floor_ms") == 0)
+            o.ttl_floor_ms = 86400001;
+        else
+            o.deny_cache = 1000001;
+        assert_int_equal(sl_url_parse("mem://", &o, &u, err, sizeof(err)),
+                         cases[i].st);
+        if (strstr(err, cases[i].quote) == NULL)
+            fail_msg("options.%s: want \"%s\" in: %s", cases[i].field,
+                     cases[i].quote, err);
+    }
+    /* The URL's valid value wins over the struct's, unchecked then. */
+    sluice_options_init(&o);
+    o.reserve_ms = 70000;
+    assert_int_equal(
+        sl_url_parse("mem://?reserve_ms=100", &o, &u, err, sizeof(err)),
+        SLUICE_OK);
+    assert_int_equal(u.cfg.reserve_ms, 100);
+    /* Defaults: each as its --help says. */
+    assert_int_equal(sl_url_parse("mem://", NULL, &u, err, sizeof(err)),
+                     SLUICE_OK);
+    assert_int_equal(u.cfg.rules_cache_ms, 1000);
+    assert_int_equal(u.cfg.rules_stale_ms, 3600000);
+    assert_int_equal(u.cfg.fallback_instances, 1);
+    assert_int_equal(u.cfg.reserve_share, 10);
+    assert_int_equal(u.cfg.fallback_max_keys, 0);
+    for (i = 0; sl_option_name(i) != NULL; i++) {
+        char want[40];
+
+        if (sl_option_default(i) == 0)
+            continue;
+        snprintf(want, sizeof(want), "(default %lld)", sl_option_default(i));
+        if (strstr(sl_option_help(i), want) == NULL)
+            fail_msg("option %s: default %lld, its help says \"%s\"",
+                     sl_option_name(i), sl_option_default(i),
+                     sl_option_help(i));
+    }
+    /* 0 in the URL is none (-1), where 0 is the default. */
+    assert_int_equal(sl_url_parse("mem://?rules_cache_ms=0&fallback_max_keys=0",
+                                  NULL, &u, err, sizeof(err)),
+                     SLUICE_OK);
+    assert_int_equal(u.cfg.rules_cache_ms, -1);
+    assert_int_equal(u.cfg.fallback_max_keys, -1);
+}
+
+/* A text option's bad value is quoted (its first 40 bytes), a secret's
+ * never. */
+static void text_options_quote_their_value(void **state)
+{
+    char url[600], err[512] = "";
+    sl_url u;
+
+    (void)state;
+    parse_bad("redis://h?socket=/run/%zz", "option socket=/run/%zz: a bad "
+                                           "escape");
+    snprintf(url, sizeof(url), "redis://h?tls_ca_file=/%0300d", 0);
+    parse_bad(url, "option tls_ca_file=/000000000");
+    snprintf(url, sizeof(url),
+             "redis+sentinel://s:26379/m?sentinel_password=%0300d", 7);
+    assert_int_equal(sl_url_parse(url, NULL, &u, err, sizeof(err)),
+                     SLUICE_EURL);
+    assert_non_null(strstr(err, "option sentinel_password=***: a bad escape"));
+    assert_null(strstr(err, "0000"));
+}
+
 static void credentials_come_from_options_when_the_url_has_none(void **state)
 {
     sluice_options o;
@@ -736,6 +833,8 @@ int main(void)
         cmocka_unit_test(credentials_come_from_options_when_the_url_has_none),
         cmocka_unit_test(options_are_read_as_far_as_their_struct_size_says),
         cmocka_unit_test(out_of_range_options_are_quoted),
+        cmocka_unit_test(option_rows_check_the_struct_and_set_defaults),
+        cmocka_unit_test(text_options_quote_their_value),
         cmocka_unit_test(the_limits_file_comes_from_the_url_over_the_options),
         cmocka_unit_test(open_reports_bad_urls_and_unreachable_servers),
     };

@@ -750,7 +750,7 @@ static uint64_t cluster_round_trips(void *p)
 
 const sl_backend sl_backend_cluster = {
     .name = "cluster",
-    .version = SL_BACKEND_VERSION,
+    .caps = SL_CAPS_CLUSTER,
     .open = cluster_open,
     .close = cluster_close,
     .round_trips = cluster_round_trips,

@@ -768,12 +768,6 @@ static void evalsha_start(void *p, sl_job *job)
         send_request(s, job, i);
 }
 
-static void evalsha_resume(void *p, sl_job *job)
-{
-    (void)p;
-    (void)job;
-}
-
 /* Moves to another master (redis+sentinel://). */
 static uint64_t evalsha_failovers(void *p)
 {
@@ -787,10 +781,10 @@ static uint64_t evalsha_round_trips(void *p)
 
 const sl_backend sl_backend_evalsha = {
     .name = "evalsha",
-    .version = SL_BACKEND_VERSION,
+    .caps = SL_CAPS_EVALSHA,
     .open = evalsha_open,
     .close = evalsha_close,
     .round_trips = evalsha_round_trips,
     .failovers = evalsha_failovers,
-    .ops = {.start = evalsha_start, .resume = evalsha_resume},
+    .ops = {.start = evalsha_start},
 };

@@ -611,7 +611,7 @@ size_t sl_memory_count(void *state)
 
 const sl_backend sl_backend_memory = {
     .name = "memory",
-    .version = SL_BACKEND_VERSION,
+    .caps = SL_CAPS_MEMORY,
     .open = memory_open,
     .close = memory_close,
     /* Nothing of a memory job waits: it never resumes nor expires. */

@@ -20,12 +20,10 @@ static uint64_t multi_failovers(void *state)
 
 const sl_backend sl_backend_multi = {
     .name = "multi",
-    .version = SL_BACKEND_VERSION,
+    .caps = SL_CAPS_MULTI,
     .open = multi_open,
     .close = sl_plain_close,
     .round_trips = sl_plain_round_trips,
     .failovers = multi_failovers,
-    .ops = {.start = sl_plain_start,
-            .resume = sl_plain_resume,
-            .answered = sl_plain_answered},
+    .ops = {.start = sl_plain_start, .answered = sl_plain_answered},
 };

@@ -40,16 +40,6 @@
 
 #define WATCH_RETRIES 16
 
-static bool all_buckets(const sluice_ruleset *rs)
-{
-    size_t i;
-
-    for (i = 0; i < rs->count; i++)
-        if (!sl_store_is_bucket(&rs->rules[i]))
-            return false;
-    return true;
-}
-
 /* -------------------------------------------------- order and holding */
 
 static uint32_t key_hash(const void *key, size_t len)
@@ -554,8 +544,11 @@ static void on_reply(sl_conn *cn, sl_job *job, size_t i, redisReply *r,
 
 /* ---------------------------------------------------------- the engine */
 
-/* Sorts a request: false when it is refused outright. */
-static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
+/* Sorts a request. What the backend refuses (a block, a refund of a
+ * window, and on twemproxy:// token, gcra and refunds) never comes here:
+ * the engine answered it from its caps (SL_CAPS_MULTI, SL_CAPS_TWEMPROXY
+ * in caps.h). */
+static void classify(sl_plain *p, unit *j)
 {
     const sl_request *rq = j->rq;
 
@@ -569,65 +562,16 @@ static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
     } else if (rq->op == SL_OP_OVER_SET || rq->op == SL_OP_OVER_DEL ||
                rq->op == SL_OP_OVER_LIST) {
         j->mode = JOB_RULES;
-    } else if (rq->op == SL_OP_FORCE && !p->multi &&
-               sl_ruleset_has(rq->decide.rules, SL_FAMILY_BUCKET)) {
-        sl_errf(err, err_len,
-                "%s: a settle's excess on token and gcra needs an atomic "
-                "read-modify-write that a proxy's plain commands cannot "
-                "give; use redis:// through the proxy (the Lua backend, one "
-                "EVAL per decision)",
-                p->name);
-        return false;
     } else if (rq->op == SL_OP_FORCE && !p->multi) {
         /* Windows and logs: charged at once, as an acquire is, and kept
          * unless a rule would pass its ceiling. */
         j->mode = JOB_OPTIMISTIC;
-    } else if (rq->op == SL_OP_FORCE) {
+    } else if (rq->op == SL_OP_FORCE || rq->op == SL_OP_REFUND) {
         /* Read under WATCH, written in MULTI/EXEC: an optimistic charge
-         * of another client in between aborts it, and it is made again. */
+         * of another client in between aborts it, and it is made again.
+         * (A refund here is of token and gcra only.) */
         j->watched = true;
         j->mode = JOB_READ;
-    } else if (rq->op != SL_OP_REFUND && sl_ruleset_blocks(rq->decide.rules)) {
-        /* A denial here may come from another request's charge that is
-         * taken back a moment later: a block must not start from a denial
-         * that an exact decision would not make. */
-        sl_errf(err, err_len,
-                "%s: block= needs exact denials, and this backend charges "
-                "before it judges (a request may be denied by another's "
-                "charge in flight); use redis:// (the Lua backend, also "
-                "through the proxy) for rules with a block",
-                p->name);
-        return false;
-    } else if (rq->op == SL_OP_REFUND && !p->multi) {
-        sl_errf(err, err_len,
-                "%s: a refund needs an atomic read-modify-write that a "
-                "proxy's plain commands cannot give; use redis:// through "
-                "the proxy (the Lua backend, one EVAL per decision)",
-                p->name);
-        return false;
-    } else if (rq->op == SL_OP_REFUND && !all_buckets(rq->decide.rules)) {
-        /* Windows and logs are charged here before they are judged: a
-         * refund could give back a charge another client is about to
-         * take back, and leave the key counting less than was admitted. */
-        sl_errf(err, err_len,
-                "%s: a refund of fixed, sliding or log rules could give back "
-                "a charge another client has in flight (this backend charges "
-                "them before judging); use redis:// (the Lua backend) for "
-                "refunds; token and gcra refund here",
-                p->name);
-        return false;
-    } else if (rq->op == SL_OP_REFUND) {
-        j->watched = true;
-        j->mode = JOB_READ;
-    } else if (sl_ruleset_has(rq->decide.rules, SL_FAMILY_BUCKET) &&
-               !p->multi) {
-        sl_errf(err, err_len,
-                "%s: token and gcra need an atomic "
-                "read-modify-write that a proxy's plain commands cannot "
-                "give; use redis:// through the proxy (the Lua backend, one "
-                "EVAL per decision)",
-                p->name);
-        return false;
     } else if (rq->op == SL_OP_PEEK) {
         j->mode = JOB_READ;
     } else if (sl_ruleset_has(rq->decide.rules, SL_FAMILY_BUCKET)) {
@@ -636,7 +580,6 @@ static bool classify(sl_plain *p, unit *j, char *err, size_t err_len)
     } else {
         j->mode = JOB_OPTIMISTIC;
     }
-    return true;
 }
 
 void sl_plain_start(void *state, sl_job *job)
@@ -661,16 +604,16 @@ void sl_plain_start(void *state, sl_job *job)
         units[i].rq = &job->reqs[i];
         units[i].job = job;
         units[i].i = i;
-        memset(&job->out[i], 0, sizeof(job->out[i]));
+        if (!(job->marks[i] & SL_MARK_ANSWERED)) /* not refused already */
+            memset(&job->out[i], 0, sizeof(job->out[i]));
     }
     /* A request on a key already under way waits behind it. */
     for (i = 0; i < job->n && !job->finished; i++) {
         unit *u = &units[i], **at;
 
-        if (!classify(p, u, err, sizeof(err))) {
-            sl_engine_answer(job, i, SLUICE_EUNSUPPORTED, err);
+        if (job->marks[i] & SL_MARK_ANSWERED) /* refused (caps.h) */
             continue;
-        }
+        classify(p, u);
         u->hash = key_hash(u->rq->key, u->rq->key_len);
         u->keyed = true;
         at = key_slot(p, u);
@@ -731,14 +674,8 @@ void sl_plain_answered(void *state, sl_job *job, size_t i)
         begin(p, next, next->watched ? STEP_WATCH : STEP_BLOCK);
 }
 
-void sl_plain_resume(void *state, sl_job *job)
-{
-    (void)state;
-    (void)job;
-}
-
-/* The job's deadline passed: the connection carrying it is stuck (Redis
- * answers in order), so it closes, failing what it carried. */
+/* Opens the backend (multi: redis+multi://, else twemproxy://) on eng;
+ * a server that is down does not fail it. */
 sluice_status sl_plain_open(const sl_url *url, bool multi, sl_engine *eng,
                             void **state, char *err, size_t err_len)
 {
@@ -746,13 +683,7 @@ sluice_status sl_plain_open(const sl_url *url, bool multi, sl_engine *eng,
     sluice_status st;
     const char *name = multi ? "multi" : "twemproxy";
 
-    if (url->cfg.server_clock) {
-        sl_errf(err, err_len,
-                "%s: clock=server needs TIME inside a script; "
-                "use redis:// (the Lua backend) for the server's clock",
-                name);
-        return SLUICE_EUNSUPPORTED;
-    }
+    /* (clock=server was refused by the handle's open: SL_CAPS_MULTI.) */
     p = sl_calloc(1, sizeof(*p));
     if (p == NULL) {
         sl_errf(err, err_len, "%s: out of memory", name);

@@ -17,7 +17,6 @@ sluice_status sl_plain_open(const sl_url *url, bool multi, sl_engine *eng,
 void sl_plain_close(void *state);
 uint64_t sl_plain_round_trips(void *state);
 void sl_plain_start(void *state, sl_job *job);
-void sl_plain_resume(void *state, sl_job *job);
 void sl_plain_answered(void *state, sl_job *job, size_t i);
 
 #endif /* SL_PLAIN_H */

@@ -2,7 +2,7 @@
 /* twemproxy.c - twemproxy://: only commands that nutcracker parses, in
  * plain pipelines (no MULTI, no EXPIRE options, no scripts, no TIME): one
  * round trip for an admitted request, a second only to take back a denied
- * charge. Token and gcra answer SLUICE_EUNSUPPORTED. */
+ * charge. No token, gcra, refund or block= (SL_CAPS_TWEMPROXY, caps.h). */
 #include "backends/plain.h"
 
 static sluice_status twemproxy_open(const sl_url *url, sl_engine *eng,
@@ -13,11 +13,9 @@ static sluice_status twemproxy_open(const sl_url *url, sl_engine *eng,
 
 const sl_backend sl_backend_twemproxy = {
     .name = "twemproxy",
-    .version = SL_BACKEND_VERSION,
+    .caps = SL_CAPS_TWEMPROXY,
     .open = twemproxy_open,
     .close = sl_plain_close,
     .round_trips = sl_plain_round_trips,
-    .ops = {.start = sl_plain_start,
-            .resume = sl_plain_resume,
-            .answered = sl_plain_answered},
+    .ops = {.start = sl_plain_start, .answered = sl_plain_answered},
 };

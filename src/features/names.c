@@ -7,17 +7,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CACHE_MS 1000    /* rules_cache_ms's default */
-#define STALE_MS 3600000 /* rules_stale_ms's default: an hour */
-
 bool sl_names_init(sl_limiters *l, const sl_config *cfg)
 {
     memset(l, 0, sizeof(*l));
     if (pthread_mutex_init(&l->mu, NULL) != 0)
         return false;
     snprintf(l->prefix, sizeof(l->prefix), "%slim:", cfg->prefix);
-    l->cache_ms = cfg->rules_cache_ms == 0 ? CACHE_MS : cfg->rules_cache_ms;
-    l->stale_ms = cfg->rules_stale_ms == 0 ? STALE_MS : cfg->rules_stale_ms;
+    /* Their defaults (1000, an hour) set by the options table. */
+    l->cache_ms = cfg->rules_cache_ms;
+    l->stale_ms = cfg->rules_stale_ms;
     return true;
 }
 

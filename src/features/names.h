@@ -11,7 +11,8 @@
 #include "features/limiter_cache.h"
 #include "features/limiter_codec.h"
 
-/* Sets up the handle's limiters from its configuration; false: no mutex. */
+/* Sets up the handle's limiters from its configuration (its defaults
+ * set: sl_url_parse); false: no mutex. */
 bool sl_names_init(sl_limiters *l, const sl_config *cfg);
 void sl_names_free(sl_limiters *l);
 

@@ -4,6 +4,8 @@
  * handle's group by group, and the table of named limiters' policies. */
 #include "features/policies.h"
 
+#include "options.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +18,11 @@
 #define ALL_GROUPS                                                           \
     (SLUICE_POLICY_FAIL | SLUICE_POLICY_DENY_CACHE | SLUICE_POLICY_RESERVE | \
      SLUICE_POLICY_SHADOW | SLUICE_POLICY_HTTP)
-#define MAX_INSTANCES 10000 /* as fallback_instances= */
-#define MAX_HOLD_MS   60000 /* as reserve_ms= */
-#define MAX_SHARE     50    /* as reserve_share= */
-#define DEFAULT_SHARE 10
+/* The ranges of the options table's rows (options.h). */
+#define MAX_INSTANCES SL_OPT_INSTANCES_MAX
+#define MAX_HOLD_MS   SL_OPT_HOLD_MAX_MS
+#define MAX_SHARE     SL_OPT_SHARE_MAX
+#define DEFAULT_SHARE SL_OPT_SHARE_DEFAULT
 
 void sluice_policy_init(sluice_policy *p)
 {
@@ -33,13 +36,12 @@ void sl_policies_of_config(const sl_config *cfg, sl_policy *out)
 {
     memset(out, 0, sizeof(*out));
     out->fail = cfg->fail;
-    out->fallback_instances =
-        cfg->fallback_instances > 0 ? cfg->fallback_instances : 1;
+    /* The handle's defaults are set (the options table, options.c). */
+    out->fallback_instances = cfg->fallback_instances;
     out->deny_cache = cfg->deny_cache > 0;
     out->shadow = cfg->shadow;
     out->reserve_ms = cfg->reserve_ms;
-    out->reserve_share =
-        cfg->reserve_share > 0 ? cfg->reserve_share : DEFAULT_SHARE;
+    out->reserve_share = cfg->reserve_share;
     out->unit = SLUICE_UNIT_REQUESTS;
 }
 

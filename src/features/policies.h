@@ -32,7 +32,8 @@ typedef struct sl_policies {
 bool sl_policies_init(sl_policies *t);
 void sl_policies_free(sl_policies *t);
 
-/* The handle's own policy, from its configuration. */
+/* The handle's own policy, from its configuration (its defaults set:
+ * sl_url_parse). */
 void sl_policies_of_config(const sl_config *cfg, sl_policy *out);
 /* Checks the caller's in (its struct_size, the groups it sets, their
  * fields) and lays the groups it sets over base into *out; SLUICE_EINVAL
