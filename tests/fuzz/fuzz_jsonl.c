@@ -20,6 +20,16 @@ static void broken(const char *what, const uint8_t *data, size_t size,
     abort();
 }
 
+/* Whether s is UTF-8, by jansson's own check (json_stringn refuses
+ * anything else). */
+static bool utf8(const char *s, size_t n)
+{
+    json_t *j = json_stringn(s, n);
+
+    json_decref(j);
+    return j != NULL;
+}
+
 /* Quotes s with a buffer of dst_len; the literal must be valid JSON, and
  * when nothing was cut it must read back as s (valid UTF-8 in). */
 static void check_quote(const char *s, size_t n, size_t dst_len, bool utf8_in,
@@ -135,16 +145,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                  json_string_length(json_object_get(ev.doc, "limiter"))))
             broken("a limiter event with a key or a rule, or cut", data, size,
                    "");
-        /* What the CLI quotes back: the key, or the limiter and client. */
+        /* What the CLI quotes back: the key, or the limiter and client.
+         * One given in hex (key_hex, limiter_hex, client_hex: the parser
+         * decodes it into key, limiter, client) may be any bytes, which
+         * the quote shows (\\xHH) rather than reads back as; UTF-8 must
+         * read back (jansson tells UTF-8). */
         if (ev.key != NULL)
-            check_quote(ev.key, ev.key_len, 6 * ev.key_len + 16, true, data,
-                        size);
+            check_quote(ev.key, ev.key_len, 6 * ev.key_len + 16,
+                        utf8(ev.key, ev.key_len), data, size);
         if (ev.limiter != NULL)
             check_quote(ev.limiter, ev.limiter_len, 6 * ev.limiter_len + 16,
-                        true, data, size);
+                        utf8(ev.limiter, ev.limiter_len), data, size);
         if (ev.client != NULL)
-            check_quote(ev.client, ev.client_len, 6 * ev.client_len + 16, true,
-                        data, size);
+            check_quote(ev.client, ev.client_len, 6 * ev.client_len + 16,
+                        utf8(ev.client, ev.client_len), data, size);
         jsonl_event_free(&ev);
         if (ev.doc != NULL)
             broken("jsonl_event_free left the document", data, size, "");
